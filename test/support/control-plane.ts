@@ -1,0 +1,429 @@
+// A real etcd + kube-apiserver on loopback for tests. Every process it starts dies with the
+// test process (setpriv --pdeathsig) and every directory it makes is removed on stop, on
+// exit and on SIGINT/SIGTERM; directories left by a test process that was SIGKILLed are
+// swept by the next start.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+import { issueCert, makeCA } from './pki.ts';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const scratchRoot = join(tmpdir(), 'veneer-control-plane');
+
+export interface TokenUser {
+  name: string;
+  groups?: string[];
+}
+
+export interface ControlPlaneOptions {
+  /** Users authenticated by bearer token, beside the built-in `admin` (system:masters). */
+  users?: TokenUser[];
+  /** An audit policy (YAML); the log is then readable with `auditEvents()`. */
+  auditPolicy?: string;
+  startTimeoutMs?: number;
+}
+
+export interface AuditEvent {
+  verb: string;
+  user: { username: string; groups?: string[] };
+  objectRef?: { resource?: string; name?: string; namespace?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  stage: string;
+}
+
+interface Binaries {
+  apiserver: string;
+  etcd: string;
+}
+
+const live = new Set<ControlPlane>();
+let exitHooksInstalled = false;
+
+function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  process.once('exit', () => {
+    for (const cp of live) cp.killNow();
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      for (const cp of live) cp.killNow();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
+  }
+}
+
+function sweepStaleDirs(): void {
+  if (!existsSync(scratchRoot)) return;
+  for (const entry of readdirSync(scratchRoot)) {
+    const pid = Number(entry.split('-')[0]);
+    if (!Number.isInteger(pid) || isAlive(pid)) continue;
+    rmSync(join(scratchRoot, entry), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function locateBinaries(): Binaries {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
+  const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  const bins = { apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '' };
+  for (const path of Object.values(bins)) {
+    if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the local control plane`);
+  }
+  return bins;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+class ManagedProcess {
+  readonly name: string;
+  private readonly bin: string;
+  private readonly args: string[];
+  private readonly logPath: string;
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+
+  constructor(name: string, bin: string, args: string[], logPath: string) {
+    this.name = name;
+    this.bin = bin;
+    this.args = args;
+    this.logPath = logPath;
+  }
+
+  start(): void {
+    const log = createWriteStream(this.logPath, { flags: 'a' });
+    // setpriv makes the kernel kill the child when this process dies, however it dies.
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.bin, ...this.args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    this.child = child;
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.running) return;
+    this.child?.kill('SIGTERM');
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  killNow(): void {
+    if (this.running) this.child?.kill('SIGKILL');
+  }
+
+  logTail(lines = 30): string {
+    try {
+      return readFileSync(this.logPath, 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+}
+
+interface ControlPlaneParts {
+  dir: string;
+  etcd: ManagedProcess;
+  etcdHealthUrl: string;
+  apiserver: ManagedProcess;
+  port: number;
+  caPem: string;
+  tokens: Map<string, string>;
+  auditLogPath: string | undefined;
+  startTimeoutMs: number;
+}
+
+export class ControlPlane {
+  readonly dir: string;
+  readonly server: string;
+  readonly port: number;
+  readonly caPem: string;
+  private readonly etcd: ManagedProcess;
+  private readonly etcdHealthUrl: string;
+  private readonly apiserver: ManagedProcess;
+  private readonly tokens: Map<string, string>;
+  private readonly auditLogPath: string | undefined;
+  private readonly startTimeoutMs: number;
+  private stopped = false;
+
+  private constructor(parts: ControlPlaneParts) {
+    this.dir = parts.dir;
+    this.port = parts.port;
+    this.server = `https://127.0.0.1:${parts.port}`;
+    this.caPem = parts.caPem;
+    this.etcd = parts.etcd;
+    this.etcdHealthUrl = parts.etcdHealthUrl;
+    this.apiserver = parts.apiserver;
+    this.tokens = parts.tokens;
+    this.auditLogPath = parts.auditLogPath;
+    this.startTimeoutMs = parts.startTimeoutMs;
+  }
+
+  static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    installExitHooks();
+    sweepStaleDirs();
+    const bins = locateBinaries();
+    mkdirSync(scratchRoot, { recursive: true });
+    const dir = join(scratchRoot, `${process.pid}-${randomBytes(4).toString('hex')}`);
+    mkdirSync(dir, { recursive: true });
+
+    const [etcdClient, etcdPeer, securePort] = [await freePort(), await freePort(), await freePort()];
+    const pki = join(dir, 'pki');
+    const ca = await makeCA(pki, 'veneer-test-ca');
+    const serving = await issueCert(ca, pki, 'apiserver', {
+      commonName: 'kube-apiserver',
+      usage: 'server',
+      dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
+      ipAddresses: ['127.0.0.1', '10.0.0.1'],
+    });
+    const saKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const saKeyPath = join(pki, 'sa.key');
+    const saPubPath = join(pki, 'sa.pub');
+    writeFileSync(saKeyPath, saKey.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    writeFileSync(saPubPath, saKey.publicKey.export({ type: 'spki', format: 'pem' }));
+
+    const users: TokenUser[] = [{ name: 'admin', groups: ['system:masters'] }, ...(opts.users ?? [])];
+    const tokens = new Map<string, string>();
+    const tokenLines = users.map((u, i) => {
+      const token = randomBytes(24).toString('hex');
+      tokens.set(u.name, token);
+      return `${token},${u.name},uid-${i},"${(u.groups ?? []).join(',')}"`;
+    });
+    const tokenFile = join(pki, 'tokens.csv');
+    writeFileSync(tokenFile, tokenLines.join('\n') + '\n', { mode: 0o600 });
+
+    const etcd = new ManagedProcess('etcd', bins.etcd, [
+      '--name=test',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=test=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ], join(dir, 'etcd.log'));
+
+    let auditLogPath: string | undefined;
+    const auditArgs: string[] = [];
+    if (opts.auditPolicy) {
+      const policyPath = join(dir, 'audit-policy.yaml');
+      auditLogPath = join(dir, 'audit.log');
+      writeFileSync(policyPath, opts.auditPolicy);
+      auditArgs.push(`--audit-policy-file=${policyPath}`, `--audit-log-path=${auditLogPath}`, '--audit-log-mode=blocking');
+    }
+    const apiserver = new ManagedProcess('kube-apiserver', bins.apiserver, [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${securePort}`,
+      `--cert-dir=${join(dir, 'apiserver-certs')}`,
+      `--tls-cert-file=${serving.certPath}`,
+      `--tls-private-key-file=${serving.keyPath}`,
+      `--token-auth-file=${tokenFile}`,
+      '--authorization-mode=RBAC',
+      `--service-account-issuer=https://127.0.0.1:${securePort}`,
+      `--service-account-key-file=${saPubPath}`,
+      `--service-account-signing-key-file=${saKeyPath}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      '--disable-admission-plugins=ServiceAccount',
+      ...auditArgs,
+    ], join(dir, 'kube-apiserver.log'));
+
+    const cp = new ControlPlane({
+      dir,
+      etcd,
+      etcdHealthUrl: `http://127.0.0.1:${etcdClient}/health`,
+      apiserver,
+      port: securePort,
+      caPem: readFileSync(ca.certPath, 'utf8'),
+      tokens,
+      auditLogPath,
+      startTimeoutMs: opts.startTimeoutMs ?? 90_000,
+    });
+    live.add(cp);
+    try {
+      await cp.startEtcd();
+      await cp.startApiServer();
+    } catch (err) {
+      await cp.stop();
+      throw err;
+    }
+    return cp;
+  }
+
+  async startEtcd(): Promise<void> {
+    this.etcd.start();
+    await this.waitFor(this.etcd, async () => {
+      const body = await httpGet(this.etcdHealthUrl);
+      return body.includes('"health":"true"');
+    });
+  }
+
+  async stopEtcd(): Promise<void> {
+    await this.etcd.stop();
+  }
+
+  async startApiServer(): Promise<void> {
+    this.apiserver.start();
+    await this.waitFor(this.apiserver, async () => (await this.get('/readyz')).status === 200);
+  }
+
+  async stopApiServer(): Promise<void> {
+    await this.apiserver.stop(15_000);
+  }
+
+  async restartApiServer(): Promise<void> {
+    await this.stopApiServer();
+    await this.startApiServer();
+  }
+
+  private async waitFor(proc: ManagedProcess, ready: () => Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + this.startTimeoutMs;
+    while (Date.now() < deadline) {
+      if (!proc.running) throw new Error(`${proc.name} exited during start-up:\n${proc.logTail()}`);
+      if (await ready().catch(() => false)) return;
+      await sleep(200);
+    }
+    throw new Error(`${proc.name} was not ready within ${this.startTimeoutMs} ms:\n${proc.logTail()}`);
+  }
+
+  tokenFor(user: string): string {
+    const token = this.tokens.get(user);
+    if (!token) throw new Error(`no token user ${user}: pass it in ControlPlaneOptions.users`);
+    return token;
+  }
+
+  /** A KubeConfig for a bearer token: a token user's, or a minted ServiceAccount token. */
+  kubeConfigForToken(token: string, userName = 'token-user'): k8s.KubeConfig {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'test', server: this.server, caData: Buffer.from(this.caPem).toString('base64'), skipTLSVerify: false }],
+      users: [{ name: userName, token }],
+      contexts: [{ name: 'test', cluster: 'test', user: userName }],
+      currentContext: 'test',
+    });
+    return kc;
+  }
+
+  adminKubeConfig(): k8s.KubeConfig {
+    return this.kubeConfigForToken(this.tokenFor('admin'), 'admin');
+  }
+
+  userKubeConfig(user: string): k8s.KubeConfig {
+    return this.kubeConfigForToken(this.tokenFor(user), user);
+  }
+
+  /** Mints a token for a ServiceAccount through the TokenRequest API (creating the account). */
+  async serviceAccountKubeConfig(namespace: string, name: string, expirationSeconds = 3600): Promise<k8s.KubeConfig> {
+    const core = this.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(ignoreConflict);
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(ignoreConflict);
+    const tr = await core.createNamespacedServiceAccountToken({
+      namespace, name, body: { spec: { audiences: [], expirationSeconds } },
+    });
+    const token = tr.status?.token;
+    if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+    return this.kubeConfigForToken(token, `system:serviceaccount:${namespace}:${name}`);
+  }
+
+  /** Writes a kubeconfig file (admin unless a KubeConfig is given) and returns its path. */
+  writeKubeConfig(kc: k8s.KubeConfig = this.adminKubeConfig(), fileName = 'kubeconfig'): string {
+    const path = join(this.dir, fileName);
+    writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
+    return path;
+  }
+
+  /** A raw GET as admin (for /readyz, /metrics and other non-resource paths). */
+  async get(path: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(`${this.server}${path}`, {
+        ca: this.caPem,
+        headers: { authorization: `Bearer ${this.tokenFor('admin')}` },
+        timeout: 5000,
+      }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  auditEvents(): AuditEvent[] {
+    if (!this.auditLogPath) throw new Error('start the control plane with auditPolicy to read audit events');
+    if (!existsSync(this.auditLogPath)) return [];
+    return readFileSync(this.auditLogPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent);
+  }
+
+  /** Synchronous last resort for exit paths: no awaiting possible there. */
+  killNow(): void {
+    this.apiserver.killNow();
+    this.etcd.killNow();
+    rmSync(this.dir, { recursive: true, force: true });
+    live.delete(this);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.apiserver.stop();
+    await this.etcd.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+    live.delete(this);
+  }
+}
+
+function ignoreConflict(err: unknown): void {
+  if ((err as { code?: number }).code !== 409) throw err;
+}
+
+function httpGet(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { timeout: 2000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(body));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
