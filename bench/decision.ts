@@ -1,0 +1,75 @@
+// The decision engine's cost at 10..10,000 Veneer-like overlays: one Compute SP (weight 10),
+// EC2 Instance SPs per family and region (20) and RIs per instance type and region (30).
+import { decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type OverlayObject } from '../src/engine/index.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../test/support/veneer.ts';
+import { median, type SuiteResult } from './stats.ts';
+
+const REGIONS = ['us-east-1', 'us-west-2', 'eu-west-1', 'ap-southeast-1'];
+const SIZES = ['large', 'xlarge', '2xlarge', '4xlarge', '8xlarge'];
+
+/** About `total` overlays: a fixed set of regions, more families and types as the set grows. */
+export function veneerOverlaySet(total: number): { overlays: OverlayObject[]; types: string[] } {
+  const perRegion = Math.max(1, Math.floor((total - 1) / REGIONS.length));
+  const familyCount = Math.max(1, Math.ceil(perRegion / (SIZES.length + 1)));
+  const overlays: OverlayObject[] = [computeSavingsPlan()];
+  const types: string[] = [];
+  for (let f = 0; f < familyCount && overlays.length < total; f++) {
+    const family = `f${f}x`;
+    for (const region of REGIONS) if (overlays.length < total) overlays.push(ec2InstanceSavingsPlan(family, region));
+    for (const size of SIZES) {
+      const type = `${family}.${size}`;
+      types.push(type);
+      for (const region of REGIONS) if (overlays.length < total) overlays.push(reservedInstance(type, region));
+    }
+  }
+  return { overlays, types };
+}
+
+function decisionsPerBatch(total: number, batches: number, batchSize: number): number[] {
+  const { overlays, types } = veneerOverlaySet(total);
+  const now = Date.parse('2026-06-01T00:00:00Z');
+  const index = new OverlayIndex({ policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false }, retentionMs: 3_600_000 });
+  index.replaceAll(overlays.map((o) => toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } })), now - 1000);
+  index.markSynced(now - 1000);
+  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000 };
+  // Half the nodes run a type with an RI, half a type only a family SP or the Compute SP covers.
+  const nodes = Array.from({ length: 256 }, (_, i) => {
+    const type = i % 2 === 0 ? types[(i * 7919) % types.length] ?? 'm5.large' : `f${i}y.large`;
+    return toNodeView(karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }));
+  });
+  let sink = 0;
+  const perDecisionUs: number[] = [];
+  for (let b = 0; b < batches; b++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < batchSize; i++) {
+      const d = decide({ node: nodes[(b * batchSize + i) & 255]!, now, decidedBy: 'webhook' }, index, settings);
+      if (d.outcome === 'influenced') sink++;
+    }
+    perDecisionUs.push(Number(process.hrtime.bigint() - start) / 1000 / batchSize);
+  }
+  if (sink === 0) throw new Error('no decision matched: the benchmark set is wrong');
+  return perDecisionUs;
+}
+
+export async function runDecisionSuite(progress: (msg: string) => void): Promise<SuiteResult> {
+  const sizes = [10, 100, 1000, 10000];
+  const raw: Record<string, number[]> = {};
+  for (const n of sizes) decisionsPerBatch(n, 20, 500); // warm-up: JIT and index build
+  for (const n of sizes) {
+    progress(`decision: ${n} overlays`);
+    raw[n] = decisionsPerBatch(n, 100, 1000);
+  }
+  const p50 = (n: number) => median(raw[n] ?? []);
+  const rows = sizes.map((n) => ({ overlays: n, p50_us: round(p50(n)), min_us: round(Math.min(...(raw[n] ?? []))), max_us: round(Math.max(...(raw[n] ?? []))) }));
+  return {
+    keys: {
+      decision_p50_us_1000: round(p50(1000)),
+      decision_growth_10000_over_1000: round(p50(10000) / p50(1000)),
+    },
+    targets: { decision_p50_us_1000: '<= 10', decision_growth_10000_over_1000: '<= 3' },
+    table: rows,
+    raw: { per_decision_us_batches: raw },
+  };
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -1,0 +1,96 @@
+// The one place that decides whether a node was launched under an overlay's influence.
+// Pure: no I/O, no clock; the caller passes `now` and the caches' views.
+import type { Labels } from './requirements.ts';
+import type { NodeClaimView, NodeView } from './node.ts';
+import type { OverlayIndex } from './overlay-index.ts';
+import type { OverlayView } from './overlay.ts';
+import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
+
+export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
+export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
+export const REGISTERED_LABEL = 'karpenter.sh/registered';
+
+export interface EngineSettings {
+  keys: RecordKeys;
+  /** A node older than this is decided with whatever labels it has. */
+  gracePeriodMs: number;
+}
+
+export interface DecisionInput {
+  node: NodeView;
+  nodeClaim?: NodeClaimView | undefined;
+  now: number;
+  decidedBy: DecidedBy;
+}
+
+export type Decision =
+  | { outcome: 'out-of-scope'; reason: string }
+  | { outcome: 'recorded' }
+  | { outcome: 'undetermined'; reason: string; retryAt: number }
+  | {
+      outcome: 'influenced' | 'not-influenced';
+      overlay: OverlayView | undefined;
+      basis: Basis;
+      evaluatedAt: number;
+      record: NodeRecord;
+    };
+
+export type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
+
+/** Karpenter nodes that run on-demand are ours to decide; a record, once written, is final. */
+export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): Scope {
+  const labels = characteristics(node, nodeClaim);
+  if (labels[NODEPOOL_LABEL] === undefined) return { inScope: false, reason: 'not a Karpenter node (no karpenter.sh/nodepool label)' };
+  const capacityType = labels[CAPACITY_TYPE_LABEL];
+  if (capacityType !== 'on-demand') {
+    return { inScope: false, reason: `capacity type is ${capacityType === undefined ? 'unknown' : JSON.stringify(capacityType)}, not on-demand` };
+  }
+  return { inScope: true, recorded: node.labels[keys.influenced] !== undefined };
+}
+
+/** What Karpenter's registration puts on the node: its own labels with the NodeClaim's on top. */
+export function characteristics(node: NodeView, nodeClaim: NodeClaimView | undefined): Labels {
+  return nodeClaim ? { ...node.labels, ...nodeClaim.labels } : node.labels;
+}
+
+/** Overlays are judged as they stood at the launch decision. */
+export function launchTime(node: NodeView, nodeClaim: NodeClaimView | undefined, now: number): number {
+  return nodeClaim?.createdAt ?? node.createdAt ?? now;
+}
+
+function readiness(input: DecisionInput, labels: Labels, at: number, index: OverlayIndex, grace: number): string | undefined {
+  if (input.nodeClaim) return undefined;
+  if (labels[REGISTERED_LABEL] === 'true') return undefined;
+  const createdAt = input.node.createdAt ?? input.now;
+  if (input.now - createdAt >= grace) return undefined;
+  for (const key of index.keysNamedAt(at)) {
+    if (labels[key] === undefined) return `label ${key} not yet on the node and its NodeClaim is unknown`;
+  }
+  return undefined;
+}
+
+export function decide(input: DecisionInput, index: OverlayIndex, settings: EngineSettings): Decision {
+  const { node, nodeClaim, now } = input;
+  const s = scope(node, nodeClaim, settings.keys);
+  if (!s.inScope) return { outcome: 'out-of-scope', reason: s.reason };
+  if (s.recorded) return { outcome: 'recorded' };
+  const labels = characteristics(node, nodeClaim);
+  const evaluatedAt = launchTime(node, nodeClaim, now);
+  const waiting = readiness(input, labels, evaluatedAt, index, settings.gracePeriodMs);
+  if (waiting !== undefined) {
+    return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs };
+  }
+  const { version, basis } = index.match(labels, evaluatedAt);
+  const overlay = version?.overlay;
+  const record = buildRecord({
+    keys: settings.keys,
+    overlay,
+    decidedBy: input.decidedBy,
+    basis,
+    evaluatedAt,
+    labeledAt: now,
+    characteristicsFrom: nodeClaim ? 'node+nodeclaim' : 'node',
+    ...(nodeClaim ? { nodeClaim: nodeClaim.name } : {}),
+  });
+  return { outcome: overlay ? 'influenced' : 'not-influenced', overlay, basis, evaluatedAt, record };
+}

@@ -1,0 +1,8 @@
+// The decision engine's public surface: everything the webhook, the reconciler and the CLI use.
+export { decide, scope, characteristics, launchTime, type Decision, type EngineSettings } from './decide.ts';
+export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
+export { toOverlayView, ineligibility, type OverlayObject, type OverlayView, type OverlayPolicy } from './overlay.ts';
+export { toNodeView, toNodeClaimView, nodeClaimFor, type NodeObject, type NodeClaimObject, type NodeView, type NodeClaimView, type NodeClaimLookup } from './node.ts';
+export { recordKeys, type RecordKeys, type NodeRecord, type DecisionStory, type DecidedBy } from './record.ts';
+export { jsonPatch, mergePatch, type JsonPatchOp } from './patch.ts';
+export { parseSelector, type LabelSelector } from './selector.ts';

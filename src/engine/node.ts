@@ -1,0 +1,88 @@
+// Nodes and NodeClaims reduced to what a decision needs, from JSON or client objects.
+import type { Labels } from './requirements.ts';
+import { toEpochMs } from './overlay.ts';
+
+type Timestamp = string | Date | undefined | null;
+
+export interface OwnerReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+}
+
+export interface NodeObject {
+  metadata?: {
+    name?: string;
+    labels?: Record<string, string> | null;
+    annotations?: Record<string, string> | null;
+    creationTimestamp?: Timestamp;
+    resourceVersion?: string;
+    ownerReferences?: OwnerReference[] | null;
+  };
+  spec?: { providerID?: string | null } | null;
+}
+
+export interface NodeClaimObject {
+  metadata?: {
+    name?: string;
+    labels?: Record<string, string> | null;
+    creationTimestamp?: Timestamp;
+  };
+  status?: { providerID?: string | null; nodeName?: string | null } | null;
+}
+
+export interface NodeView {
+  readonly name: string;
+  readonly labels: Labels;
+  readonly annotations: Labels;
+  readonly createdAt?: number;
+  readonly providerID?: string;
+  /** The NodeClaim named by the node's ownerReference (set by Karpenter's registration). */
+  readonly ownerNodeClaim?: string;
+}
+
+export interface NodeClaimView {
+  readonly name: string;
+  readonly labels: Labels;
+  readonly createdAt?: number;
+  readonly providerID?: string;
+}
+
+export function toNodeView(obj: NodeObject): NodeView {
+  const md = obj.metadata ?? {};
+  const owner = md.ownerReferences?.find((r) => r.kind === 'NodeClaim' && r.apiVersion?.startsWith('karpenter.sh/'));
+  return {
+    name: md.name ?? '',
+    labels: md.labels ?? {},
+    annotations: md.annotations ?? {},
+    ...optional('createdAt', toEpochMs(md.creationTimestamp)),
+    ...optional('providerID', obj.spec?.providerID ?? undefined),
+    ...optional('ownerNodeClaim', owner?.name),
+  };
+}
+
+export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
+  const md = obj.metadata ?? {};
+  return {
+    name: md.name ?? '',
+    labels: md.labels ?? {},
+    ...optional('createdAt', toEpochMs(md.creationTimestamp)),
+    ...optional('providerID', obj.status?.providerID ?? undefined),
+  };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined || value === '' ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** Finds a node's NodeClaim the way Karpenter links them: providerID, else ownerReference. */
+export interface NodeClaimLookup {
+  byProviderID(providerID: string): NodeClaimView | undefined;
+  byName(name: string): NodeClaimView | undefined;
+}
+
+export function nodeClaimFor(node: NodeView, claims: NodeClaimLookup): NodeClaimView | undefined {
+  return (node.providerID ? claims.byProviderID(node.providerID) : undefined)
+    ?? (node.ownerNodeClaim ? claims.byName(node.ownerNodeClaim) : undefined);
+}

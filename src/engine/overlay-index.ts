@@ -1,0 +1,184 @@
+// Every NodeOverlay version seen, with when it became active and when it went away, indexed
+// so that a decision looks at a handful of candidates instead of every overlay.
+//
+// Time is always an argument: the caller says when it observed what.
+import { type Labels, allPass } from './requirements.ts';
+import { ineligibility, type OverlayPolicy, type OverlayView, outranks } from './overlay.ts';
+
+export interface OverlayVersion {
+  readonly overlay: OverlayView;
+  /** Why it does not count, or undefined when it does. */
+  readonly ineligible: string | undefined;
+  readonly from: number;
+  to: number | undefined;
+}
+
+export interface Match {
+  version: OverlayVersion | undefined;
+  basis: 'exact' | 'approximate';
+}
+
+export interface OverlayIndexOptions {
+  policy: OverlayPolicy;
+  /** How long closed versions are kept, so that late decisions can look back. */
+  retentionMs: number;
+}
+
+function activeAt(v: OverlayVersion, t: number): boolean {
+  return v.from <= t && (v.to === undefined || t < v.to);
+}
+
+export class OverlayIndex {
+  private readonly policy: OverlayPolicy;
+  private readonly retentionMs: number;
+  private readonly history = new Map<string, OverlayVersion[]>();
+  /** Decisions at or after this time are exact: we were watching, and nothing was pruned. */
+  private exactSince = Number.POSITIVE_INFINITY;
+  private dirty = true;
+  private buckets = new Map<string, Map<string, OverlayVersion[]>>();
+  private unanchored: OverlayVersion[] = [];
+
+  constructor(opts: OverlayIndexOptions) {
+    this.policy = opts.policy;
+    this.retentionMs = opts.retentionMs;
+  }
+
+  /** Records an overlay as seen at `at` (an ADDED or MODIFIED event, or a list item). */
+  observe(overlay: OverlayView, at: number): void {
+    const versions = this.history.get(overlay.name) ?? [];
+    const current = versions.at(-1);
+    const open = current && current.to === undefined ? current : undefined;
+    if (overlay.deletingAt !== undefined) {
+      if (open) open.to = Math.min(at, Math.max(open.from, overlay.deletingAt));
+      return;
+    }
+    if (open && open.overlay.fingerprint === overlay.fingerprint) return;
+    if (open) open.to = at;
+    // A first sighting starts at creation: the overlay existed from then, even if we were not
+    // watching (whether that is exact is the business of exactSince).
+    const from = open || overlay.createdAt === undefined ? at : Math.min(at, overlay.createdAt);
+    versions.push({ overlay, ineligible: ineligibility(overlay, this.policy), from, to: undefined });
+    this.history.set(overlay.name, versions);
+    this.dirty = true;
+  }
+
+  /** Records a deletion seen at `at`. */
+  forget(name: string, at: number): void {
+    const open = this.history.get(name)?.at(-1);
+    if (open && open.to === undefined) open.to = Math.max(open.from, at);
+  }
+
+  /**
+   * Replaces the live set with a full list taken at `at` (initial sync or a safety relist):
+   * overlays missing from it went away unseen, at the latest by `at`.
+   */
+  replaceAll(overlays: readonly OverlayView[], at: number): void {
+    const present = new Set(overlays.map((o) => o.name));
+    for (const name of this.history.keys()) if (!present.has(name)) this.forget(name, at);
+    for (const o of overlays) this.observe(o, at);
+  }
+
+  /** The first complete list marks the start of exact knowledge. */
+  markSynced(at: number): void {
+    if (this.exactSince === Number.POSITIVE_INFINITY) this.exactSince = at;
+  }
+
+  get synced(): boolean {
+    return this.exactSince !== Number.POSITIVE_INFINITY;
+  }
+
+  /** Drops versions that ended before the retention window; decisions that far back become approximate. */
+  prune(now: number): void {
+    const horizon = now - this.retentionMs;
+    for (const [name, versions] of this.history) {
+      const kept = versions.filter((v) => v.to === undefined || v.to >= horizon);
+      if (kept.length === versions.length) continue;
+      for (const v of versions) if (v.to !== undefined && v.to < horizon) this.exactSince = Math.max(this.exactSince, v.to);
+      if (kept.length === 0) this.history.delete(name);
+      else this.history.set(name, kept);
+      this.dirty = true;
+    }
+  }
+
+  /** The overlay Karpenter would have applied to a node with these labels at time `t`. */
+  match(labels: Labels, t: number): Match {
+    if (this.dirty) this.rebuild();
+    let best: OverlayVersion | undefined;
+    const consider = (v: OverlayVersion) => {
+      if (!activeAt(v, t)) return;
+      if (best && !outranks(v.overlay, best.overlay)) return;
+      if (allPass(v.overlay.requirements, labels)) best = v;
+    };
+    for (const [key, byValue] of this.buckets) {
+      const value = labels[key];
+      if (value === undefined) continue;
+      const candidates = byValue.get(value);
+      if (candidates) for (const v of candidates) consider(v);
+    }
+    for (const v of this.unanchored) consider(v);
+    return { version: best, basis: t >= this.exactSince ? 'exact' : 'approximate' };
+  }
+
+  /** Every key that an eligible overlay active at `t` names in its requirements. */
+  keysNamedAt(t: number): Set<string> {
+    const keys = new Set<string>();
+    for (const v of this.versions()) {
+      if (v.ineligible === undefined && activeAt(v, t)) for (const r of v.overlay.requirements) keys.add(r.key);
+    }
+    return keys;
+  }
+
+  /** The versions active at `t`, eligible or not, for explanations. */
+  activeVersionsAt(t: number): OverlayVersion[] {
+    return [...this.versions()].filter((v) => activeAt(v, t));
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const versions of this.history.values()) if (versions.at(-1)?.to === undefined) n++;
+    return n;
+  }
+
+  private *versions(): Iterable<OverlayVersion> {
+    for (const versions of this.history.values()) yield* versions;
+  }
+
+  /**
+   * Files each eligible version under one of its `In` requirements, the (key, value) pair
+   * shared by the fewest versions: a node can only match a version whose anchor value it has.
+   */
+  private rebuild(): void {
+    const eligible = [...this.versions()].filter((v) => v.ineligible === undefined);
+    const frequency = new Map<string, number>();
+    const pairKey = (k: string, v: string) => `${k}\u0000${v}`;
+    for (const v of eligible) {
+      for (const r of v.overlay.requirements) {
+        if (r.operator !== 'In') continue;
+        for (const value of r.values) frequency.set(pairKey(r.key, value), (frequency.get(pairKey(r.key, value)) ?? 0) + 1);
+      }
+    }
+    this.buckets = new Map();
+    this.unanchored = [];
+    for (const v of eligible) {
+      let anchor: { key: string; values: ReadonlySet<string>; cost: number } | undefined;
+      for (const r of v.overlay.requirements) {
+        if (r.operator !== 'In') continue;
+        let cost = 0;
+        for (const value of r.values) cost += frequency.get(pairKey(r.key, value)) ?? 0;
+        if (!anchor || cost < anchor.cost) anchor = { key: r.key, values: r.values, cost };
+      }
+      if (!anchor) {
+        this.unanchored.push(v);
+        continue;
+      }
+      let byValue = this.buckets.get(anchor.key);
+      if (!byValue) this.buckets.set(anchor.key, (byValue = new Map()));
+      for (const value of anchor.values) {
+        const list = byValue.get(value);
+        if (list) list.push(v);
+        else byValue.set(value, [v]);
+      }
+    }
+    this.dirty = false;
+  }
+}

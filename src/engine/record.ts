@@ -1,0 +1,99 @@
+// The record written on a node: label keys under the configured namespace, their values, and
+// the annotation that tells the whole story.
+import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
+import type { OverlayView } from './overlay.ts';
+
+/** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
+const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;
+
+export interface RecordKeys {
+  influenced: string;
+  matchingOverlay: string;
+  labeledAt: string;
+  copied: Record<(typeof COPIED_FROM_OVERLAY)[number], string>;
+  decisionAnnotation: string;
+  /** Every label key the watcher may write: the ones it owns. */
+  ownedLabels: readonly string[];
+  ownedAnnotations: readonly string[];
+}
+
+export function recordKeys(ns: string): RecordKeys {
+  const copied = Object.fromEntries(COPIED_FROM_OVERLAY.map((k) => [k, `${ns}/${k}`])) as RecordKeys['copied'];
+  const influenced = `${ns}/overlay-influenced`;
+  const matchingOverlay = `${ns}/matching-overlay`;
+  const labeledAt = `${ns}/labeled-at`;
+  const decisionAnnotation = `${ns}/overlay-decision`;
+  return {
+    influenced,
+    matchingOverlay,
+    labeledAt,
+    copied,
+    decisionAnnotation,
+    ownedLabels: [influenced, matchingOverlay, ...Object.values(copied), labeledAt],
+    ownedAnnotations: [decisionAnnotation],
+  };
+}
+
+export type DecidedBy = 'webhook' | 'reconciler' | 'cli';
+export type Basis = 'exact' | 'approximate';
+
+export interface RecordInput {
+  keys: RecordKeys;
+  overlay: OverlayView | undefined;
+  decidedBy: DecidedBy;
+  basis: Basis;
+  /** The launch decision time the overlays were evaluated at. */
+  evaluatedAt: number;
+  labeledAt: number;
+  characteristicsFrom: 'node' | 'node+nodeclaim';
+  nodeClaim?: string;
+}
+
+export interface NodeRecord {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** The story behind the labels, as stored (JSON) in the decision annotation. */
+export interface DecisionStory {
+  influenced: boolean;
+  overlay: string | null;
+  weight?: number;
+  price?: string;
+  priceAdjustment?: string;
+  decidedBy: DecidedBy;
+  evaluatedAt: string;
+  labeledAt: string;
+  basis: Basis;
+  characteristicsFrom: 'node' | 'node+nodeclaim';
+  nodeClaim?: string;
+  labels: string[];
+}
+
+export function buildRecord(input: RecordInput): NodeRecord {
+  const { keys, overlay } = input;
+  const labels: Record<string, string> = { [keys.influenced]: overlay ? 'true' : 'false' };
+  if (overlay) {
+    labels[keys.matchingOverlay] = toLabelValue(overlay.name);
+    for (const [name, key] of Object.entries(keys.copied)) {
+      const value = overlay.labels[`veneer.io/${name}`];
+      if (value !== undefined && value !== '') labels[key] = toLabelValue(value);
+    }
+  }
+  labels[keys.labeledAt] = basicTimestamp(input.labeledAt);
+  const story: DecisionStory = {
+    influenced: overlay !== undefined,
+    overlay: overlay?.name ?? null,
+    ...(overlay ? { weight: overlay.weight } : {}),
+    ...(overlay?.price !== undefined ? { price: overlay.price } : {}),
+    ...(overlay?.priceAdjustment !== undefined ? { priceAdjustment: overlay.priceAdjustment } : {}),
+    decidedBy: input.decidedBy,
+    evaluatedAt: rfc3339(input.evaluatedAt),
+    labeledAt: rfc3339(input.labeledAt),
+    basis: input.basis,
+    characteristicsFrom: input.characteristicsFrom,
+    ...(input.nodeClaim ? { nodeClaim: input.nodeClaim } : {}),
+    labels: Object.keys(labels),
+  };
+  return { labels, annotations: { [keys.decisionAnnotation]: JSON.stringify(story) } };
+}

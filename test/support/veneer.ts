@@ -1,0 +1,108 @@
+// Objects shaped like the ones Veneer and Karpenter create, for tests and benchmarks.
+import type { OverlayObject } from '../../src/engine/overlay.ts';
+import type { NodeClaimObject, NodeObject } from '../../src/engine/node.ts';
+import type { RequirementSpec } from '../../src/engine/requirements.ts';
+
+const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] };
+
+function veneerOverlay(name: string, weight: number, labels: Record<string, string>, requirements: RequirementSpec[]): OverlayObject & { apiVersion: string; kind: string } {
+  return {
+    apiVersion: 'karpenter.sh/v1alpha1',
+    kind: 'NodeOverlay',
+    metadata: { name, labels: { 'app.kubernetes.io/managed-by': 'veneer', ...labels } },
+    spec: { price: '0.00', weight, requirements },
+  };
+}
+
+export function computeSavingsPlan() {
+  return veneerOverlay('cost-aware-compute-sp-global', 10, { 'veneer.io/capacity-type': 'compute-savings-plan' }, [
+    onDemand,
+    { key: 'karpenter.k8s.aws/instance-family', operator: 'Exists' },
+  ]);
+}
+
+export function ec2InstanceSavingsPlan(family: string, region: string) {
+  return veneerOverlay(
+    `cost-aware-ec2-sp-${family}-${region}`,
+    20,
+    { 'veneer.io/capacity-type': 'ec2-instance-savings-plan', 'veneer.io/instance-family': family, 'veneer.io/region': region },
+    [onDemand, { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: [family] }],
+  );
+}
+
+export function reservedInstance(type: string, region: string) {
+  return veneerOverlay(
+    `cost-aware-ri-${type}-${region}`,
+    30,
+    {
+      'veneer.io/capacity-type': 'reserved-instance',
+      'veneer.io/instance-family': type.split('.')[0] ?? type,
+      'veneer.io/instance-type': type,
+      'veneer.io/region': region,
+    },
+    [onDemand, { key: 'node.kubernetes.io/instance-type', operator: 'In', values: [type] }],
+  );
+}
+
+export interface NodeShape {
+  name: string;
+  capacityType?: 'on-demand' | 'spot';
+  instanceType?: string;
+  zone?: string;
+  nodepool?: string;
+  /** Full labels (after Karpenter's registration) or only the kubelet's. */
+  stage?: 'kubelet' | 'registered';
+  createdAt?: string;
+  providerID?: string;
+  extraLabels?: Record<string, string>;
+}
+
+export function instanceLabels(instanceType: string, zone: string): Record<string, string> {
+  const [family = instanceType, size = ''] = instanceType.split('.');
+  return {
+    'node.kubernetes.io/instance-type': instanceType,
+    'karpenter.k8s.aws/instance-family': family,
+    'karpenter.k8s.aws/instance-size': size,
+    'topology.kubernetes.io/zone': zone,
+    'topology.kubernetes.io/region': zone.slice(0, -1),
+  };
+}
+
+export function karpenterNode(shape: NodeShape): NodeObject & { apiVersion: string; kind: string } {
+  const stage = shape.stage ?? 'registered';
+  const labels: Record<string, string> = {
+    'karpenter.sh/nodepool': shape.nodepool ?? 'default',
+    'karpenter.sh/capacity-type': shape.capacityType ?? 'on-demand',
+    'karpenter.k8s.aws/ec2nodeclass': 'default',
+    'kubernetes.io/hostname': shape.name,
+    'kubernetes.io/os': 'linux',
+    'kubernetes.io/arch': 'amd64',
+    ...(stage === 'registered'
+      ? { ...instanceLabels(shape.instanceType ?? 'm5.xlarge', shape.zone ?? 'us-west-2a'), 'karpenter.sh/registered': 'true' }
+      : {}),
+    ...shape.extraLabels,
+  };
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: shape.name, labels, ...(shape.createdAt ? { creationTimestamp: shape.createdAt } : {}) },
+    spec: { providerID: shape.providerID ?? `aws:///${shape.zone ?? 'us-west-2a'}/i-${shape.name}` },
+  };
+}
+
+export function nodeClaimFor(shape: NodeShape & { claimName: string; claimCreatedAt?: string }): NodeClaimObject & { apiVersion: string; kind: string } {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name: shape.claimName,
+      labels: {
+        'karpenter.sh/nodepool': shape.nodepool ?? 'default',
+        'karpenter.sh/capacity-type': shape.capacityType ?? 'on-demand',
+        ...instanceLabels(shape.instanceType ?? 'm5.xlarge', shape.zone ?? 'us-west-2a'),
+      },
+      ...(shape.claimCreatedAt ? { creationTimestamp: shape.claimCreatedAt } : {}),
+    },
+    status: { providerID: shape.providerID ?? `aws:///${shape.zone ?? 'us-west-2a'}/i-${shape.name}`, nodeName: shape.name },
+  };
+}
