@@ -40,6 +40,7 @@ export interface NodeView {
   readonly providerID?: string;
   /** The NodeClaim named by the node's ownerReference (set by Karpenter's registration). */
   readonly ownerNodeClaim?: string;
+  readonly resourceVersion?: string;
 }
 
 export interface NodeClaimView {
@@ -59,6 +60,7 @@ export function toNodeView(obj: NodeObject): NodeView {
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.spec?.providerID ?? undefined),
     ...optional('ownerNodeClaim', owner?.name),
+    ...optional('resourceVersion', md.resourceVersion),
   };
 }
 

@@ -1,0 +1,281 @@
+// Loads the configuration: defaults < YAML file < VENEER_NODE_WATCHER_* variables < flags,
+// validated by one ajv schema built from SETTINGS. Every error names the field, where the
+// value came from, the value and the rule; all errors are reported at once.
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import { LineCounter, parseDocument, isMap, isScalar, type Node as YamlNode } from 'yaml';
+import { isValidDnsSubdomain } from '../engine/labels.ts';
+import { parseSelector } from '../engine/selector.ts';
+import { formatDuration, parseDuration } from './duration.ts';
+import { envName, flagName, SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
+
+export type Source =
+  | { kind: 'default' }
+  | { kind: 'file'; file: string; line: number }
+  | { kind: 'env'; name: string }
+  | { kind: 'flag'; name: string };
+
+export interface Config {
+  enabled: boolean;
+  labelNamespace: string;
+  overlayCacheTTLMs: number;
+  maxConcurrentReconciles: number;
+  overlaySelector: string;
+  requireOverlayReady: boolean;
+  gracePeriodMs: number;
+  historyRetentionMs: number;
+  logLevel: string;
+  webhook: { port: number; certFile: string; keyFile: string; deadlineMs: number; allowedUsers: string[]; allowedGroups: string[] };
+  metrics: { port: number };
+  leaderElection: { enabled: boolean; leaseName: string; leaseNamespace: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+}
+
+export interface LoadedConfig {
+  config: Config;
+  /** Where each effective value came from, for check-config. */
+  sources: Record<SettingPath, Source>;
+  values: Record<SettingPath, unknown>;
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.problems = problems;
+  }
+}
+
+export interface LoadInput {
+  file?: string | undefined;
+  env?: Record<string, string | undefined>;
+  /** Flags as `--name` -> raw value, already split from argv. */
+  flags?: Record<string, string>;
+}
+
+const paths = Object.keys(SETTINGS) as SettingPath[];
+
+function describeSource(s: Source): string {
+  switch (s.kind) {
+    case 'default':
+      return 'default';
+    case 'file':
+      return `${s.file} line ${s.line}`;
+    case 'env':
+      return `environment variable ${s.name}`;
+    case 'flag':
+      return `flag ${s.name}`;
+  }
+}
+
+/** A raw string from the environment or a flag, as the type the schema wants. */
+function coerce(schema: SettingSchema, raw: string): unknown {
+  switch (schema.type) {
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : raw;
+    case 'integer':
+      return /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+    case 'string-list':
+      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+    default:
+      return raw;
+  }
+}
+
+function jsonSchemaFor(s: SettingSchema): object {
+  switch (s.type) {
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'integer':
+      return { type: 'integer', minimum: s.minimum, maximum: s.maximum };
+    case 'string-list':
+      return { type: 'array', items: { type: 'string', minLength: 1 } };
+    case 'duration':
+      return { type: 'string', durationMs: { minimum: s.minimumMs ?? 0, maximum: s.maximumMs ?? Number.MAX_SAFE_INTEGER } };
+    case 'string':
+      return { type: 'string', minLength: 1, ...(s.maxLength ? { maxLength: s.maxLength } : {}), ...(s.enum ? { enum: s.enum } : {}), ...(s.format ? { format: s.format } : {}) };
+  }
+}
+
+/** The ajv schema of the whole file: `nodeWatcher:` with nested groups, no unknown fields. */
+export function configJsonSchema(): object {
+  const root: { type: 'object'; additionalProperties: false; properties: Record<string, any> } = { type: 'object', additionalProperties: false, properties: {} };
+  for (const path of paths) {
+    const parts = path.split('.');
+    let node = root;
+    for (const part of parts.slice(0, -1)) {
+      node.properties[part] ??= { type: 'object', additionalProperties: false, properties: {} };
+      node = node.properties[part];
+    }
+    node.properties[parts.at(-1)!] = jsonSchemaFor(SETTINGS[path]);
+  }
+  return { type: 'object', additionalProperties: false, properties: { nodeWatcher: root } };
+}
+
+const FORMAT_RULES: Record<string, string> = {
+  'dns-subdomain': 'must be a DNS subdomain (lowercase letters, digits, "-" and "."; starting and ending with a letter or digit)',
+  'label-selector': 'must be a label selector such as "app.kubernetes.io/managed-by=veneer" or "tier in (a,b)"',
+};
+
+const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: false });
+ajv.addFormat('dns-subdomain', { type: 'string', validate: (v: string) => isValidDnsSubdomain(v) });
+ajv.addFormat('label-selector', {
+  type: 'string',
+  validate: (v: string) => {
+    try {
+      parseSelector(v);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+});
+ajv.addKeyword({
+  keyword: 'durationMs',
+  type: 'string',
+  errors: true,
+  validate: function durationMs(bounds: { minimum: number; maximum: number }, value: string) {
+    const ms = parseDuration(value);
+    const self = durationMs as unknown as { errors: Partial<ErrorObject>[] };
+    if (ms === undefined) {
+      self.errors = [{ keyword: 'durationMs', message: 'must be a duration such as 500ms, 60s, 5m or 1h', params: {} }];
+      return false;
+    }
+    if (ms < bounds.minimum || ms > bounds.maximum) {
+      self.errors = [{ keyword: 'durationMs', message: `must be between ${formatDuration(bounds.minimum)} and ${formatDuration(bounds.maximum)}`, params: {} }];
+      return false;
+    }
+    return true;
+  },
+});
+const validate = ajv.compile(configJsonSchema());
+
+interface FileValues {
+  values: Map<string, { value: unknown; line: number }>;
+  problems: string[];
+}
+
+function readFile(file: string): FileValues {
+  const out: FileValues = { values: new Map(), problems: [] };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    out.problems.push(`config file ${file}: cannot be read (${(err as Error).message})`);
+    return out;
+  }
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter });
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors) out.problems.push(`config file ${file}: ${e.message.split('\n')[0]}`);
+    return out;
+  }
+  const lineOf = (n: YamlNode | null | undefined) => (n?.range ? lineCounter.linePos(n.range[0]).line : 0);
+  const walk = (node: unknown, prefix: string) => {
+    if (!isMap(node)) return;
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+      const path = prefix ? `${prefix}.${key}` : key;
+      if (isMap(pair.value)) walk(pair.value, path);
+      else out.values.set(path, { value: (pair.value as YamlNode | null)?.toJSON?.() ?? (isScalar(pair.value) ? pair.value.value : null), line: lineOf(pair.value as YamlNode) || lineOf(pair.key as YamlNode) });
+    }
+  };
+  walk(doc.contents, '');
+  return out;
+}
+
+function setPath(obj: Record<string, any>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let node = obj;
+  for (const part of parts.slice(0, -1)) node = node[part] ??= {};
+  node[parts.at(-1)!] = value;
+}
+
+export function loadConfig(input: LoadInput): LoadedConfig {
+  const problems: string[] = [];
+  const doc: Record<string, any> = {};
+  const sources = {} as Record<SettingPath, Source>;
+  const values = {} as Record<SettingPath, unknown>;
+  const origin = new Map<string, Source>();
+
+  if (input.file) {
+    const f = readFile(input.file);
+    problems.push(...f.problems);
+    for (const [path, { value, line }] of f.values) {
+      setPath(doc, path, value);
+      origin.set(path, { kind: 'file', file: input.file, line });
+    }
+  }
+  const knownFlags = new Set(paths.map(flagName));
+  for (const name of Object.keys(input.flags ?? {})) {
+    if (!knownFlags.has(name)) problems.push(`unknown flag ${name}`);
+  }
+  for (const path of paths) {
+    const schema: SettingSchema = SETTINGS[path];
+    const full = `nodeWatcher.${path}`;
+    const env = input.env?.[envName(path)];
+    const flag = input.flags?.[flagName(path)];
+    if (flag !== undefined) {
+      setPath(doc, full, coerce(schema, flag));
+      origin.set(full, { kind: 'flag', name: flagName(path) });
+    } else if (env !== undefined && env !== '') {
+      setPath(doc, full, coerce(schema, env));
+      origin.set(full, { kind: 'env', name: envName(path) });
+    }
+  }
+
+  if (!validate(doc)) {
+    for (const e of validate.errors ?? []) {
+      const pointer = e.instancePath.slice(1).replace(/\//g, '.');
+      const path = e.keyword === 'additionalProperties' ? `${pointer ? `${pointer}.` : ''}${String(e.params.additionalProperty)}` : pointer;
+      const source = origin.get(path) ?? [...origin.entries()].find(([p]) => p.startsWith(`${path}.`))?.[1] ?? { kind: 'default' };
+      const value = e.keyword === 'additionalProperties' ? '' : ` = ${JSON.stringify(path.split('.').reduce<any>((o, k) => o?.[k], doc))}`;
+      const rule = e.keyword === 'additionalProperties' ? 'is not a known setting'
+        : e.keyword === 'format' ? FORMAT_RULES[String(e.params.format)] ?? e.message
+        : e.message ?? e.keyword;
+      problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  for (const path of paths) {
+    const full = `nodeWatcher.${path}`;
+    const given = full.split('.').reduce<any>((o, k) => o?.[k], doc);
+    values[path] = given ?? SETTINGS[path].default;
+    sources[path] = origin.get(full) ?? { kind: 'default' };
+  }
+  return { config: toConfig(values), sources, values };
+}
+
+function toConfig(v: Record<SettingPath, unknown>): Config {
+  const ms = (p: SettingPath) => parseDuration(String(v[p])) ?? 0;
+  return {
+    enabled: v.enabled as boolean,
+    labelNamespace: v.labelNamespace as string,
+    overlayCacheTTLMs: ms('overlayCacheTTL'),
+    maxConcurrentReconciles: v.maxConcurrentReconciles as number,
+    overlaySelector: v.overlaySelector as string,
+    requireOverlayReady: v.requireOverlayReady as boolean,
+    gracePeriodMs: ms('gracePeriod'),
+    historyRetentionMs: ms('historyRetention'),
+    logLevel: v.logLevel as string,
+    webhook: {
+      port: v['webhook.port'] as number,
+      certFile: v['webhook.certFile'] as string,
+      keyFile: v['webhook.keyFile'] as string,
+      deadlineMs: ms('webhook.deadline'),
+      allowedUsers: v['webhook.allowedUsers'] as string[],
+      allowedGroups: v['webhook.allowedGroups'] as string[],
+    },
+    metrics: { port: v['metrics.port'] as number },
+    leaderElection: {
+      enabled: v['leaderElection.enabled'] as boolean,
+      leaseName: v['leaderElection.leaseName'] as string,
+      leaseNamespace: v['leaderElection.leaseNamespace'] as string,
+      leaseDurationMs: ms('leaderElection.leaseDuration'),
+      renewDeadlineMs: ms('leaderElection.renewDeadline'),
+      retryPeriodMs: ms('leaderElection.retryPeriod'),
+    },
+  };
+}
+
+export { describeSource };

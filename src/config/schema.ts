@@ -1,0 +1,57 @@
+// The one description of every setting: type, default, bounds, and (derived from the path)
+// its environment variable and flag. Validation, `check-config` and the docs all read this.
+
+export interface SettingSchema {
+  type: 'boolean' | 'integer' | 'string' | 'duration' | 'string-list';
+  default: unknown;
+  description: string;
+  minimum?: number;
+  maximum?: number;
+  /** For durations, in milliseconds. */
+  minimumMs?: number;
+  maximumMs?: number;
+  pattern?: string;
+  maxLength?: number;
+  format?: 'dns-subdomain' | 'label-selector';
+  enum?: string[];
+}
+
+const port = (def: number, what: string): SettingSchema => ({ type: 'integer', default: def, minimum: 1, maximum: 65535, description: what });
+
+/** Paths are relative to `nodeWatcher:`. */
+export const SETTINGS = {
+  enabled: { type: 'boolean', default: false, description: 'Opt-in switch: when false the process serves health and metrics and writes nothing.' },
+  labelNamespace: { type: 'string', default: 'veneer.io', format: 'dns-subdomain', maxLength: 63, description: 'Prefix of every label and annotation the watcher writes.' },
+  overlayCacheTTL: { type: 'duration', default: '60s', minimumMs: 1000, maximumMs: 3_600_000, description: 'The most stale the overlay cache may be: a full relist runs at this period.' },
+  maxConcurrentReconciles: { type: 'integer', default: 5, minimum: 1, maximum: 100, description: 'Nodes reconciled at once.' },
+  overlaySelector: { type: 'string', default: 'app.kubernetes.io/managed-by=veneer', format: 'label-selector', description: 'Label selector of the NodeOverlays that count.' },
+  requireOverlayReady: { type: 'boolean', default: false, description: 'Count only overlays Karpenter marked Ready=True (otherwise: all but those it rejected).' },
+  gracePeriod: { type: 'duration', default: '60s', minimumMs: 0, maximumMs: 3_600_000, description: 'After this age a node is decided with the labels it has.' },
+  historyRetention: { type: 'duration', default: '1h', minimumMs: 60_000, maximumMs: 86_400_000, description: 'How long overlay history is kept for decisions about the past.' },
+  logLevel: { type: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'], description: 'Log level (node names appear at debug only).' },
+  'webhook.port': port(9443, 'HTTPS port of the admission webhooks.'),
+  'webhook.certFile': { type: 'string', default: '/etc/veneer-node-watcher/tls/tls.crt', description: 'Serving certificate (PEM); reloaded when the file changes.' },
+  'webhook.keyFile': { type: 'string', default: '/etc/veneer-node-watcher/tls/tls.key', description: 'Serving key (PEM); reloaded when the file changes.' },
+  'webhook.deadline': { type: 'duration', default: '500ms', minimumMs: 10, maximumMs: 10_000, description: 'Internal deadline per review; past it the node is allowed without a patch.' },
+  'webhook.allowedUsers': { type: 'string-list', default: [], description: 'Users besides the watcher itself that may change a record.' },
+  'webhook.allowedGroups': { type: 'string-list', default: [], description: 'Groups whose members may change a record.' },
+  'metrics.port': port(8080, 'Plain-HTTP port of /metrics, /healthz and /readyz.'),
+  'leaderElection.enabled': { type: 'boolean', default: true, description: 'Elect one writer among replicas (a Lease).' },
+  'leaderElection.leaseName': { type: 'string', default: 'veneer-node-watcher', format: 'dns-subdomain', maxLength: 253, description: 'Name of the Lease.' },
+  'leaderElection.leaseNamespace': { type: 'string', default: 'veneer-system', format: 'dns-subdomain', maxLength: 63, description: 'Namespace of the Lease (the pod\'s own namespace in the chart).' },
+  'leaderElection.leaseDuration': { type: 'duration', default: '15s', minimumMs: 1000, maximumMs: 300_000, description: 'How long a lease holds without renewal.' },
+  'leaderElection.renewDeadline': { type: 'duration', default: '10s', minimumMs: 500, maximumMs: 300_000, description: 'The leader gives up if it cannot renew within this.' },
+  'leaderElection.retryPeriod': { type: 'duration', default: '2s', minimumMs: 100, maximumMs: 60_000, description: 'How often candidates try to acquire or renew.' },
+} satisfies Record<string, SettingSchema>;
+
+export type SettingPath = keyof typeof SETTINGS;
+
+/** `webhook.certFile` -> `VENEER_NODE_WATCHER_WEBHOOK_CERT_FILE`. */
+export function envName(path: string): string {
+  return `VENEER_NODE_WATCHER_${path.replace(/\./g, '_').replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}`;
+}
+
+/** `webhook.certFile` -> `--webhook-cert-file`. */
+export function flagName(path: string): string {
+  return `--${path.replace(/\./g, '-').replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`;
+}

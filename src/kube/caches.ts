@@ -1,0 +1,193 @@
+// The watcher's view of the cluster: overlays (with history), NodeClaims and Nodes, each fed
+// by a Reflector and read, never fetched, by the webhook and the reconciler.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import {
+  OverlayIndex, parseSelector, toNodeClaimView, toNodeView, toOverlayView,
+  type NodeClaimLookup, type NodeClaimView, type NodeView, type OverlayObject,
+} from '../engine/index.ts';
+import type { Metrics } from '../metrics.ts';
+import { type ListPage, Reflector } from './reflector.ts';
+
+export interface CacheDeps {
+  kc: k8s.KubeConfig;
+  metrics: Metrics;
+  log: Logger;
+  now: () => number;
+  watchdogMs?: number;
+}
+
+const PAGE = 500;
+
+interface ListBody {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: unknown[];
+}
+
+function page(body: ListBody): ListPage {
+  return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
+}
+
+const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
+
+function customLister(kc: k8s.KubeConfig, group: string, version: string, plural: string, labelSelector?: string) {
+  const api = kc.makeApiClient(k8s.CustomObjectsApi);
+  return async (token: string | undefined) =>
+    page((await api.listClusterCustomObject({ group, version, plural, limit: PAGE, ...(token ? { _continue: token } : {}), ...(labelSelector ? { labelSelector } : {}) })) as ListBody);
+}
+
+export interface OverlayCacheOptions {
+  selector: string;
+  requireOverlayReady: boolean;
+  retentionMs: number;
+  relistIntervalMs: number;
+}
+
+export class OverlayCache {
+  readonly index: OverlayIndex;
+  readonly reflector: Reflector<ReturnType<typeof toOverlayView>>;
+
+  constructor(deps: CacheDeps, opts: OverlayCacheOptions) {
+    this.index = new OverlayIndex({ policy: { selector: parseSelector(opts.selector), requireOverlayReady: opts.requireOverlayReady }, retentionMs: opts.retentionMs });
+    this.reflector = new Reflector({
+      resource: 'nodeoverlays',
+      kc: deps.kc,
+      watchPath: '/apis/karpenter.sh/v1alpha1/nodeoverlays',
+      labelSelector: opts.selector,
+      listPage: customLister(deps.kc, 'karpenter.sh', 'v1alpha1', 'nodeoverlays', opts.selector),
+      keyOf: nameOf,
+      slim: (obj) => toOverlayView(obj as OverlayObject),
+      handlers: {
+        upsert: (view, at) => this.index.observe(view, at),
+        remove: (view, at) => this.index.forget(view.name, at),
+        listed: (at) => {
+          this.index.markSynced(at);
+          this.index.prune(at);
+          deps.metrics.cacheRefresh.inc();
+        },
+      },
+      metrics: deps.metrics,
+      log: deps.log,
+      now: deps.now,
+      relistIntervalMs: opts.relistIntervalMs,
+      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+    });
+  }
+}
+
+export class NodeClaimCache implements NodeClaimLookup {
+  readonly reflector: Reflector<NodeClaimView>;
+  private readonly byProvider = new Map<string, NodeClaimView>();
+
+  constructor(deps: CacheDeps) {
+    this.reflector = new Reflector({
+      resource: 'nodeclaims',
+      kc: deps.kc,
+      watchPath: '/apis/karpenter.sh/v1/nodeclaims',
+      listPage: customLister(deps.kc, 'karpenter.sh', 'v1', 'nodeclaims'),
+      keyOf: nameOf,
+      slim: (obj) => toNodeClaimView(obj as Parameters<typeof toNodeClaimView>[0]),
+      handlers: {
+        upsert: (claim) => {
+          if (claim.providerID) this.byProvider.set(claim.providerID, claim);
+        },
+        remove: (claim) => {
+          if (claim.providerID && this.byProvider.get(claim.providerID)?.name === claim.name) this.byProvider.delete(claim.providerID);
+        },
+      },
+      metrics: deps.metrics,
+      log: deps.log,
+      now: deps.now,
+      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+    });
+  }
+
+  byProviderID(providerID: string): NodeClaimView | undefined {
+    return this.byProvider.get(providerID);
+  }
+
+  byName(name: string): NodeClaimView | undefined {
+    return this.reflector.store.get(name);
+  }
+}
+
+export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
+
+export class NodeCache {
+  readonly reflector: Reflector<NodeView>;
+  private readonly listeners: NodeListener[] = [];
+
+  constructor(deps: CacheDeps) {
+    const core = deps.kc.makeApiClient(k8s.CoreV1Api);
+    this.reflector = new Reflector({
+      resource: 'nodes',
+      kc: deps.kc,
+      watchPath: '/api/v1/nodes',
+      listPage: async (token) => page((await core.listNode({ limit: PAGE, ...(token ? { _continue: token } : {}) })) as ListBody),
+      keyOf: nameOf,
+      // Only what decisions need is kept: no status, no managedFields, no images.
+      slim: (obj) => toNodeView(obj as Parameters<typeof toNodeView>[0]),
+      handlers: {
+        upsert: (node) => this.listeners.forEach((l) => l(node, 'upsert')),
+        remove: (node) => this.listeners.forEach((l) => l(node, 'remove')),
+      },
+      metrics: deps.metrics,
+      log: deps.log,
+      now: deps.now,
+      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+    });
+  }
+
+  get(name: string): NodeView | undefined {
+    return this.reflector.store.get(name);
+  }
+
+  subscribe(listener: NodeListener): void {
+    this.listeners.push(listener);
+  }
+
+  nodes(): IterableIterator<NodeView> {
+    return this.reflector.store.values();
+  }
+}
+
+/** All three caches, started and stopped together; `ready` once each has listed. */
+export class ClusterCaches {
+  readonly overlays: OverlayCache;
+  readonly nodeClaims: NodeClaimCache;
+  readonly nodes: NodeCache;
+
+  constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions) {
+    this.overlays = new OverlayCache(deps, overlayOpts);
+    this.nodeClaims = new NodeClaimCache(deps);
+    this.nodes = new NodeCache(deps);
+    const reflectors = this.reflectors();
+    deps.metrics.atScrape.watchAges = () => {
+      for (const r of reflectors) deps.metrics.watchLastEventAge.set({ resource: r.resource }, r.reflector.lastEventAgeSeconds());
+    };
+  }
+
+  private reflectors() {
+    return [
+      { resource: 'nodeoverlays', reflector: this.overlays.reflector as Reflector<unknown> },
+      { resource: 'nodeclaims', reflector: this.nodeClaims.reflector as Reflector<unknown> },
+      { resource: 'nodes', reflector: this.nodes.reflector as Reflector<unknown> },
+    ];
+  }
+
+  start(): void {
+    for (const r of this.reflectors()) r.reflector.start();
+  }
+
+  get ready(): boolean {
+    return this.reflectors().every((r) => r.reflector.isSynced);
+  }
+
+  async synced(): Promise<void> {
+    await Promise.all(this.reflectors().map((r) => r.reflector.synced));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.reflectors().map((r) => r.reflector.stop()));
+  }
+}

@@ -1,0 +1,241 @@
+// List, then watch from the list's resourceVersion; keep a store of slim objects; survive
+// everything a long watch meets: errors (restart with back-off), 410 Gone (relist), silent
+// stalls (a watchdog: no event or bookmark for `watchdogMs` restarts the watch from its
+// last resourceVersion), periodic
+// safety relists, and a stop() that is never mistaken for a failure.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics.ts';
+import { backoffDelay, sleep } from './backoff.ts';
+
+export interface ListPage {
+  items: unknown[];
+  resourceVersion: string;
+  continueToken: string | undefined;
+}
+
+export interface ReflectorHandlers<T> {
+  /** A new or changed object (ADDED, MODIFIED, or found by a list). */
+  upsert(item: T, at: number): void;
+  /** An object that went away (DELETED, or missing from a list). */
+  remove(item: T, at: number): void;
+  /** After every complete list: the store now mirrors the cluster as of `at`. */
+  listed?(at: number): void;
+}
+
+export interface ReflectorOptions<T> {
+  /** Resource name for metrics and logs. */
+  resource: string;
+  kc: k8s.KubeConfig;
+  watchPath: string;
+  labelSelector?: string;
+  listPage(continueToken: string | undefined): Promise<ListPage>;
+  keyOf(obj: unknown): string;
+  slim(obj: unknown): T;
+  handlers: ReflectorHandlers<T>;
+  metrics: Metrics;
+  log: Logger;
+  now?: () => number;
+  relistIntervalMs?: number;
+  watchdogMs?: number;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+}
+
+type WatchEnd = 'closed' | 'expired' | 'idle' | 'relist' | 'stopped';
+
+interface WatchEvent {
+  type?: string;
+  object?: { metadata?: { resourceVersion?: string }; code?: number; message?: string };
+}
+
+export class Reflector<T> {
+  readonly store = new Map<string, T>();
+  private readonly o: ReflectorOptions<T>;
+  private readonly now: () => number;
+  private readonly stopController = new AbortController();
+  private currentWatch: AbortController | undefined;
+  private lastEventAt: number;
+  private syncedResolve: () => void = () => {};
+  readonly synced: Promise<void>;
+  private hasSynced = false;
+  private loop: Promise<void> | undefined;
+  private relistDue = false;
+  private relistTimer: NodeJS.Timeout | undefined;
+
+  constructor(opts: ReflectorOptions<T>) {
+    this.o = opts;
+    this.now = opts.now ?? Date.now;
+    this.lastEventAt = this.now();
+    this.synced = new Promise((resolve) => (this.syncedResolve = resolve));
+  }
+
+  get isSynced(): boolean {
+    return this.hasSynced;
+  }
+
+  /** Seconds since the newest list, event or bookmark. */
+  lastEventAgeSeconds(): number {
+    return (this.now() - this.lastEventAt) / 1000;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+    if (this.o.relistIntervalMs) {
+      this.relistTimer = setInterval(() => {
+        this.relistDue = true;
+        this.currentWatch?.abort();
+      }, this.o.relistIntervalMs);
+      this.relistTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.relistTimer);
+    this.stopController.abort();
+    this.currentWatch?.abort();
+    await this.loop;
+  }
+
+  private get stopped(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        const rv = await this.list();
+        failures = 0;
+        await this.watchFrom(rv);
+      } catch (err) {
+        if (this.stopped) break;
+        const delay = backoffDelay(failures++, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000);
+        this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'error' });
+        this.o.log.warn({ resource: this.o.resource, err: describe(err), retryInMs: delay }, 'list/watch failed; retrying');
+        await sleep(delay, this.stopController.signal);
+      }
+    }
+  }
+
+  private async list(): Promise<string> {
+    const seen = new Map<string, T>();
+    let token: string | undefined;
+    let rv = '';
+    do {
+      const page = await this.o.listPage(token);
+      for (const raw of page.items) seen.set(this.o.keyOf(raw), this.o.slim(raw));
+      token = page.continueToken;
+      rv = page.resourceVersion;
+    } while (token);
+    const at = this.now();
+    for (const [key, item] of this.store) {
+      if (!seen.has(key)) {
+        this.store.delete(key);
+        this.o.handlers.remove(item, at);
+      }
+    }
+    for (const [key, item] of seen) {
+      this.store.set(key, item);
+      this.o.handlers.upsert(item, at);
+    }
+    this.lastEventAt = at;
+    this.relistDue = false;
+    this.o.handlers.listed?.(at);
+    if (!this.hasSynced) {
+      this.hasSynced = true;
+      this.syncedResolve();
+    }
+    return rv;
+  }
+
+  /** Watches until a relist is needed; a watch that merely closes is resumed from its last resourceVersion. */
+  private async watchFrom(resourceVersion: string): Promise<void> {
+    let rv = resourceVersion;
+    for (;;) {
+      const { end, lastRV } = await this.watchOnce(rv);
+      rv = lastRV;
+      if (end === 'stopped') return;
+      if (end === 'expired' || end === 'relist') {
+        if (end === 'expired') this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'expired' });
+        return;
+      }
+      this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: end });
+      if (end === 'idle') this.o.log.debug({ resource: this.o.resource }, 'no event or bookmark within the watchdog period; watch restarted');
+    }
+  }
+
+  private watchOnce(resourceVersion: string): Promise<{ end: WatchEnd; lastRV: string }> {
+    let rv = resourceVersion;
+    let expired = false;
+    return new Promise((resolve, reject) => {
+      const watch = new k8s.Watch(this.o.kc);
+      // The client's inactivity timer is the watchdog: any event or bookmark resets it. It is
+      // private (30 s) in the typings; if it ever moves, watches restart more often, no worse.
+      (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = this.o.watchdogMs ?? 2 * 60_000;
+      const query: Record<string, string | number | boolean> = {
+        resourceVersion: rv,
+        allowWatchBookmarks: true,
+        // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
+        timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      };
+      if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
+      const onEvent = (type: string, obj: unknown, raw: WatchEvent) => {
+        const at = this.now();
+        this.lastEventAt = at;
+        const objRV = raw.object?.metadata?.resourceVersion;
+        switch (type) {
+          case 'ADDED':
+          case 'MODIFIED': {
+            const item = this.o.slim(obj);
+            this.store.set(this.o.keyOf(obj), item);
+            this.o.handlers.upsert(item, at);
+            break;
+          }
+          case 'DELETED': {
+            const key = this.o.keyOf(obj);
+            const known = this.store.get(key) ?? this.o.slim(obj);
+            this.store.delete(key);
+            this.o.handlers.remove(known, at);
+            break;
+          }
+          case 'ERROR':
+            if (raw.object?.code === 410) expired = true;
+            else this.o.log.warn({ resource: this.o.resource, status: raw.object?.message }, 'watch error event');
+            this.currentWatch?.abort();
+            return;
+        }
+        if (objRV) rv = objRV;
+      };
+      const onDone = (err: unknown) => {
+        this.currentWatch = undefined;
+        if (this.stopped) return resolve({ end: 'stopped', lastRV: rv });
+        if (expired) return resolve({ end: 'expired', lastRV: rv });
+        if (this.relistDue) return resolve({ end: 'relist', lastRV: rv });
+        if (isTimeout(err)) return resolve({ end: 'idle', lastRV: rv });
+        if (err && !isAbort(err)) return reject(err);
+        resolve({ end: 'closed', lastRV: rv });
+      };
+      watch.watch(this.o.watchPath, query, onEvent, onDone).then(
+        (controller) => {
+          this.currentWatch = controller;
+          if (this.stopped || this.relistDue) controller.abort();
+        },
+        reject,
+      );
+    });
+  }
+}
+
+function isTimeout(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'TimeoutError';
+}
+
+function isAbort(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'AbortError';
+}
+
+function describe(err: unknown): string {
+  const e = err as { statusCode?: number; code?: number; message?: string };
+  return [e.statusCode ?? e.code, e.message].filter(Boolean).join(' ') || String(err);
+}

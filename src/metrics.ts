@@ -1,0 +1,112 @@
+// Every metric the watcher exports, on one registry per process (and per test).
+// Label values are bounded sets: never a node name, never an overlay name.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+const PREFIX = 'veneer_nodewatcher_';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Gauges that describe the cluster now are computed from the caches when scraped. */
+export interface ScrapeHooks {
+  watchAges?: () => void;
+  nodeCounts?: () => void;
+}
+
+export function createMetrics(registry: Registry = new Registry()) {
+  collectDefaultMetrics({ register: registry });
+  // prom-client also exports these three gauges with a counter's _total suffix, which
+  // promtool rejects; the same values stay available without the suffix.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(name);
+  }
+  const r = [registry];
+  const atScrape: ScrapeHooks = {};
+  return {
+    registry,
+    atScrape,
+    nodesLabeled: new Counter({
+      name: `${PREFIX}nodes_labeled_total`,
+      help: 'Nodes given a record, by the capacity type and instance family of the matching overlay ("none" when no overlay matched) and by the path that wrote it.',
+      labelNames: ['capacity_type', 'instance_family', 'source'] as const,
+      registers: r,
+    }),
+    labelingErrors: new Counter({
+      name: `${PREFIX}labeling_errors_total`,
+      help: 'Failures while deciding or writing a record, by kind.',
+      labelNames: ['error_type'] as const,
+      registers: r,
+    }),
+    nodesInfluenced: new Gauge({
+      name: `${PREFIX}nodes_influenced_current`,
+      help: 'Nodes in the cluster now whose record says overlay-influenced=true, by capacity type (computed from the node cache at scrape time).',
+      labelNames: ['capacity_type'] as const,
+      registers: r,
+      collect: () => atScrape.nodeCounts?.(),
+    }),
+    nodesPending: new Gauge({
+      name: `${PREFIX}nodes_pending`,
+      help: 'On-demand Karpenter nodes without a record yet (computed from the node cache at scrape time).',
+      registers: r,
+      collect: () => atScrape.nodeCounts?.(),
+    }),
+    cacheRefresh: new Counter({
+      name: `${PREFIX}cache_refresh_total`,
+      help: 'Full relists of the overlay cache (initial sync, overlayCacheTTL safety relists, relists after a watch expired).',
+      registers: r,
+    }),
+    reconcileDuration: new Histogram({
+      name: `${PREFIX}reconcile_duration_seconds`,
+      help: 'Time to reconcile one node: decision plus write.',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: r,
+    }),
+    admissionRequests: new Counter({
+      name: `${PREFIX}admission_requests_total`,
+      help: 'Admission reviews answered, by webhook, operation, outcome and whether the review was a dry run.',
+      labelNames: ['webhook', 'operation', 'outcome', 'dry_run'] as const,
+      registers: r,
+    }),
+    admissionDuration: new Histogram({
+      name: `${PREFIX}admission_duration_seconds`,
+      help: 'Time from receiving an admission review to sending the answer.',
+      labelNames: ['webhook'] as const,
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: r,
+    }),
+    admissionInFlight: new Gauge({
+      name: `${PREFIX}admission_in_flight`,
+      help: 'Admission reviews being answered now.',
+      labelNames: ['webhook'] as const,
+      registers: r,
+    }),
+    certExpiry: new Gauge({
+      name: `${PREFIX}cert_expiry_timestamp_seconds`,
+      help: 'Expiry (Unix time) of the webhook serving certificate in use.',
+      registers: r,
+    }),
+    certReloads: new Counter({
+      name: `${PREFIX}cert_reloads_total`,
+      help: 'Serving certificate reloads from disk, by result.',
+      labelNames: ['result'] as const,
+      registers: r,
+    }),
+    watchRestarts: new Counter({
+      name: `${PREFIX}watch_restarts_total`,
+      help: 'Watches restarted, by resource and reason: error (list or watch failed), expired (410 Gone, relisted), idle (no event or bookmark within the watchdog period), closed (ended by the server).',
+      labelNames: ['resource', 'reason'] as const,
+      registers: r,
+    }),
+    watchLastEventAge: new Gauge({
+      name: `${PREFIX}watch_last_event_age_seconds`,
+      help: 'Seconds since the newest list, event or bookmark of each watch.',
+      labelNames: ['resource'] as const,
+      registers: r,
+      collect: () => atScrape.watchAges?.(),
+    }),
+    leader: new Gauge({
+      name: `${PREFIX}leader`,
+      help: '1 when this replica is the leader (the only writer of the reconciler), else 0.',
+      registers: r,
+    }),
+  };
+}

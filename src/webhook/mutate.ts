@@ -1,0 +1,60 @@
+// The mutating webhook: writes the record inline, from the caches, or allows without a patch.
+// It never denies and never calls the API.
+import { decide, jsonPatch, nodeClaimFor, toNodeView, type EngineSettings, type NodeClaimLookup, type NodeObject, type NodeView, type OverlayIndex } from '../engine/index.ts';
+import { allow, type AdmissionResponse, type AdmissionReview, isNodeReview } from './review.ts';
+
+export type MutateOutcome =
+  | 'patched' | 'recorded' | 'out_of_scope' | 'undetermined' | 'not_synced' | 'deadline' | 'exists' | 'ignored' | 'error';
+
+export interface MutateDeps {
+  index: OverlayIndex;
+  nodeClaims: NodeClaimLookup;
+  /** A node already stored in the cluster (a kubelet re-registration's CREATE gets no patch). */
+  existingNode(name: string): NodeView | undefined;
+  ready(): boolean;
+  settings: EngineSettings;
+  now(): number;
+}
+
+export interface MutateResult {
+  answer: AdmissionResponse;
+  outcome: MutateOutcome;
+  /** Set when a record was written, for nodes_labeled_total. */
+  labeled?: { capacityType: string; instanceFamily: string };
+  detail?: string;
+}
+
+/** `deadlineAt` guards queueing delay: the decision itself is synchronous and takes microseconds. */
+export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: number): MutateResult {
+  const req = review.request;
+  const uid = req.uid;
+  if (!isNodeReview(req) || (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !req.object) {
+    return { answer: allow(uid), outcome: 'ignored' };
+  }
+  if (!deps.ready()) return { answer: allow(uid), outcome: 'not_synced' };
+  if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
+  const object = req.object as NodeObject;
+  const node = toNodeView(object);
+  if (req.operation === 'CREATE' && deps.existingNode(node.name)) return { answer: allow(uid), outcome: 'exists' };
+  const nodeClaim = nodeClaimFor(node, deps.nodeClaims);
+  const decision = decide({ node, nodeClaim, now: deps.now(), decidedBy: 'webhook' }, deps.index, deps.settings);
+  switch (decision.outcome) {
+    case 'out-of-scope':
+      return { answer: allow(uid), outcome: 'out_of_scope' };
+    case 'recorded':
+      return { answer: allow(uid), outcome: 'recorded' };
+    case 'undetermined':
+      return { answer: allow(uid), outcome: 'undetermined', detail: decision.reason };
+  }
+  if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
+  const patch = jsonPatch(decision.record, object.metadata ?? {});
+  const keys = deps.settings.keys;
+  return {
+    answer: allow(uid, patch),
+    outcome: 'patched',
+    labeled: {
+      capacityType: decision.record.labels[keys.copied['capacity-type']] ?? 'none',
+      instanceFamily: decision.record.labels[keys.copied['instance-family']] ?? 'none',
+    },
+  };
+}

@@ -1,0 +1,137 @@
+// Two listeners: the admission webhooks over HTTPS, and metrics and probes over plain HTTP.
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { parseDuration } from '../config/duration.ts';
+import type { Metrics } from '../metrics.ts';
+import { mutate, type MutateDeps } from './mutate.ts';
+import { parseReview, allow } from './review.ts';
+import { type CertificateReloader, secureContextOptions } from './tls.ts';
+import { validate, type ValidateDeps } from './validate.ts';
+
+/**
+ * An UPDATE review carries the object twice; the apiserver accepts request bodies up to
+ * 3 MiB, so two full objects and the envelope fit in 7 MiB (controller-runtime's limit too).
+ */
+export const BODY_LIMIT_BYTES = 7 * 1024 * 1024;
+
+export interface WebhookServerOptions {
+  host: string;
+  port: number;
+  deadlineMs: number;
+  tls: CertificateReloader;
+  mutate: MutateDeps;
+  validate: ValidateDeps;
+  metrics: Metrics;
+  log: Logger;
+}
+
+function deadlineFor(req: FastifyRequest, receivedAt: number, deadlineMs: number): number {
+  // The apiserver says how long it will wait (?timeout=10s); answer well inside it.
+  const timeout = parseDuration(String((req.query as { timeout?: string }).timeout ?? ''));
+  return receivedAt + (timeout !== undefined ? Math.min(deadlineMs, timeout * 0.8) : deadlineMs);
+}
+
+export interface RunningServer {
+  port: number;
+  /** Stops accepting, lets in-flight requests finish, then resolves. */
+  close(): Promise<void>;
+}
+
+export async function startWebhookServer(o: WebhookServerOptions): Promise<RunningServer> {
+  const app = Fastify({
+    https: secureContextOptions(o.tls.keyPair),
+    loggerInstance: o.log,
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A client that dribbles headers or a body is cut off; reviews arrive in milliseconds.
+    connectionTimeout: 15_000,
+    requestTimeout: 10_000,
+    keepAliveTimeout: 30_000,
+    return503OnClosing: true,
+  });
+  // Only JSON is an AdmissionReview: anything else is the client's mistake (400), not 415.
+  app.addContentTypeParser('*', (_req, _payload, done) => {
+    done(Object.assign(new Error('content-type must be application/json'), { statusCode: 400 }), undefined);
+  });
+  app.setErrorHandler((err: { statusCode?: number; message: string }, req, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+    o.metrics.admissionRequests.inc({ webhook: webhookOf(req), operation: 'unknown', outcome: status === 413 ? 'too_large' : 'invalid', dry_run: 'false' });
+    reply.code(status).send({ error: status === 413 ? 'Payload Too Large' : 'Bad Request', message: err.message });
+  });
+
+  const handle = (name: 'mutate' | 'validate') => async (req: FastifyRequest, reply: FastifyReply) => {
+    const receivedAt = Date.now();
+    const end = o.metrics.admissionDuration.startTimer({ webhook: name });
+    o.metrics.admissionInFlight.inc({ webhook: name });
+    try {
+      const parsed = parseReview(req.body);
+      if ('error' in parsed) {
+        o.metrics.admissionRequests.inc({ webhook: name, operation: 'unknown', outcome: 'invalid', dry_run: 'false' });
+        return reply.code(400).send({ error: 'Bad Request', message: parsed.error });
+      }
+      const { request } = parsed.review;
+      const dryRun = request.dryRun === true;
+      let answer;
+      let outcome: string;
+      try {
+        if (name === 'mutate') {
+          const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
+          ({ answer, outcome } = result);
+          if (result.labeled && !dryRun) {
+            o.metrics.nodesLabeled.inc({ capacity_type: result.labeled.capacityType, instance_family: result.labeled.instanceFamily, source: 'webhook' });
+          }
+          if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
+        } else {
+          ({ answer, outcome } = validate(parsed.review, o.validate));
+        }
+      } catch (err) {
+        // Never block a node: an internal error allows it unchanged.
+        o.log.error({ err }, `${name} webhook failed internally; allowing without a change`);
+        o.metrics.labelingErrors.inc({ error_type: 'webhook_internal' });
+        answer = allow(request.uid);
+        outcome = 'error';
+      }
+      o.metrics.admissionRequests.inc({ webhook: name, operation: request.operation, outcome, dry_run: String(dryRun) });
+      return reply.send(answer);
+    } finally {
+      o.metrics.admissionInFlight.dec({ webhook: name });
+      end();
+    }
+  };
+  app.post('/mutate-node', handle('mutate'));
+  app.post('/validate-node', handle('validate'));
+  await app.listen({ host: o.host, port: o.port });
+  o.tls.start(app.server as unknown as { setSecureContext(opts: object): void });
+  return {
+    port: (app.server.address() as AddressInfo).port,
+    close: async () => {
+      o.tls.stop();
+      await app.close();
+    },
+  };
+}
+
+function webhookOf(req: FastifyRequest): string {
+  return req.url.startsWith('/mutate') ? 'mutate' : req.url.startsWith('/validate') ? 'validate' : 'unknown';
+}
+
+export interface OpsServerOptions {
+  host: string;
+  port: number;
+  metrics: Metrics;
+  log: Logger;
+  ready(): boolean;
+}
+
+export async function startOpsServer(o: OpsServerOptions): Promise<RunningServer> {
+  const app = Fastify({ loggerInstance: o.log, disableRequestLogging: true, requestTimeout: 10_000 });
+  app.get('/metrics', async (_req, reply) => {
+    reply.header('content-type', o.metrics.registry.contentType);
+    return o.metrics.registry.metrics();
+  });
+  app.get('/healthz', async () => 'ok');
+  app.get('/readyz', async (_req, reply) => (o.ready() ? 'ok' : reply.code(503).send('not ready')));
+  await app.listen({ host: o.host, port: o.port });
+  return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
+}

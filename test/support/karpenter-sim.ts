@@ -1,0 +1,55 @@
+// Does to the apiserver what Karpenter and the kubelet do when a node launches: a NodeClaim,
+// the kubelet's CREATE with partial labels, then the registration update with every label.
+import * as k8s from '@kubernetes/client-node';
+import { karpenterNode, nodeClaimFor, type NodeShape } from './veneer.ts';
+
+export const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+export class KarpenterSim {
+  readonly core: k8s.CoreV1Api;
+  readonly custom: k8s.CustomObjectsApi;
+
+  constructor(kc: k8s.KubeConfig) {
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  async createNodeClaim(shape: NodeShape & { claimName: string }): Promise<void> {
+    const claim = nodeClaimFor(shape);
+    await this.custom.createClusterCustomObject({
+      group: 'karpenter.sh', version: 'v1', plural: 'nodeclaims',
+      body: { ...claim, spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: [shape.capacityType ?? 'on-demand'] }] } },
+    });
+    await this.custom.patchClusterCustomObjectStatus(
+      { group: 'karpenter.sh', version: 'v1', plural: 'nodeclaims', name: shape.claimName, body: { status: claim.status } },
+      mergePatch,
+    );
+  }
+
+  /** The kubelet's registration: nodepool, capacity type and kubelet defaults only. */
+  async kubeletCreate(shape: NodeShape): Promise<k8s.V1Node> {
+    return this.core.createNode({ body: karpenterNode({ ...shape, stage: 'kubelet' }) as k8s.V1Node });
+  }
+
+  /** Karpenter's registration: every NodeClaim label, the ownerReference, registered=true. */
+  async register(shape: NodeShape & { claimName?: string }): Promise<k8s.V1Node> {
+    const full = karpenterNode({ ...shape, stage: 'registered' });
+    return this.core.patchNode({
+      name: shape.name,
+      body: {
+        metadata: {
+          labels: full.metadata?.labels,
+          ...(shape.claimName ? { ownerReferences: [{ apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: shape.claimName, uid: '00000000-0000-0000-0000-000000000001', blockOwnerDeletion: true }] } : {}),
+        },
+      },
+    }, mergePatch);
+  }
+
+  /** The whole launch, as Karpenter does it. */
+  async launch(shape: NodeShape & { claimName?: string }): Promise<{ created: k8s.V1Node; registered: k8s.V1Node }> {
+    if (shape.claimName) await this.createNodeClaim({ ...shape, claimName: shape.claimName });
+    const created = await this.kubeletCreate(shape);
+    const registered = await this.register(shape);
+    return { created, registered };
+  }
+}
