@@ -28,6 +28,8 @@ export interface ControlPlaneOptions {
   /** An audit policy (YAML); the log is then readable with `auditEvents()`. */
   auditPolicy?: string;
   startTimeoutMs?: number;
+  /** More kube-apiserver flags (for example a short --etcd-compaction-interval). */
+  extraApiServerArgs?: string[];
 }
 
 export interface AuditEvent {
@@ -261,6 +263,7 @@ export class ControlPlane {
       '--allow-privileged=true',
       '--disable-admission-plugins=ServiceAccount',
       ...auditArgs,
+      ...(opts.extraApiServerArgs ?? []),
     ], join(dir, 'kube-apiserver.log'));
 
     const cp = new ControlPlane({

@@ -1,0 +1,106 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { formatDuration, parseDuration } from '../../src/config/duration.ts';
+import { envName, flagName } from '../../src/config/schema.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'veneer-config-'));
+const file = (name: string, text: string) => {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+};
+const problems = (fn: () => unknown): string[] => {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+
+t.test('defaults are the documented ones', async (t) => {
+  const { config, sources } = loadConfig({});
+  t.match(config, { enabled: false, labelNamespace: 'veneer.io', overlayCacheTTLMs: 60_000, maxConcurrentReconciles: 5, gracePeriodMs: 60_000, historyRetentionMs: 3_600_000 });
+  t.match(config.webhook, { port: 9443, deadlineMs: 500 });
+  t.match(config.leaderElection, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 });
+  t.same(sources.enabled, { kind: 'default' });
+});
+
+t.test('the contracted names of variables and flags', async (t) => {
+  t.equal(envName('enabled'), 'VENEER_NODE_WATCHER_ENABLED');
+  t.equal(envName('labelNamespace'), 'VENEER_NODE_WATCHER_LABEL_NAMESPACE');
+  t.equal(envName('overlayCacheTTL'), 'VENEER_NODE_WATCHER_OVERLAY_CACHE_TTL');
+  t.equal(envName('maxConcurrentReconciles'), 'VENEER_NODE_WATCHER_MAX_CONCURRENT_RECONCILES');
+  t.equal(envName('webhook.certFile'), 'VENEER_NODE_WATCHER_WEBHOOK_CERT_FILE');
+  t.equal(flagName('overlayCacheTTL'), '--overlay-cache-ttl');
+  t.equal(flagName('leaderElection.leaseName'), '--leader-election-lease-name');
+});
+
+t.test('precedence: flags > environment > file > defaults, with the source of each value', async (t) => {
+  const f = file('p.yaml', 'nodeWatcher:\n  enabled: true\n  maxConcurrentReconciles: 7\n  labelNamespace: file.example.com\n  overlayCacheTTL: 30s\n');
+  const { config, sources } = loadConfig({
+    file: f,
+    env: { VENEER_NODE_WATCHER_MAX_CONCURRENT_RECONCILES: '9', VENEER_NODE_WATCHER_LABEL_NAMESPACE: 'env.example.com' },
+    flags: { '--label-namespace': 'flag.example.com' },
+  });
+  t.equal(config.enabled, true);
+  t.equal(config.maxConcurrentReconciles, 9);
+  t.equal(config.labelNamespace, 'flag.example.com');
+  t.equal(config.overlayCacheTTLMs, 30_000);
+  t.same(sources.enabled, { kind: 'file', file: f, line: 2 });
+  t.same(sources.maxConcurrentReconciles, { kind: 'env', name: 'VENEER_NODE_WATCHER_MAX_CONCURRENT_RECONCILES' });
+  t.same(sources.labelNamespace, { kind: 'flag', name: '--label-namespace' });
+  t.same(loadConfig({ flags: { '--webhook-allowed-groups': 'ops, sre' } }).config.webhook.allowedGroups, ['ops', 'sre']);
+});
+
+t.test('every error at once, each with field, source, value and rule', async (t) => {
+  const f = file('bad.yaml', [
+    'nodeWatcher:',
+    '  enabled: yes please',
+    '  labelNamespace: Veneer_IO',
+    '  overlayCacheTTL: 2h',
+    '  maxConcurrentReconciles: 0',
+    '  overlaySelector: "a in b"',
+    '  webhook:',
+    '    port: 70000',
+    '    typo: 1',
+    '',
+  ].join('\n'));
+  const found = problems(() => loadConfig({ file: f, env: { VENEER_NODE_WATCHER_GRACE_PERIOD: '5x' }, flags: { '--metrics-port': 'abc', '--nope': '1' } }));
+  const expected = [
+    /^unknown flag --nope$/,
+    new RegExp(`^nodeWatcher.enabled = "yes please" \\(from ${f} line 2\\): must be boolean$`),
+    new RegExp(`^nodeWatcher.labelNamespace = "Veneer_IO" \\(from ${f} line 3\\): must be a DNS subdomain`),
+    new RegExp(`^nodeWatcher.overlayCacheTTL = "2h" \\(from ${f} line 4\\): must be between 1s and 1h$`),
+    new RegExp(`^nodeWatcher.maxConcurrentReconciles = 0 \\(from ${f} line 5\\): must be >= 1$`),
+    /^nodeWatcher.overlaySelector = "a in b" .*must be a label selector/,
+    /^nodeWatcher.gracePeriod = "5x" \(from environment variable VENEER_NODE_WATCHER_GRACE_PERIOD\): must be a duration such as 500ms/,
+    new RegExp(`^nodeWatcher.webhook.typo \\(from ${f} line 9\\): is not a known setting$`),
+    new RegExp(`^nodeWatcher.webhook.port = 70000 \\(from ${f} line 8\\): must be <= 65535$`),
+    /^nodeWatcher.metrics.port = "abc" \(from flag --metrics-port\): must be integer$/,
+  ];
+  t.equal(found.length, expected.length, found.join('\n'));
+  for (const re of expected) t.ok(found.some((p) => re.test(p)), `reported: ${re}`);
+});
+
+t.test('unreadable or malformed files are reported, not thrown raw', async (t) => {
+  t.match(problems(() => loadConfig({ file: join(dir, 'missing.yaml') })), [/^config file .*missing.yaml: cannot be read/]);
+  t.match(problems(() => loadConfig({ file: file('broken.yaml', 'nodeWatcher: [\n') })), [/^config file .*broken.yaml: /]);
+  t.match(problems(() => loadConfig({ file: file('top.yaml', 'other: 1\n') })), [/^other \(from .*top.yaml line 1\): is not a known setting$/]);
+});
+
+t.test('durations', async (t) => {
+  t.equal(parseDuration('500ms'), 500);
+  t.equal(parseDuration('1h30m'), 5_400_000);
+  t.equal(parseDuration('1.5s'), 1500);
+  t.equal(parseDuration('60'), undefined);
+  t.equal(parseDuration(''), undefined);
+  t.equal(formatDuration(3_600_000), '1h');
+  t.equal(formatDuration(120_000), '2m');
+  t.equal(formatDuration(5000), '5s');
+  t.equal(formatDuration(250), '250ms');
+});
