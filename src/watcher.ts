@@ -121,6 +121,8 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     opsPort: ops.port,
     stop: async () => {
       stopping = true;
+      // Readiness fails now; reviews keep being answered until endpoints have caught up.
+      await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
       await webhook.close();
       await caches.stop();
       await ops.close();

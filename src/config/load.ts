@@ -24,6 +24,7 @@ export interface Config {
   requireOverlayReady: boolean;
   gracePeriodMs: number;
   historyRetentionMs: number;
+  shutdownDelayMs: number;
   logLevel: string;
   webhook: { port: number; certFile: string; keyFile: string; deadlineMs: number; allowedUsers: string[]; allowedGroups: string[] };
   metrics: { port: number };
@@ -257,6 +258,7 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
     requireOverlayReady: v.requireOverlayReady as boolean,
     gracePeriodMs: ms('gracePeriod'),
     historyRetentionMs: ms('historyRetention'),
+    shutdownDelayMs: ms('shutdownDelay'),
     logLevel: v.logLevel as string,
     webhook: {
       port: v['webhook.port'] as number,

@@ -28,6 +28,7 @@ export const SETTINGS = {
   requireOverlayReady: { type: 'boolean', default: false, description: 'Count only overlays Karpenter marked Ready=True (otherwise: all but those it rejected).' },
   gracePeriod: { type: 'duration', default: '60s', minimumMs: 0, maximumMs: 3_600_000, description: 'After this age a node is decided with the labels it has.' },
   historyRetention: { type: 'duration', default: '1h', minimumMs: 60_000, maximumMs: 86_400_000, description: 'How long overlay history is kept for decisions about the past.' },
+  shutdownDelay: { type: 'duration', default: '5s', minimumMs: 0, maximumMs: 15_000, description: 'On SIGTERM, how long readiness fails while reviews are still served, so that the Service stops routing to this pod before it closes.' },
   logLevel: { type: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'], description: 'Log level (node names appear at debug only).' },
   'webhook.port': port(9443, 'HTTPS port of the admission webhooks.'),
   'webhook.certFile': { type: 'string', default: '/etc/veneer-node-watcher/tls/tls.crt', description: 'Serving certificate (PEM); reloaded when the file changes.' },

@@ -76,6 +76,7 @@ export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<Wat
         '--enabled': 'true',
         '--webhook-port': String(await freePort()),
         '--metrics-port': String(await freePort()),
+        '--shutdown-delay': '0s',
         '--webhook-cert-file': certs.serving.certPath,
         '--webhook-key-file': certs.serving.keyPath,
         ...opts.flags,

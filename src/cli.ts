@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// veneer-node-watcher [serve|check-config] [--config FILE] [--<setting> VALUE ...]
+import { readFileSync } from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
+import { ConfigError, describeSource, loadConfig, type LoadedConfig } from './config/load.ts';
+import { flagName, SETTINGS, type SettingPath } from './config/schema.ts';
+import { createLogger } from './log.ts';
+import { startWatcher } from './watcher.ts';
+
+const EXIT_USAGE = 2;
+/** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
+const SHUTDOWN_BOUND_MS = 20_000;
+
+const COMMANDS = ['serve', 'check-config'] as const;
+type Command = (typeof COMMANDS)[number];
+
+interface Parsed {
+  command: Command;
+  configFile: string | undefined;
+  flags: Record<string, string>;
+  help: boolean;
+  version: boolean;
+}
+
+class UsageError extends Error {}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+function usage(): string {
+  const settings = (Object.keys(SETTINGS) as SettingPath[]).map((p) => `  ${flagName(p).padEnd(40)} ${SETTINGS[p].description}`);
+  return [
+    'Usage: veneer-node-watcher [command] [--config FILE] [--<setting> VALUE ...]',
+    '',
+    'Commands:',
+    '  serve          run the webhooks, the caches and the reconciler (default)',
+    '  check-config   validate the configuration and print each value with its source',
+    '',
+    'Options:',
+    '  --config FILE  YAML file with a nodeWatcher: block',
+    '  --help         this text',
+    '  --version      the version',
+    '',
+    'Settings (flags > VENEER_NODE_WATCHER_* variables > file > defaults):',
+    ...settings,
+  ].join('\n');
+}
+
+export function parseArgs(argv: string[]): Parsed {
+  const parsed: Parsed = { command: 'serve', configFile: undefined, flags: {}, help: false, version: false };
+  let commandSeen = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--help' || arg === '-h') parsed.help = true;
+    else if (arg === '--version') parsed.version = true;
+    else if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      const name = eq > 0 ? arg.slice(0, eq) : arg;
+      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      if (value === undefined) throw new UsageError(`flag ${name} needs a value`);
+      if (name === '--config') parsed.configFile = value;
+      else parsed.flags[name] = value;
+    } else if (!commandSeen && (COMMANDS as readonly string[]).includes(arg)) {
+      parsed.command = arg as Command;
+      commandSeen = true;
+    } else {
+      throw new UsageError(commandSeen ? `unexpected argument ${JSON.stringify(arg)}` : `unknown command ${JSON.stringify(arg)} (commands: ${COMMANDS.join(', ')})`);
+    }
+  }
+  return parsed;
+}
+
+function load(parsed: Parsed): LoadedConfig {
+  return loadConfig({ file: parsed.configFile, env: process.env, flags: parsed.flags });
+}
+
+async function serve(loaded: LoadedConfig): Promise<void> {
+  const { config } = loaded;
+  const log = createLogger(config.logLevel);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromDefault();
+  const watcher = await startWatcher({ config, kc, log });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: readiness off, draining in-flight reviews');
+    const bound = setTimeout(() => {
+      log.error({ boundMs: SHUTDOWN_BOUND_MS }, 'shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_BOUND_MS);
+    bound.unref();
+    watcher.stop().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+function checkConfig(loaded: LoadedConfig): void {
+  const rows = (Object.keys(SETTINGS) as SettingPath[]).map((p) => [`nodeWatcher.${p}`, JSON.stringify(loaded.values[p]), describeSource(loaded.sources[p])]);
+  const width = [0, 1].map((c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  console.log('configuration is valid');
+  for (const [name, value, source] of rows) console.log(`${(name ?? '').padEnd(width[0] ?? 0)}  ${(value ?? '').padEnd(width[1] ?? 0)}  ${source}`);
+}
+
+export async function main(argv: string[]): Promise<number | undefined> {
+  let parsed: Parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (err) {
+    console.error(`veneer-node-watcher: ${(err as Error).message}\nRun with --help for usage.`);
+    return EXIT_USAGE;
+  }
+  if (parsed.help) {
+    console.log(usage());
+    return 0;
+  }
+  if (parsed.version) {
+    console.log(version());
+    return 0;
+  }
+  let loaded: LoadedConfig;
+  try {
+    loaded = load(parsed);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`veneer-node-watcher: ${err.message}`);
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
+  if (parsed.command === 'check-config') {
+    checkConfig(loaded);
+    return 0;
+  }
+  await serve(loaded);
+  return undefined;
+}
+
+const code = await main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(`veneer-node-watcher: ${(err as Error).message}`);
+  return 1;
+});
+if (code !== undefined) process.exitCode = code;

@@ -1,0 +1,140 @@
+// `veneer-node-watcher serve` as a real process: start-up, readiness, disabled mode, bad
+// config, and a SIGTERM that lets every in-flight review finish.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import t from 'tap';
+import { freePort } from './support/control-plane.ts';
+import { startWatcherEnv } from './support/watcher-env.ts';
+
+const env = await startWatcherEnv({ register: false });
+t.teardown(() => env.stop());
+const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig('veneer-watcher'), 'watcher-kubeconfig');
+const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
+
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function run(args: string[], extraEnv: Record<string, string> = {}): Proc {
+  const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout?.on('data', (c) => (out += c));
+  child.stderr?.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  t.teardown(() => void child.kill('SIGKILL'));
+  return { child, output: () => out, exited };
+}
+
+async function waitReady(port: number, path = '/readyz', ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const ok = await fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.status === 200, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`not ready on ${port}${path}`);
+}
+
+t.test('disabled (the default): says so, serves health and metrics, writes nothing', async (t) => {
+  const metricsPort = await freePort();
+  const p = run(['serve', '--metrics-port', String(metricsPort)]);
+  await waitReady(metricsPort, '/healthz');
+  t.match(p.output(), /Node watcher disabled \(set nodeWatcher\.enabled=true to enable\)/);
+  t.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200);
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 0, 'SIGTERM: clean exit');
+});
+
+t.test('a bad configuration stops start-up with exit code 2 and says what is wrong', async (t) => {
+  const p = run(['serve', '--max-concurrent-reconciles', '0'], { VENEER_NODE_WATCHER_LABEL_NAMESPACE: 'Not Valid' });
+  t.equal(await p.exited, 2);
+  t.match(p.output(), /nodeWatcher\.labelNamespace = "Not Valid" \(from environment variable VENEER_NODE_WATCHER_LABEL_NAMESPACE\): must be a DNS subdomain/);
+  t.match(p.output(), /nodeWatcher\.maxConcurrentReconciles = 0 \(from flag --max-concurrent-reconciles\): must be >= 1/);
+  const unknown = run(['launch']);
+  t.equal(await unknown.exited, 2);
+  t.match(unknown.output(), /unknown command "launch"/);
+});
+
+t.test('SIGTERM under load: readiness off, every in-flight review answered, prompt exit', async (t) => {
+  const [webhookPort, metricsPort] = [await freePort(), await freePort()];
+  const p = run([
+    'serve', '--enabled', 'true', '--webhook-port', String(webhookPort), '--metrics-port', String(metricsPort),
+    '--webhook-cert-file', env.certs.serving.certPath, '--webhook-key-file', env.certs.serving.keyPath, '--leader-election-enabled', 'false',
+    '--shutdown-delay', '1s',
+  ]);
+  await waitReady(metricsPort);
+  const review = (uid: string) => JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+    request: { uid, kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'CREATE', object: { metadata: { name: uid, labels: { 'karpenter.sh/nodepool': 'default', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } } },
+  });
+  const results = { answered: 0, refused: 0, other: [] as string[] };
+  const post = (uid: string) => new Promise<void>((resolve) => {
+    const req = request({ host: '127.0.0.1', port: webhookPort, path: '/mutate-node', method: 'POST', ca: env.certs.caPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => {
+        if (res.statusCode === 200 && JSON.parse(body).response?.uid === uid) results.answered++;
+        else if (res.statusCode === 503) results.refused++;
+        else results.other.push(`${res.statusCode} ${body.slice(0, 80)}`);
+        resolve();
+      });
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'ECONNREFUSED') results.refused++;
+      else results.other.push(e.code ?? e.message);
+      resolve();
+    });
+    req.end(review(uid));
+  });
+  // Like the endpoints controller, the clients stop sending new reviews once readiness fails.
+  let stop = false;
+  let notReadyAt = 0;
+  const poller = (async () => {
+    while (!stop) {
+      const status = await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.status, () => 0);
+      if (status !== 200) {
+        notReadyAt = Date.now();
+        stop = true;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  const workers = Array.from({ length: 8 }, async (_, w) => {
+    for (let i = 0; !stop; i++) await post(`w${w}-${i}`);
+  });
+  await new Promise((r) => setTimeout(r, 500));
+  const signalledAt = Date.now();
+  p.child.kill('SIGTERM');
+  const code = await p.exited;
+  const tookMs = Date.now() - signalledAt;
+  stop = true;
+  await Promise.all([...workers, poller]);
+  t.ok(notReadyAt > 0 && notReadyAt - signalledAt < 500, 'readiness failed at once');
+  t.equal(code, 0, 'exit code 0');
+  t.ok(tookMs >= 1000 && tookMs < 5000, `exited ${tookMs} ms after SIGTERM (shutdown delay 1 s)`);
+  t.ok(results.answered > 50, `${results.answered} reviews answered before and during shutdown`);
+  t.same(results.other, [], 'no review was cut or failed');
+  t.match(p.output(), /shutting down: readiness off, draining in-flight reviews/);
+});
+
+t.test('--help, --version and check-config through the real entry point', async (t) => {
+  const help = run(['--help']);
+  t.equal(await help.exited, 0);
+  t.match(help.output(), /Usage: veneer-node-watcher/);
+  t.match(help.output(), /--overlay-cache-ttl\s+The most stale the overlay cache may be/);
+  const version = run(['--version']);
+  t.equal(await version.exited, 0);
+  t.match(version.output(), /^\d+\.\d+\.\d+\n$/);
+  const check = run(['check-config', '--overlay-cache-ttl=30s'], { VENEER_NODE_WATCHER_ENABLED: 'true' });
+  t.equal(await check.exited, 0);
+  t.match(check.output(), /^configuration is valid$/m);
+  t.match(check.output(), /^nodeWatcher\.enabled\s+true\s+environment variable VENEER_NODE_WATCHER_ENABLED$/m);
+  t.match(check.output(), /^nodeWatcher\.overlayCacheTTL\s+"30s"\s+flag --overlay-cache-ttl$/m);
+  t.match(check.output(), /^nodeWatcher\.labelNamespace\s+"veneer.io"\s+default$/m);
+  const dangling = run(['check-config', '--config']);
+  t.equal(await dangling.exited, 2);
+  t.match(dangling.output(), /flag --config needs a value/);
+});
