@@ -103,6 +103,16 @@ export function createMetrics(registry: Registry = new Registry()) {
       registers: r,
       collect: () => atScrape.watchAges?.(),
     }),
+    workqueueDepth: new Gauge({
+      name: `${PREFIX}workqueue_depth`,
+      help: 'Nodes waiting in the reconciler queue.',
+      registers: r,
+    }),
+    workqueueRetries: new Counter({
+      name: `${PREFIX}workqueue_retries_total`,
+      help: 'Reconciles retried with back-off (conflicts and failed writes).',
+      registers: r,
+    }),
     leader: new Gauge({
       name: `${PREFIX}leader`,
       help: '1 when this replica is the leader (the only writer of the reconciler), else 0.',

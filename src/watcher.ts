@@ -4,7 +4,11 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from './config/load.ts';
 import { nodeClaimFor, recordKeys, scope, type EngineSettings } from './engine/index.ts';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { ClusterCaches } from './kube/caches.ts';
+import { LeaderElector } from './kube/leader.ts';
+import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { type RunningServer, startOpsServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
@@ -20,11 +24,14 @@ export interface WatcherOptions {
   /** Tests shorten the watch watchdog and the certificate poll. */
   watchdogMs?: number;
   certPollMs?: number;
+  /** Leader-election identity; defaults to POD_NAME (or the host name) plus a random suffix. */
+  identity?: string;
 }
 
 export interface RunningWatcher {
   metrics: Metrics;
   caches: ClusterCaches | undefined;
+  reconciler: Reconciler | undefined;
   webhookPort: number | undefined;
   opsPort: number;
   /** Readiness fails first, in-flight reviews finish, then everything stops. */
@@ -52,11 +59,11 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
     const ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping });
     return {
-      metrics, caches: undefined, webhookPort: undefined, opsPort: ops.port,
-      stop: async () => {
+      metrics, caches: undefined, reconciler: undefined, webhookPort: undefined, opsPort: ops.port,
+      stop: once(async () => {
         stopping = true;
         await ops.close();
-      },
+      }),
     };
   }
 
@@ -80,6 +87,28 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     metrics.nodesPending.set(pending);
   };
   caches.start();
+  const reconciler = new Reconciler({ caches, kc: o.kc, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const le = config.leaderElection;
+  const elector = le.enabled
+    ? new LeaderElector({
+        kc: o.kc,
+        namespace: le.leaseNamespace,
+        name: le.leaseName,
+        identity: o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        metrics,
+        log,
+        onStartedLeading: () => reconciler.startProcessing(),
+        onStoppedLeading: () => void reconciler.stopProcessing(),
+      })
+    : undefined;
+  if (elector) elector.start();
+  else {
+    metrics.leader.set(1);
+    reconciler.startProcessing();
+  }
   let selfUsername: string | undefined;
   void whoAmI(o.kc, log).then((u) => (selfUsername = u));
 
@@ -109,6 +138,8 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       },
     });
   } catch (err) {
+    await elector?.stop();
+    await reconciler.stop();
     await Promise.all([ops.close(), caches.stop()]);
     throw err;
   }
@@ -117,15 +148,25 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   return {
     metrics,
     caches,
+    reconciler,
     webhookPort: webhook.port,
     opsPort: ops.port,
-    stop: async () => {
+    stop: once(async () => {
       stopping = true;
       // Readiness fails now; reviews keep being answered until endpoints have caught up.
       await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
       await webhook.close();
+      // Releasing the lease lets another replica take over at once instead of after leaseDuration.
+      await elector?.stop();
+      await reconciler.stop();
       await caches.stop();
       await ops.close();
-    },
+    }),
   };
+}
+
+/** Stopping twice waits for the first stop instead of closing things twice. */
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => (running ??= fn());
 }

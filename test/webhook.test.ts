@@ -65,6 +65,7 @@ t.test('without a NodeClaim: undetermined at CREATE, recorded by the registratio
   t.notOk('veneer.io/overlay-influenced' in labelsOf(created), 'no record while the labels are not final');
   const registered = await sim.register({ name: 'ip-10-0-0-2', instanceType: 'm5.2xlarge' });
   t.match(labelsOf(registered), { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'cost-aware-ec2-sp-m5-us-west-2', 'veneer.io/instance-family': 'm5' });
+  t.match(JSON.parse(registered.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}'), { decidedBy: 'webhook' }, 'recorded inline, inside Karpenter\'s own request');
   t.ok(counter(await scrape(), 'veneer_nodewatcher_admission_requests_total', { webhook: 'mutate', outcome: 'undetermined' }) >= 1);
 });
 

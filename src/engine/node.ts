@@ -48,6 +48,7 @@ export interface NodeClaimView {
   readonly labels: Labels;
   readonly createdAt?: number;
   readonly providerID?: string;
+  readonly nodeName?: string;
 }
 
 export function toNodeView(obj: NodeObject): NodeView {
@@ -71,6 +72,7 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     labels: md.labels ?? {},
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.status?.providerID ?? undefined),
+    ...optional('nodeName', obj.status?.nodeName ?? undefined),
   };
 }
 

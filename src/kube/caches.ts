@@ -78,6 +78,7 @@ export class OverlayCache {
 export class NodeClaimCache implements NodeClaimLookup {
   readonly reflector: Reflector<NodeClaimView>;
   private readonly byProvider = new Map<string, NodeClaimView>();
+  private readonly listeners: ((claim: NodeClaimView) => void)[] = [];
 
   constructor(deps: CacheDeps) {
     this.reflector = new Reflector({
@@ -90,6 +91,7 @@ export class NodeClaimCache implements NodeClaimLookup {
       handlers: {
         upsert: (claim) => {
           if (claim.providerID) this.byProvider.set(claim.providerID, claim);
+          for (const l of this.listeners) l(claim);
         },
         remove: (claim) => {
           if (claim.providerID && this.byProvider.get(claim.providerID)?.name === claim.name) this.byProvider.delete(claim.providerID);
@@ -100,6 +102,11 @@ export class NodeClaimCache implements NodeClaimLookup {
       now: deps.now,
       ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
+  }
+
+  /** Called for every new or changed NodeClaim: a node may have become decidable. */
+  subscribe(listener: (claim: NodeClaimView) => void): void {
+    this.listeners.push(listener);
   }
 
   byProviderID(providerID: string): NodeClaimView | undefined {

@@ -309,8 +309,9 @@ export class ControlPlane {
     await this.apiserver.stop(15_000);
   }
 
+  /** A restart as a crash looks to clients: 3 s to stop, then SIGKILL. */
   async restartApiServer(): Promise<void> {
-    await this.stopApiServer();
+    await this.apiserver.stop(3000);
     await this.startApiServer();
   }
 

@@ -45,6 +45,29 @@ export class KarpenterSim {
     }, mergePatch);
   }
 
+  /**
+   * The launch, retried step by step until it succeeds (as Karpenter and the kubelet retry),
+   * for faults such as an apiserver restart; each step tolerates having succeeded before.
+   */
+  async launchPersistently(shape: NodeShape & { claimName: string }, deadlineMs = 60_000): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    const step = async (fn: () => Promise<unknown>) => {
+      for (;;) {
+        try {
+          await fn();
+          return;
+        } catch (err) {
+          if ((err as { code?: number }).code === 409) return;
+          if (Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    };
+    await step(() => this.createNodeClaim(shape));
+    await step(() => this.kubeletCreate(shape));
+    await step(() => this.register(shape));
+  }
+
   /** The whole launch, as Karpenter does it. */
   async launch(shape: NodeShape & { claimName?: string }): Promise<{ created: k8s.V1Node; registered: k8s.V1Node }> {
     if (shape.claimName) await this.createNodeClaim({ ...shape, claimName: shape.claimName });

@@ -13,9 +13,24 @@ import { issueCert, makeCA, type KeyPair } from './pki.ts';
 
 export const WATCHER_USER = 'veneer-watcher';
 
+export const LEASE_NAMESPACE = 'veneer-system';
+
 /** The watcher's rights: what the chart grants, nothing more. */
-export async function grantWatcherRole(kc: k8s.KubeConfig, subject: k8s.RbacV1Subject): Promise<void> {
+export async function grantWatcherRole(kc: k8s.KubeConfig, subjects: k8s.RbacV1Subject[]): Promise<void> {
   const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: LEASE_NAMESPACE } } });
+  await rbac.createNamespacedRole({
+    namespace: LEASE_NAMESPACE,
+    body: { metadata: { name: 'veneer-node-watcher-leader-election' }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }] },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: LEASE_NAMESPACE,
+    body: {
+      metadata: { name: 'veneer-node-watcher-leader-election' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'veneer-node-watcher-leader-election' },
+      subjects,
+    },
+  });
   await rbac.createClusterRole({
     body: {
       metadata: { name: 'veneer-node-watcher' },
@@ -29,7 +44,7 @@ export async function grantWatcherRole(kc: k8s.KubeConfig, subject: k8s.RbacV1Su
     body: {
       metadata: { name: 'veneer-node-watcher' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'veneer-node-watcher' },
-      subjects: [subject],
+      subjects,
     },
   });
 }
@@ -57,34 +72,79 @@ export interface WatcherEnv {
 
 export interface WatcherEnvOptions {
   users?: TokenUser[];
+  /** More watcher identities (each gets the watcher's role) for multi-replica tests. */
+  extraWatchers?: string[];
   flags?: Record<string, string>;
   register?: boolean;
   timeoutSeconds?: number;
+  auditPolicy?: string;
 }
 
-export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<WatcherEnv> {
-  const cp = await ControlPlane.start({ users: [{ name: WATCHER_USER }, ...(opts.users ?? [])] });
+export interface ClusterEnv {
+  cp: ControlPlane;
+  admin: k8s.KubeConfig;
+  certs: WebhookCerts;
+}
+
+/** Audit every request of the watcher identities, at Metadata level. */
+export const WATCHER_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: [${WATCHER_USER}, veneer-watcher-a, veneer-watcher-b]
+  - level: None
+`;
+
+export async function watcherFlags(certs: WebhookCerts, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    '--enabled': 'true',
+    '--webhook-port': String(await freePort()),
+    '--metrics-port': String(await freePort()),
+    '--shutdown-delay': '0s',
+    '--webhook-cert-file': certs.serving.certPath,
+    '--webhook-key-file': certs.serving.keyPath,
+    '--leader-election-lease-duration': '3s',
+    '--leader-election-renew-deadline': '2s',
+    '--leader-election-retry-period': '500ms',
+    ...extra,
+  };
+}
+
+/** Starts a watcher in this process as `user`. */
+export async function launchWatcher(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}): Promise<{ watcher: RunningWatcher; config: Config }> {
+  const { config } = loadConfig({ flags: await watcherFlags(certs, flags) });
+  const log = createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
+  const watcher = await startWatcher({ config, kc: cp.userKubeConfig(user), log, host: '127.0.0.1', certPollMs: 200, identity: user });
+  await watcher.caches?.synced();
+  return { watcher, config };
+}
+
+/** The control plane, the CRDs, the watcher identities with their rights, and webhook certificates. */
+export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<ClusterEnv> {
+  const watcherUsers = [WATCHER_USER, ...(opts.extraWatchers ?? [])];
+  const cp = await ControlPlane.start({
+    users: [...watcherUsers.map((name) => ({ name })), ...(opts.users ?? [])],
+    ...(opts.auditPolicy ? { auditPolicy: opts.auditPolicy } : {}),
+  });
   try {
     const admin = cp.adminKubeConfig();
     await installKarpenterCRDs(admin);
-    await grantWatcherRole(admin, { kind: 'User', name: WATCHER_USER, apiGroup: 'rbac.authorization.k8s.io' });
+    await grantWatcherRole(admin, watcherUsers.map((name) => ({ kind: 'User', name, apiGroup: 'rbac.authorization.k8s.io' })));
     const certDir = join(cp.dir, 'webhook-certs');
     mkdirSync(certDir, { recursive: true });
-    const certs = await makeWebhookCerts(certDir);
-    const { config } = loadConfig({
-      flags: {
-        '--enabled': 'true',
-        '--webhook-port': String(await freePort()),
-        '--metrics-port': String(await freePort()),
-        '--shutdown-delay': '0s',
-        '--webhook-cert-file': certs.serving.certPath,
-        '--webhook-key-file': certs.serving.keyPath,
-        ...opts.flags,
-      },
-    });
-    const log = createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
-    const watcher = await startWatcher({ config, kc: cp.userKubeConfig(WATCHER_USER), log, host: '127.0.0.1', certPollMs: 200 });
-    await watcher.caches?.synced();
+    return { cp, admin, certs: await makeWebhookCerts(certDir) };
+  } catch (err) {
+    await cp.stop();
+    throw err;
+  }
+}
+
+/** A cluster env with one watcher running and (by default) both webhooks registered. */
+export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<WatcherEnv> {
+  const { cp, admin, certs } = await startClusterEnv(opts);
+  try {
+    const { watcher, config } = await launchWatcher(cp, certs, WATCHER_USER, opts.flags);
     const env: WatcherEnv = {
       cp, admin, watcher, config, certs,
       stop: async () => {

@@ -1,0 +1,135 @@
+// Leader election on a coordination.k8s.io/v1 Lease, as client-go does it: the holder renews
+// every retryPeriod; a candidate takes the lease once it has seen the same record unchanged
+// for leaseDuration (judged on its own clock, so clock skew between nodes does not matter);
+// a leader that cannot renew within renewDeadline steps down; a graceful stop releases the
+// lease so that a successor takes over at once.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics.ts';
+import { sleep } from './backoff.ts';
+
+export interface LeaderElectionOptions {
+  kc: k8s.KubeConfig;
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  metrics: Metrics;
+  log: Logger;
+  onStartedLeading(): void;
+  onStoppedLeading(): void;
+}
+
+// Lease times are MicroTime: the apiserver rejects the millisecond form a plain Date gives.
+const microTime = (ms: number) => new k8s.V1MicroTime(ms);
+
+export class LeaderElector {
+  private readonly o: LeaderElectionOptions;
+  private readonly api: k8s.CoordinationV1Api;
+  private readonly stopController = new AbortController();
+  private leading = false;
+  private lastRenew = 0;
+  private observed: { record: string; at: number } | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(opts: LeaderElectionOptions) {
+    this.o = opts;
+    this.api = opts.kc.makeApiClient(k8s.CoordinationV1Api);
+    opts.metrics.leader.set(0);
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops; a leader releases the lease. */
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    await this.loop;
+    if (this.leading) {
+      await this.release().catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'could not release the lease'));
+      this.setLeading(false);
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopController.signal.aborted) {
+      let outcome: 'leader' | 'follower' | 'error' = 'error';
+      try {
+        outcome = (await this.tryAcquireOrRenew()) ? 'leader' : 'follower';
+      } catch (err) {
+        this.o.log.warn({ err: (err as Error).message }, 'lease update failed');
+      }
+      const now = Date.now();
+      if (outcome === 'leader') {
+        this.lastRenew = now;
+        if (!this.leading) this.setLeading(true);
+      } else if (this.leading && outcome === 'follower') {
+        this.o.log.warn('another replica holds the lease; stepping down');
+        this.setLeading(false);
+      } else if (this.leading && now - this.lastRenew > this.o.renewDeadlineMs) {
+        this.o.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'could not renew the lease in time; stepping down');
+        this.setLeading(false);
+      }
+      await sleep(this.o.retryPeriodMs, this.stopController.signal);
+    }
+  }
+
+  private setLeading(leading: boolean): void {
+    this.leading = leading;
+    this.o.metrics.leader.set(leading ? 1 : 0);
+    this.o.log.info({ identity: this.o.identity, lease: `${this.o.namespace}/${this.o.name}` }, leading ? 'became leader' : 'no longer leader');
+    if (leading) this.o.onStartedLeading();
+    else this.o.onStoppedLeading();
+  }
+
+  private spec(now: number, transitions: number, acquire: boolean, previous?: k8s.V1LeaseSpec): k8s.V1LeaseSpec {
+    return {
+      holderIdentity: this.o.identity,
+      leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
+      acquireTime: acquire ? microTime(now) : previous?.acquireTime ?? microTime(now),
+      renewTime: microTime(now),
+      leaseTransitions: transitions,
+    };
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const now = Date.now();
+    const { namespace, name } = this.o;
+    let lease: k8s.V1Lease;
+    try {
+      lease = await this.api.readNamespacedLease({ name, namespace });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) throw err;
+      await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec(now, 0, true) } });
+      return true;
+    }
+    const spec = lease.spec ?? {};
+    const record = JSON.stringify([spec.holderIdentity, spec.renewTime, spec.leaseDurationSeconds]);
+    if (this.observed?.record !== record) this.observed = { record, at: now };
+    const held = spec.holderIdentity !== undefined && spec.holderIdentity !== '';
+    const mine = spec.holderIdentity === this.o.identity;
+    const expired = now - this.observed.at > (spec.leaseDurationSeconds ?? 0) * 1000;
+    if (held && !mine && !expired) return false;
+    const transitions = (spec.leaseTransitions ?? 0) + (mine ? 0 : 1);
+    // replace carries the resourceVersion we read: if anyone wrote in between, we get 409 and lose.
+    await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: this.spec(now, transitions, !mine, spec) } });
+    return true;
+  }
+
+  private async release(): Promise<void> {
+    const lease = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
+    if (lease.spec?.holderIdentity !== this.o.identity) return;
+    await this.api.replaceNamespacedLease({
+      name: this.o.name,
+      namespace: this.o.namespace,
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(Date.now()) } },
+    });
+  }
+}

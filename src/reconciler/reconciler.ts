@@ -1,0 +1,107 @@
+// The safety net: records every node the webhook missed. Source (cache events) -> filter
+// (the engine's scope) -> de-duplicating queue -> reconcile (reads only the caches, writes
+// one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../engine/index.ts';
+import type { ClusterCaches } from '../kube/caches.ts';
+import type { Metrics } from '../metrics.ts';
+import { type ProcessResult, WorkQueue } from './queue.ts';
+
+const MERGE_PATCH = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+export interface ReconcilerOptions {
+  caches: ClusterCaches;
+  kc: k8s.KubeConfig;
+  settings: EngineSettings;
+  concurrency: number;
+  metrics: Metrics;
+  log: Logger;
+  now: () => number;
+}
+
+/** Error types for labeling_errors_total: a small fixed set. */
+function errorType(code: number | undefined): string {
+  if (code === 403) return 'forbidden';
+  if (code === 422) return 'invalid';
+  if (code === 429) return 'throttled';
+  if (code !== undefined && code >= 500) return 'server_error';
+  return code === undefined ? 'network' : `http_${code >= 400 && code < 500 ? '4xx' : 'other'}`;
+}
+
+export class Reconciler {
+  readonly queue: WorkQueue;
+  private readonly o: ReconcilerOptions;
+  private readonly core: k8s.CoreV1Api;
+
+  constructor(opts: ReconcilerOptions) {
+    this.o = opts;
+    this.core = opts.kc.makeApiClient(k8s.CoreV1Api);
+    this.queue = new WorkQueue({
+      concurrency: opts.concurrency,
+      process: (name) => this.reconcile(name),
+      onRetry: () => opts.metrics.workqueueRetries.inc(),
+      onDepth: (depth) => opts.metrics.workqueueDepth.set(depth),
+    });
+    opts.caches.nodes.subscribe((node, kind) => {
+      if (kind === 'upsert' && this.wants(node)) this.queue.add(node.name);
+    });
+    opts.caches.nodeClaims.subscribe((claim) => {
+      const node = claim.nodeName ? opts.caches.nodes.get(claim.nodeName) : undefined;
+      if (node && this.wants(node)) this.queue.add(node.name);
+    });
+  }
+
+  /** The filter: on-demand Karpenter nodes without a record. */
+  private wants(node: NodeView): boolean {
+    const s = scope(node, nodeClaimFor(node, this.o.caches.nodeClaims), this.o.settings.keys);
+    return s.inScope && !s.recorded;
+  }
+
+  /** Leadership gained: process, starting with every node the caches know. */
+  startProcessing(): void {
+    for (const node of this.o.caches.nodes.nodes()) if (this.wants(node)) this.queue.add(node.name);
+    this.queue.start();
+  }
+
+  /** Leadership lost: finish what is in flight, take nothing new. */
+  async stopProcessing(): Promise<void> {
+    await this.queue.pause();
+  }
+
+  async stop(): Promise<void> {
+    await this.queue.stop();
+  }
+
+  private async reconcile(name: string): Promise<ProcessResult> {
+    const { caches, settings, metrics, log } = this.o;
+    if (!caches.ready) return { kind: 'after', ms: 1000 };
+    const node = caches.nodes.get(name);
+    if (!node) return { kind: 'done' };
+    const end = metrics.reconcileDuration.startTimer();
+    const now = this.o.now();
+    const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler' }, caches.overlays.index, settings);
+    if (decision.outcome === 'out-of-scope' || decision.outcome === 'recorded') return { kind: 'done' };
+    if (decision.outcome === 'undetermined') return { kind: 'after', ms: Math.max(100, decision.retryAt - now) };
+    try {
+      await this.core.patchNode({ name, body: mergePatch(decision.record, node.resourceVersion) }, MERGE_PATCH);
+    } catch (err) {
+      const code = (err as { code?: number }).code;
+      if (code === 404) return { kind: 'done' };
+      // 409: the node changed since the decision; decide again from the fresher cache.
+      metrics.labelingErrors.inc({ error_type: code === 409 ? 'conflict' : errorType(code) });
+      if (code !== 409) log.warn({ code, err: (err as Error).message }, 'writing a record failed; will retry');
+      return { kind: 'retry', reason: code === 409 ? 'conflict' : 'write failed' };
+    } finally {
+      end();
+    }
+    const labels = decision.record.labels;
+    metrics.nodesLabeled.inc({
+      capacity_type: labels[settings.keys.copied['capacity-type']] ?? 'none',
+      instance_family: labels[settings.keys.copied['instance-family']] ?? 'none',
+      source: 'reconciler',
+    });
+    log.debug({ node: name, outcome: decision.outcome, basis: decision.basis }, 'recorded');
+    return { kind: 'done' };
+  }
+}
