@@ -41,8 +41,8 @@ export interface RunningServer {
 export async function startWebhookServer(o: WebhookServerOptions): Promise<RunningServer> {
   const app = Fastify({
     https: secureContextOptions(o.tls.keyPair),
-    loggerInstance: o.log,
-    disableRequestLogging: true,
+    // Fastify logs every request at info; a review per node launch is not news, errors are.
+    loggerInstance: o.log.child({}, { level: 'warn' }),
     bodyLimit: BODY_LIMIT_BYTES,
     // A client that dribbles headers or a body is cut off; reviews arrive in milliseconds.
     connectionTimeout: 15_000,
@@ -125,7 +125,7 @@ export interface OpsServerOptions {
 }
 
 export async function startOpsServer(o: OpsServerOptions): Promise<RunningServer> {
-  const app = Fastify({ loggerInstance: o.log, disableRequestLogging: true, requestTimeout: 10_000 });
+  const app = Fastify({ loggerInstance: o.log.child({}, { level: 'warn' }), requestTimeout: 10_000 });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', o.metrics.registry.contentType);
     return o.metrics.registry.metrics();
