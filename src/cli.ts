@@ -5,13 +5,15 @@ import * as k8s from '@kubernetes/client-node';
 import { ConfigError, describeSource, loadConfig, type LoadedConfig } from './config/load.ts';
 import { flagName, SETTINGS, type SettingPath } from './config/schema.ts';
 import { createLogger } from './log.ts';
+import { runExplain, type ExplainArgs } from './explain-command.ts';
 import { startWatcher } from './watcher.ts';
 
 const EXIT_USAGE = 2;
 /** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
 const SHUTDOWN_BOUND_MS = 20_000;
 
-const COMMANDS = ['serve', 'check-config'] as const;
+const COMMANDS = ['serve', 'check-config', 'explain'] as const;
+const EXPLAIN_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--at': 'at', '-o': 'output', '--output': 'output' };
 type Command = (typeof COMMANDS)[number];
 
 interface Parsed {
@@ -20,6 +22,7 @@ interface Parsed {
   flags: Record<string, string>;
   help: boolean;
   version: boolean;
+  explain: ExplainArgs;
 }
 
 class UsageError extends Error {}
@@ -37,6 +40,10 @@ function usage(): string {
     'Commands:',
     '  serve          run the webhooks, the caches and the reconciler (default)',
     '  check-config   validate the configuration and print each value with its source',
+    '  explain        why a node got (or would get) its record:',
+    '                   explain NODE_NAME                        live, with KUBECONFIG',
+    '                   explain --nodes FILE --overlays FILE [--nodeclaims FILE] [--at TIME] [-o json|table]',
+    '                 files are JSON or YAML (an object, a List, or several documents: kubectl get -o yaml works)',
     '',
     'Options:',
     '  --config FILE  YAML file with a nodeWatcher: block',
@@ -49,13 +56,22 @@ function usage(): string {
 }
 
 export function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { command: 'serve', configFile: undefined, flags: {}, help: false, version: false };
+  const parsed: Parsed = { command: 'serve', configFile: undefined, flags: {}, help: false, version: false, explain: { output: 'table' } };
   let commandSeen = false;
+  const explainGiven: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (arg === '--help' || arg === '-h') parsed.help = true;
     else if (arg === '--version') parsed.version = true;
-    else if (arg.startsWith('--')) {
+    else if (arg.split('=')[0]! in EXPLAIN_OPTIONS) {
+      const eq = arg.indexOf('=');
+      const name = eq > 0 ? arg.slice(0, eq) : arg;
+      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+      if (value === undefined) throw new UsageError(`option ${name} needs a value`);
+      if (EXPLAIN_OPTIONS[name] === 'output' && value !== 'json' && value !== 'table') throw new UsageError(`${name} must be json or table, not ${JSON.stringify(value)}`);
+      (parsed.explain as unknown as Record<string, string>)[EXPLAIN_OPTIONS[name]!] = value;
+      explainGiven.push(name);
+    } else if (arg.startsWith('--')) {
       const eq = arg.indexOf('=');
       const name = eq > 0 ? arg.slice(0, eq) : arg;
       const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
@@ -65,10 +81,13 @@ export function parseArgs(argv: string[]): Parsed {
     } else if (!commandSeen && (COMMANDS as readonly string[]).includes(arg)) {
       parsed.command = arg as Command;
       commandSeen = true;
+    } else if (parsed.command === 'explain' && parsed.explain.nodeName === undefined) {
+      parsed.explain.nodeName = arg;
     } else {
       throw new UsageError(commandSeen ? `unexpected argument ${JSON.stringify(arg)}` : `unknown command ${JSON.stringify(arg)} (commands: ${COMMANDS.join(', ')})`);
     }
   }
+  if (parsed.command !== 'explain' && explainGiven.length > 0) throw new UsageError(`${explainGiven[0]} belongs to the explain command`);
   return parsed;
 }
 
@@ -142,6 +161,20 @@ export async function main(argv: string[]): Promise<number | undefined> {
   }
   if (parsed.command === 'check-config') {
     checkConfig(loaded);
+    return 0;
+  }
+  if (parsed.command === 'explain') {
+    const e = parsed.explain;
+    if (!e.nodeName && (!e.nodesFile || !e.overlaysFile)) {
+      console.error('veneer-node-watcher: explain needs NODE_NAME (live) or --nodes FILE and --overlays FILE\nRun with --help for usage.');
+      return EXIT_USAGE;
+    }
+    try {
+      console.log(await runExplain(e, loaded.config));
+    } catch (err) {
+      console.error(`veneer-node-watcher explain: ${(err as Error).message}`);
+      return 1;
+    }
     return 0;
   }
   await serve(loaded);

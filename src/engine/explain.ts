@@ -1,0 +1,98 @@
+// Why a node got (or would get) its record: the decision plus, for every overlay, whether it
+// was active at the launch, whether it matched, and each requirement against the node's value.
+import { characteristics, decide, launchTime, type EngineSettings } from './decide.ts';
+import type { NodeClaimView, NodeView } from './node.ts';
+import { OverlayIndex } from './overlay-index.ts';
+import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
+import { rfc3339 } from './labels.ts';
+import { requirementPasses } from './requirements.ts';
+
+export interface RequirementExplanation {
+  key: string;
+  operator: string;
+  values: string[];
+  nodeValue: string | null;
+  pass: boolean;
+}
+
+export interface OverlayExplanation {
+  name: string;
+  weight: number;
+  active: boolean;
+  /** Why it was not active, when it was not. */
+  inactiveReason?: string;
+  matched: boolean;
+  winner: boolean;
+  requirements: RequirementExplanation[];
+}
+
+export interface Explanation {
+  node: string;
+  outcome: 'influenced' | 'not-influenced' | 'undetermined' | 'out-of-scope';
+  reason?: string;
+  overlay: string | null;
+  basis?: 'exact' | 'approximate';
+  evaluatedAt: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** The record the node already carries, when it has one. */
+  existingRecord?: Record<string, string>;
+  overlays: OverlayExplanation[];
+}
+
+/**
+ * Explains one node against overlays known only by their current state (files or a live
+ * read): each overlay counts from its creationTimestamp, and decisions about launches before
+ * `knownSince` are marked approximate, since earlier changes are unknown.
+ */
+export function explain(
+  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; overlays: readonly OverlayView[]; now: number; knownSince: number },
+  settings: EngineSettings,
+  policy: OverlayPolicy,
+): Explanation {
+  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
+  index.replaceAll(input.overlays, input.knownSince);
+  index.markSynced(input.knownSince);
+  const owned = new Set([...settings.keys.ownedLabels]);
+  const existing = Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => owned.has(k)));
+  // An existing record is shown as it is, and the decision is made as if it were not there.
+  const bare: NodeView = { ...input.node, labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))) };
+  const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli' }, index, settings);
+  const at = launchTime(bare, input.nodeClaim, input.now);
+  const labels = characteristics(bare, input.nodeClaim);
+  const winner = decision.outcome === 'influenced' ? decision.overlay?.name : undefined;
+  const overlays = input.overlays.map((o): OverlayExplanation => {
+    const inactive = ineligibility(o, policy)
+      ?? (o.createdAt !== undefined && o.createdAt > at ? `created after the launch (${rfc3339(o.createdAt)})` : undefined)
+      ?? (o.deletingAt !== undefined && o.deletingAt <= at ? `being deleted since ${rfc3339(o.deletingAt)}` : undefined);
+    const requirements = o.requirements.map((r) => ({
+      key: r.key,
+      operator: r.operator,
+      values: [...r.values],
+      nodeValue: labels[r.key] ?? null,
+      pass: requirementPasses(r, labels[r.key]),
+    }));
+    return {
+      name: o.name,
+      weight: o.weight,
+      active: inactive === undefined,
+      ...(inactive !== undefined ? { inactiveReason: inactive } : {}),
+      matched: inactive === undefined && requirements.every((r) => r.pass),
+      winner: o.name === winner,
+      requirements,
+    };
+  });
+  const rest = { evaluatedAt: rfc3339(at), ...(Object.keys(existing).length > 0 ? { existingRecord: existing } : {}) };
+  switch (decision.outcome) {
+    case 'out-of-scope':
+    case 'undetermined':
+      return { node: input.node.name, outcome: decision.outcome, reason: decision.reason, overlay: null, ...rest, labels: {}, annotations: {}, overlays };
+    case 'recorded':
+      throw new Error('unreachable: the record was removed before deciding');
+    default:
+      return {
+        node: input.node.name, outcome: decision.outcome, overlay: decision.overlay?.name ?? null, basis: decision.basis, ...rest,
+        labels: decision.record.labels, annotations: decision.record.annotations, overlays,
+      };
+  }
+}

@@ -1,0 +1,99 @@
+// `veneer-node-watcher explain`: why a node got (or would get) its record, from files such as
+// `kubectl get nodes -o yaml` writes, or live from the cluster.
+import { readFileSync } from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import type { Config } from './config/load.ts';
+import {
+  explain, nodeClaimFor, parseSelector, recordKeys, toNodeClaimView, toNodeView, toOverlayView,
+  type Explanation, type NodeClaimView, type NodeObject, type OverlayObject,
+} from './engine/index.ts';
+
+export interface ExplainArgs {
+  nodeName?: string;
+  nodesFile?: string;
+  overlaysFile?: string;
+  nodeClaimsFile?: string;
+  at?: string;
+  output: 'json' | 'table';
+}
+
+/** Objects from JSON or YAML: one object, a List, or several documents. */
+export function readObjects(file: string): Record<string, unknown>[] {
+  const text = readFileSync(file, 'utf8');
+  const out: Record<string, unknown>[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message.split('\n')[0]}`);
+    const value = doc.toJSON() as Record<string, unknown> | null;
+    if (!value) continue;
+    if (Array.isArray(value.items)) out.push(...(value.items as Record<string, unknown>[]));
+    else out.push(value);
+  }
+  return out;
+}
+
+function lookup(claims: NodeClaimView[]) {
+  return {
+    byProviderID: (id: string) => claims.find((c) => c.providerID === id),
+    byName: (name: string) => claims.find((c) => c.name === name),
+  };
+}
+
+interface Inputs {
+  nodes: NodeObject[];
+  overlays: OverlayObject[];
+  nodeClaims: NodeClaimView[];
+}
+
+async function liveInputs(nodeName: string): Promise<Inputs> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromDefault();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const list = async (version: string, plural: string) =>
+    ((await custom.listClusterCustomObject({ group: 'karpenter.sh', version, plural })) as { items: Record<string, unknown>[] }).items;
+  const [node, overlays, claims] = await Promise.all([core.readNode({ name: nodeName }), list('v1alpha1', 'nodeoverlays'), list('v1', 'nodeclaims')]);
+  return { nodes: [node as NodeObject], overlays: overlays as OverlayObject[], nodeClaims: claims.map((c) => toNodeClaimView(c)) };
+}
+
+export async function runExplain(args: ExplainArgs, config: Config, now = Date.now()): Promise<string> {
+  const at = args.at !== undefined ? Date.parse(args.at) : now;
+  if (Number.isNaN(at)) throw new Error(`--at ${JSON.stringify(args.at)} is not a time (use RFC 3339, e.g. 2026-01-12T15:30:00Z)`);
+  let inputs: Inputs;
+  if (args.nodeName) inputs = await liveInputs(args.nodeName);
+  else {
+    inputs = {
+      nodes: readObjects(args.nodesFile ?? '') as NodeObject[],
+      overlays: readObjects(args.overlaysFile ?? '') as OverlayObject[],
+      nodeClaims: args.nodeClaimsFile ? readObjects(args.nodeClaimsFile).map((c) => toNodeClaimView(c)) : [],
+    };
+  }
+  const settings = { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs };
+  const policy = { selector: parseSelector(config.overlaySelector), requireOverlayReady: config.requireOverlayReady };
+  const overlays = inputs.overlays.map((o) => toOverlayView(o));
+  const claims = lookup(inputs.nodeClaims);
+  const results = inputs.nodes.map((n) => {
+    const node = toNodeView(n);
+    return explain({ node, nodeClaim: nodeClaimFor(node, claims), overlays, now: at, knownSince: at }, settings, policy);
+  });
+  return args.output === 'json' ? JSON.stringify(results, null, 2) : results.map(table).join('\n\n');
+}
+
+function table(e: Explanation): string {
+  const head = e.outcome === 'influenced'
+    ? `${e.node}: influenced by ${e.overlay} (launch ${e.evaluatedAt}, basis ${e.basis})`
+    : e.outcome === 'not-influenced'
+      ? `${e.node}: not influenced: no active overlay matched (launch ${e.evaluatedAt}, basis ${e.basis})`
+      : `${e.node}: ${e.outcome}: ${e.reason}`;
+  const lines = [head];
+  if (e.existingRecord) lines.push(`  existing record: ${Object.entries(e.existingRecord).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (Object.keys(e.labels).length > 0) lines.push(`  labels: ${Object.entries(e.labels).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  for (const o of e.overlays) {
+    const state = o.winner ? 'WINS' : !o.active ? `inactive: ${o.inactiveReason}` : o.matched ? 'matches (outranked)' : 'no match';
+    lines.push(`  - ${o.name} (weight ${o.weight}): ${state}`);
+    for (const r of o.requirements) {
+      lines.push(`      ${r.pass ? 'pass' : 'FAIL'}  ${r.key} ${r.operator}${r.values.length ? ` [${r.values.join(', ')}]` : ''}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}`);
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,76 @@
+// `explain` through the real entry point: on files kubectl wrote (from the demo's cluster) and
+// live against a real apiserver.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import type { Explanation } from '../src/engine/index.ts';
+import { KarpenterSim } from './support/karpenter-sim.ts';
+import { computeSavingsPlan, reservedInstance } from './support/veneer.ts';
+import { startClusterEnv } from './support/watcher-env.ts';
+
+const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
+const fixtures = join(import.meta.dirname, 'fixtures', 'kubectl');
+const run = (args: string[], env: Record<string, string> = {}) =>
+  promisify(execFile)(process.execPath, [cli, 'explain', ...args], { env: { ...process.env, ...env } }).then(
+    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
+  );
+const files = ['--nodes', join(fixtures, 'nodes.yaml'), '--overlays', join(fixtures, 'nodeoverlays.yaml'), '--nodeclaims', join(fixtures, 'nodeclaims.yaml')];
+
+t.test('offline, on `kubectl get -o yaml` output: one result per node, every overlay explained', async (t) => {
+  const r = await run([...files, '-o', 'json']);
+  t.equal(r.code, 0, r.err);
+  const results = JSON.parse(r.out) as Explanation[];
+  t.equal(results.length, 10, 'a List of ten nodes');
+  const byName = new Map(results.map((e) => [e.node, e]));
+  t.match(byName.get('ip-10-0-1-10'), { outcome: 'influenced', overlay: 'cost-aware-ri-m5.xlarge-us-west-2', existingRecord: { 'veneer.io/matching-overlay': 'cost-aware-ri-m5.xlarge-us-west-2' } });
+  t.match(byName.get('ip-10-0-1-12'), { outcome: 'influenced', overlay: 'cost-aware-ec2-sp-m5-us-west-2' });
+  t.match(byName.get('ip-10-0-1-20'), { outcome: 'out-of-scope', reason: /"spot", not on-demand/ });
+  const ri = byName.get('ip-10-0-1-12')?.overlays.find((o) => o.name === 'cost-aware-ri-m5.xlarge-us-west-2');
+  t.match(ri, { active: true, matched: false, winner: false, requirements: [{ key: 'karpenter.sh/capacity-type', pass: true }, { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge'], nodeValue: 'm5.2xlarge', pass: false }] });
+  t.match(byName.get('ip-10-0-1-10')?.labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/labeled-at': /^\d{8}T\d{6}Z$/ });
+  t.ok(byName.get('ip-10-0-1-10')?.annotations['veneer.io/overlay-decision'], 'the annotation that would be written');
+});
+
+t.test('a single JSON object, the table for people, and a time before the overlays existed', async (t) => {
+  const one = await run(['--nodes', join(fixtures, 'node-ip-10-0-1-10.json'), '--overlays', join(fixtures, 'nodeoverlays.yaml'), '--nodeclaims', join(fixtures, 'nodeclaims.yaml')]);
+  t.equal(one.code, 0, one.err);
+  t.match(one.out, /^ip-10-0-1-10: influenced by cost-aware-ri-m5\.xlarge-us-west-2/);
+  t.match(one.out, /cost-aware-ri-m5\.xlarge-us-west-2 \(weight 30\): WINS/);
+  t.match(one.out, /cost-aware-compute-sp-global \(weight 10\): matches \(outranked\)/);
+  t.match(one.out, /pass {2}node\.kubernetes\.io\/instance-type In \[m5\.xlarge\] {2}node: "m5\.xlarge"/);
+  // Without its NodeClaim the node's own creation is the launch; the selector can exclude overlays.
+  const other = await run(['--nodes', join(fixtures, 'node-ip-10-0-1-10.json'), '--overlays', join(fixtures, 'nodeoverlays.yaml'), '--overlay-selector', 'team=none', '-o', 'json']);
+  const e = (JSON.parse(other.out) as Explanation[])[0];
+  t.match(e, { outcome: 'not-influenced', overlay: null });
+  t.match(e?.overlays[0], { active: false, inactiveReason: 'not selected by team=none' });
+});
+
+t.test('mistakes get a clear message', async (t) => {
+  const missing = await run(['--nodes', join(fixtures, 'nodes.yaml')]);
+  t.equal(missing.code, 2);
+  t.match(missing.err, /explain needs NODE_NAME \(live\) or --nodes FILE and --overlays FILE/);
+  const badOutput = await run([...files, '-o', 'xml']);
+  t.equal(badOutput.code, 2);
+  t.match(badOutput.err, /-o must be json or table, not "xml"/);
+  const noFile = await run(['--nodes', '/nonexistent.yaml', '--overlays', join(fixtures, 'nodeoverlays.yaml')]);
+  t.equal(noFile.code, 1);
+  t.match(noFile.err, /ENOENT.*nonexistent\.yaml/);
+});
+
+t.test('live, from the cluster', async (t) => {
+  const env = await startClusterEnv();
+  t.teardown(() => env.cp.stop());
+  const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
+  for (const o of [computeSavingsPlan(), reservedInstance('m5.xlarge', 'us-west-2')]) await custom.createClusterCustomObject({ group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays', body: o });
+  await new KarpenterSim(env.admin).launch({ name: 'live-1', claimName: 'live-1-claim', instanceType: 'm5.xlarge' });
+  const kubeconfig = env.cp.writeKubeConfig();
+  const r = await run(['live-1', '-o', 'json'], { KUBECONFIG: kubeconfig });
+  t.equal(r.code, 0, r.err);
+  t.match(JSON.parse(r.out), [{ node: 'live-1', outcome: 'influenced', overlay: 'cost-aware-ri-m5.xlarge-us-west-2' }]);
+  const gone = await run(['no-such-node'], { KUBECONFIG: kubeconfig });
+  t.equal(gone.code, 1);
+  t.match(gone.err, /veneer-node-watcher explain: .*404/s);
+});
