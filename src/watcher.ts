@@ -112,8 +112,9 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   let selfUsername: string | undefined;
   void whoAmI(o.kc, log).then((u) => (selfUsername = u));
 
-  const ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping && caches.ready });
-  let webhook: RunningServer;
+  let webhook: RunningServer | undefined;
+  // Ready when the webhook listens and every cache has synced, until shutdown begins.
+  const ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping && webhook !== undefined && caches.ready });
   try {
     webhook = await startWebhookServer({
       host,
@@ -143,19 +144,20 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     await Promise.all([ops.close(), caches.stop()]);
     throw err;
   }
-  log.info({ webhookPort: webhook.port, metricsPort: ops.port, labelNamespace: config.labelNamespace }, 'node watcher started');
+  const listening = webhook;
+  log.info({ webhookPort: listening.port, metricsPort: ops.port, labelNamespace: config.labelNamespace }, 'node watcher started');
 
   return {
     metrics,
     caches,
     reconciler,
-    webhookPort: webhook.port,
+    webhookPort: listening.port,
     opsPort: ops.port,
     stop: once(async () => {
       stopping = true;
       // Readiness fails now; reviews keep being answered until endpoints have caught up.
       await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
-      await webhook.close();
+      await listening.close();
       // Releasing the lease lets another replica take over at once instead of after leaseDuration.
       await elector?.stop();
       await reconciler.stop();
