@@ -10,22 +10,27 @@ set -euo pipefail
 
 K8S_VERSION="${VENEER_K8S_VERSION:-v1.35.4}"
 ETCD_VERSION="${VENEER_ETCD_VERSION:-v3.6.16}"
+# helm renders and lints the chart in tests; it is a Go program too, and `go install` works for it.
+HELM_VERSION="${VENEER_HELM_VERSION:-v3.18.6}"
 CACHE_ROOT="${VENEER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/veneer-node-watcher}"
 K8S_DIR="$CACHE_ROOT/kubernetes-$K8S_VERSION"
 ETCD_DIR="$CACHE_ROOT/etcd-$ETCD_VERSION"
 APISERVER_BIN="$K8S_DIR/kube-apiserver"
 ETCD_BIN="$ETCD_DIR/etcd"
+HELM_DIR="$CACHE_ROOT/helm-$HELM_VERSION"
+HELM_BIN="$HELM_DIR/helm"
 
 log() { printf '[control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ "${1:-}" = "--print-env" ]; then
-  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\n' "$APISERVER_BIN" "$ETCD_BIN"
+  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\n' "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN"
   exit 0
 fi
 
-if [ -x "$APISERVER_BIN" ] && [ -x "$ETCD_BIN" ]; then
+if [ -x "$APISERVER_BIN" ] && [ -x "$ETCD_BIN" ] && [ -x "$HELM_BIN" ]; then
   log "cached: $APISERVER_BIN"
   log "cached: $ETCD_BIN"
+  log "cached: $HELM_BIN"
   exit 0
 fi
 
@@ -115,8 +120,16 @@ GO
   mv "$ETCD_BIN.tmp" "$ETCD_BIN"
 }
 
+build_helm() {
+  mkdir -p "$HELM_DIR"
+  with_progress "helm $HELM_VERSION: go install" \
+    env GOBIN="$HELM_DIR" go install -p 2 -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
 log "cold build into $CACHE_ROOT (first time only: expect 10-25 minutes on 2 cores)"
 [ -x "$ETCD_BIN" ] || build_etcd
 [ -x "$APISERVER_BIN" ] || build_apiserver
+[ -x "$HELM_BIN" ] || build_helm
 log "ready: $APISERVER_BIN"
 log "ready: $ETCD_BIN"
+log "ready: $HELM_BIN"

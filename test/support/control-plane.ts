@@ -43,6 +43,7 @@ export interface AuditEvent {
 interface Binaries {
   apiserver: string;
   etcd: string;
+  helm: string;
 }
 
 const live = new Set<ControlPlane>();
@@ -83,7 +84,7 @@ function isAlive(pid: number): boolean {
 export function locateBinaries(): Binaries {
   const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
   const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-  const bins = { apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '' };
+  const bins = { apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '' };
   for (const path of Object.values(bins)) {
     if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the local control plane`);
   }

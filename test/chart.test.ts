@@ -1,0 +1,139 @@
+// The Helm chart and the plain manifests, proven with a real helm, promtool and apiserver, and
+// the watcher running under the chart's own ServiceAccount and RBAC.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import { parseAllDocuments, stringify } from 'yaml';
+import { loadConfig } from '../src/config/load.ts';
+import { createLogger } from '../src/log.ts';
+import { startWatcher } from '../src/watcher.ts';
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
+import { ControlPlane, freePort, locateBinaries } from './support/control-plane.ts';
+import { installExternalCRDs } from './support/external-crds.ts';
+import { installKarpenterCRDs } from './support/karpenter.ts';
+import { KarpenterSim } from './support/karpenter-sim.ts';
+import { computeSavingsPlan } from './support/veneer.ts';
+import { makeWebhookCerts } from './support/watcher-env.ts';
+
+const root = join(import.meta.dirname, '..');
+const chart = join(root, 'charts', 'veneer-node-watcher');
+const { helm } = locateBinaries();
+const NS = 'veneer-system';
+const FULL = ['--set', 'nodeWatcher.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true'];
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
+const run = (args: string[]) => spawnSync(helm, args, { encoding: 'utf8' });
+const template = (extra: string[] = []): Obj[] => {
+  const r = run(['template', 'veneer-node-watcher', chart, '--namespace', NS, '--kube-version', '1.35.4', ...extra]);
+  if (r.status !== 0) throw new Error(r.stderr);
+  return parseAllDocuments(r.stdout).map((d) => d.toJSON() as Obj).filter(Boolean);
+};
+const find = (objs: Obj[], kind: string, suffix = '') => objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
+
+t.test('helm lint, and template with default and with full values', async (t) => {
+  const lint = run(['lint', chart, '--kube-version', '1.35.4', ...FULL]);
+  t.equal(lint.status, 0, lint.stdout + lint.stderr);
+  const defaults = template();
+  t.notOk(find(defaults, 'MutatingWebhookConfiguration'), 'disabled by default: no webhook registered');
+  t.match(run(['template', 'x', chart, '--kube-version', '1.35.4']).stdout, /kind: Deployment/);
+  const full = template(FULL);
+  for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'PodDisruptionBudget', 'Certificate', 'Issuer', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ServiceMonitor', 'PrometheusRule']) {
+    t.ok(find(full, kind), kind);
+  }
+  const dep = find(full, 'Deployment') as unknown as k8s.V1Deployment;
+  t.equal(dep.spec?.replicas, 2);
+  const pod = dep.spec?.template.spec;
+  t.match(pod?.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  t.match(pod?.containers[0]?.securityContext, { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+  t.same(pod?.topologySpreadConstraints?.map((c) => c.topologyKey), ['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
+});
+
+t.test('values.schema.json stops a wrong value at install time, naming it', async (t) => {
+  const r = run(['template', 'x', chart, '--kube-version', '1.35.4', '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1']);
+  t.not(r.status, 0);
+  t.match(r.stderr, /nodeWatcher\/maxConcurrentReconciles.*minimum: got 0, want 1/);
+  t.match(r.stderr, /webhooks\/timeoutSeconds.*maximum: got 60, want 30/);
+  t.match(r.stderr, /additional properties 'typo' not allowed/);
+});
+
+t.test('the chart\'s webhooks are exactly the ones the code registers', async (t) => {
+  const full = template(FULL);
+  const service = { namespace: NS, name: 'veneer-node-watcher', port: 443 };
+  const opts = { name: 'veneer-node-watcher', caBundle: '', service, labelNamespace: 'veneer.io', timeoutSeconds: 5 };
+  const strip = (w: object) => JSON.parse(JSON.stringify(w, (k, v) => (k === 'caBundle' ? undefined : v)));
+  t.same(strip((find(full, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks ?? []), strip(mutatingWebhookConfiguration(opts).webhooks ?? []));
+  t.same(strip((find(full, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks ?? []), strip(validatingWebhookConfiguration(opts).webhooks ?? []));
+  t.match(find(full, 'MutatingWebhookConfiguration')?.metadata, { annotations: { 'cert-manager.io/inject-ca-from': `${NS}/veneer-node-watcher-serving` } });
+});
+
+t.test('webhook-manifests/ is the chart\'s rendering, not a hand-kept copy', async (t) => {
+  const committed = readFileSync(join(root, 'webhook-manifests', 'veneer-node-watcher.yaml'), 'utf8').split('\n').slice(1).join('\n');
+  const rendered = execFileSync('bash', [join(root, 'scripts', 'render-manifests.sh'), '--stdout'], { encoding: 'utf8' });
+  t.equal(committed, rendered, 'run scripts/render-manifests.sh after changing the chart');
+});
+
+t.test('the rendered config file is valid for the watcher', async (t) => {
+  const cm = find(template(FULL), 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-chart-'));
+  writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');
+  const { config } = loadConfig({ file: join(dir, 'config.yaml') });
+  t.match(config, { enabled: true, labelNamespace: 'veneer.io', maxConcurrentReconciles: 5 });
+});
+
+t.test('promtool accepts the PrometheusRule', async (t) => {
+  const rule = find(template(FULL), 'PrometheusRule') as unknown as { spec: { groups: { rules: { alert: string }[] }[] } };
+  t.same(rule.spec.groups[0]?.rules.map((r) => r.alert), ['VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherNoLeader']);
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
+  writeFileSync(join(dir, 'rules.yaml'), stringify(rule.spec));
+  const out = execFileSync('promtool', ['check', 'rules', join(dir, 'rules.yaml')], { encoding: 'utf8' });
+  t.match(out, /SUCCESS: 5 rules found/);
+});
+
+t.test('on a real apiserver: every object accepted, and the watcher works with the chart\'s own rights', async (t) => {
+  const cp = await ControlPlane.start();
+  t.teardown(() => cp.stop());
+  const admin = cp.adminKubeConfig();
+  await installKarpenterCRDs(admin);
+  await installExternalCRDs(admin);
+  const client = k8s.KubernetesObjectApi.makeApiClient(admin);
+  await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  const kubeconfig = cp.writeKubeConfig();
+  const notes = spawnSync(helm, ['install', 'x', chart, '--dry-run=client', '--namespace', NS], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
+  t.match(notes.stdout, /installed but disabled.*--set nodeWatcher.enabled=true/s, 'NOTES.txt says how to enable it');
+  const full = template(FULL);
+  for (const obj of full) {
+    const err = await client.create(obj as k8s.KubernetesObject, undefined, 'All').then(() => undefined, (e: { body?: string }) => e.body ?? String(e));
+    t.equal(err, undefined, `${obj.kind} ${obj.metadata.name} accepted (server-side dry run)`);
+  }
+  // Apply the chart's identity and rights for real, and run the watcher with a token of its ServiceAccount.
+  for (const obj of full.filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind))) await client.create(obj as k8s.KubernetesObject);
+  const kc = await cp.serviceAccountKubeConfig(NS, 'veneer-node-watcher');
+  const secrets = await kc.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace: NS }).then(() => 200, (e: { code?: number }) => e.code);
+  t.equal(secrets, 403, 'reading Secrets is denied');
+  const pods = await kc.makeApiClient(k8s.CoreV1Api).deleteNode({ name: 'anything' }).then(() => 200, (e: { code?: number }) => e.code);
+  t.equal(pods, 403, 'deleting nodes is denied');
+  const cm = find(full, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-sa-'));
+  writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');
+  const certs = await makeWebhookCerts(join(dir, 'certs'));
+  const { config } = loadConfig({
+    file: join(dir, 'config.yaml'),
+    env: { VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAMESPACE: NS, VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAME: 'veneer-node-watcher' },
+    flags: { '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--webhook-cert-file': certs.serving.certPath, '--webhook-key-file': certs.serving.keyPath, '--shutdown-delay': '0s' },
+  });
+  const watcher = await startWatcher({ config, kc, log: createLogger('silent'), host: '127.0.0.1' });
+  t.teardown(() => watcher.stop());
+  await watcher.caches?.synced();
+  await admin.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays', body: computeSavingsPlan() });
+  await new Promise((r) => setTimeout(r, 1100));
+  await new KarpenterSim(admin).launch({ name: 'chart-node', claimName: 'chart-node-claim', instanceType: 'c6i.large' });
+  let labels: Record<string, string> = {};
+  for (let i = 0; i < 200 && !labels['veneer.io/overlay-influenced']; i++) {
+    labels = (await admin.makeApiClient(k8s.CoreV1Api).readNode({ name: 'chart-node' })).metadata?.labels ?? {};
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.match(labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'cost-aware-compute-sp-global' }, 'recorded by the leader holding the chart\'s Lease');
+});

@@ -1,0 +1,39 @@
+// CRDs of projects the chart integrates with (cert-manager, Prometheus operator), read from
+// their published Go modules, so that the real apiserver can check the chart's objects.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+
+const SOURCES = [
+  { module: 'github.com/cert-manager/cert-manager@v1.16.5', files: ['deploy/crds/crd-certificates.yaml', 'deploy/crds/crd-issuers.yaml', 'deploy/crds/crd-clusterissuers.yaml'] },
+  { module: 'github.com/prometheus-operator/prometheus-operator@v0.82.2', files: ['example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml', 'example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml'] },
+];
+
+function moduleDir(module: string): string {
+  const out = execFileSync('go', ['mod', 'download', '-json', module], { encoding: 'utf8', env: { ...process.env, GOFLAGS: '-mod=mod' }, cwd: '/' });
+  return (JSON.parse(out) as { Dir: string }).Dir;
+}
+
+export async function installExternalCRDs(kc: k8s.KubeConfig): Promise<void> {
+  const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
+  const names: string[] = [];
+  for (const source of SOURCES) {
+    const dir = moduleDir(source.module);
+    for (const file of source.files) {
+      // cert-manager's copies carry Helm template text in their labels: drop the labels.
+      const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, file), 'utf8'));
+      crd.metadata = { name: crd.metadata?.name ?? '' };
+      await api.createCustomResourceDefinition({ body: crd });
+      names.push(crd.metadata.name ?? '');
+    }
+  }
+  for (const name of names) {
+    for (let i = 0; ; i++) {
+      const crd = await api.readCustomResourceDefinition({ name });
+      if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (i > 300) throw new Error(`CRD ${name} not Established`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
