@@ -152,7 +152,7 @@ t.test('a webhook that is down or hangs never blocks a node', async (t) => {
   for (let i = 0; i < 100 && (await failOpens()) < 3; i++) slowest.push(await timedCreate(`down-probe-${i}`));
   t.ok((await failOpens()) >= 3, 'the apiserver called the dead webhook and failed open');
   const downTook = Math.max(...slowest.slice(-3));
-  t.ok(downTook < 1000, `with the webhook process down, CREATE succeeded in ${downTook} ms`);
+  t.ok(downTook < 1500, `with the webhook process down, CREATE succeeded in ${downTook} ms`);
   await probe('hung', hangPort);
   // Wait until the hanging webhook is in force: a create then takes about its timeout.
   let took = 0;
