@@ -2,17 +2,18 @@
 // test process (setpriv --pdeathsig) and every directory it makes is removed on stop, on
 // exit and on SIGINT/SIGTERM; directories left by a test process that was SIGKILLed are
 // swept by the next start.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { issueCert, makeCA } from './pki.ts';
+import { freePort, httpGet, ManagedProcess, sleep } from './process.ts';
+
+export { freePort };
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const scratchRoot = join(tmpdir(), 'veneer-control-plane');
@@ -89,71 +90,6 @@ export function locateBinaries(): Binaries {
     if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the local control plane`);
   }
   return bins;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-class ManagedProcess {
-  readonly name: string;
-  private readonly bin: string;
-  private readonly args: string[];
-  private readonly logPath: string;
-  private child: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
-
-  constructor(name: string, bin: string, args: string[], logPath: string) {
-    this.name = name;
-    this.bin = bin;
-    this.args = args;
-    this.logPath = logPath;
-  }
-
-  start(): void {
-    const log = createWriteStream(this.logPath, { flags: 'a' });
-    // setpriv makes the kernel kill the child when this process dies, however it dies.
-    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.bin, ...this.args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.pipe(log);
-    child.stderr?.pipe(log);
-    this.child = child;
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-  }
-
-  get running(): boolean {
-    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  async stop(graceMs = 5000): Promise<void> {
-    if (!this.running) return;
-    this.child?.kill('SIGTERM');
-    const timer = setTimeout(() => this.child?.kill('SIGKILL'), graceMs);
-    await this.exited;
-    clearTimeout(timer);
-  }
-
-  killNow(): void {
-    if (this.running) this.child?.kill('SIGKILL');
-  }
-
-  logTail(lines = 30): string {
-    try {
-      return readFileSync(this.logPath, 'utf8').split('\n').slice(-lines).join('\n');
-    } catch {
-      return '';
-    }
-  }
 }
 
 interface ControlPlaneParts {
@@ -417,18 +353,4 @@ export class ControlPlane {
 
 function ignoreConflict(err: unknown): void {
   if ((err as { code?: number }).code !== 409) throw err;
-}
-
-function httpGet(url: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { timeout: 2000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve(body));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
 }

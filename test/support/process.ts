@@ -1,0 +1,86 @@
+// Child processes for the test control plane: each dies with the test process, however the
+// test process dies (setpriv --pdeathsig), and its output goes to a log file.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class ManagedProcess {
+  readonly name: string;
+  private readonly bin: string;
+  private readonly args: string[];
+  private readonly logPath: string;
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+
+  constructor(name: string, bin: string, args: string[], logPath: string) {
+    this.name = name;
+    this.bin = bin;
+    this.args = args;
+    this.logPath = logPath;
+  }
+
+  start(): void {
+    const log = createWriteStream(this.logPath, { flags: 'a' });
+    // setpriv makes the kernel kill the child when this process dies, however it dies.
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.bin, ...this.args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    this.child = child;
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.running) return;
+    this.child?.kill('SIGTERM');
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  killNow(): void {
+    if (this.running) this.child?.kill('SIGKILL');
+  }
+
+  logTail(lines = 30): string {
+    try {
+      return readFileSync(this.logPath, 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+}
+
+
+export function httpGet(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { timeout: 2000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(body));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
