@@ -86,7 +86,6 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     }
     metrics.nodesPending.set(pending);
   };
-  caches.start();
   const reconciler = new Reconciler({ caches, kc: o.kc, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const le = config.leaderElection;
   const elector = le.enabled
@@ -101,21 +100,17 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
         metrics,
         log,
         onStartedLeading: () => reconciler.startProcessing(),
-        onStoppedLeading: () => void reconciler.stopProcessing(),
+        onStoppedLeading: () => reconciler.stopProcessing(),
       })
     : undefined;
-  if (elector) elector.start();
-  else {
-    metrics.leader.set(1);
-    reconciler.startProcessing();
-  }
   let selfUsername: string | undefined;
-  void whoAmI(o.kc, log).then((u) => (selfUsername = u));
 
+  // Listeners first: a port that cannot be bound stops start-up before anything watches or writes.
   let webhook: RunningServer | undefined;
-  // Ready when the webhook listens and every cache has synced, until shutdown begins.
-  const ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping && webhook !== undefined && caches.ready });
+  let ops: RunningServer | undefined;
   try {
+    // Ready when the webhook listens and every cache has synced, until shutdown begins.
+    ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping && webhook !== undefined && caches.ready });
     webhook = await startWebhookServer({
       host,
       port: config.webhook.port,
@@ -139,20 +134,27 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       },
     });
   } catch (err) {
-    await elector?.stop();
-    await reconciler.stop();
-    await Promise.all([ops.close(), caches.stop()]);
+    tls.stop();
+    await ops?.close();
     throw err;
   }
+  caches.start();
+  if (elector) elector.start();
+  else {
+    metrics.leader.set(1);
+    reconciler.startProcessing();
+  }
+  void whoAmI(o.kc, log).then((u) => (selfUsername = u));
   const listening = webhook;
-  log.info({ webhookPort: listening.port, metricsPort: ops.port, labelNamespace: config.labelNamespace }, 'node watcher started');
+  const opsServer = ops;
+  log.info({ webhookPort: listening.port, metricsPort: opsServer.port, labelNamespace: config.labelNamespace }, 'node watcher started');
 
   return {
     metrics,
     caches,
     reconciler,
     webhookPort: listening.port,
-    opsPort: ops.port,
+    opsPort: opsServer.port,
     stop: once(async () => {
       stopping = true;
       // Readiness fails now; reviews keep being answered until endpoints have caught up.
@@ -162,7 +164,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       await elector?.stop();
       await reconciler.stop();
       await caches.stop();
-      await ops.close();
+      await opsServer.close();
     }),
   };
 }

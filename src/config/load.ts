@@ -236,6 +236,7 @@ export function loadConfig(input: LoadInput): LoadedConfig {
       problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
     }
   }
+  if (problems.length === 0) problems.push(...leaderElectionProblems(doc, origin));
   if (problems.length > 0) throw new ConfigError(problems);
 
   for (const path of paths) {
@@ -245,6 +246,21 @@ export function loadConfig(input: LoadInput): LoadedConfig {
     sources[path] = origin.get(full) ?? { kind: 'default' };
   }
   return { config: toConfig(values), sources, values };
+}
+
+/** client-go's rule: leaseDuration > renewDeadline > retryPeriod, or two leaders can overlap. */
+function leaderElectionProblems(doc: Record<string, any>, origin: Map<string, Source>): string[] {
+  const get = (p: SettingPath) => {
+    const given = `nodeWatcher.${p}`.split('.').reduce<any>((o, k) => o?.[k], doc);
+    return { ms: parseDuration(String(given ?? SETTINGS[p].default)) ?? 0, from: describeSource(origin.get(`nodeWatcher.${p}`) ?? { kind: 'default' }) };
+  };
+  const lease = get('leaderElection.leaseDuration');
+  const renew = get('leaderElection.renewDeadline');
+  const retry = get('leaderElection.retryPeriod');
+  const out: string[] = [];
+  if (lease.ms <= renew.ms) out.push(`nodeWatcher.leaderElection.leaseDuration (${formatDuration(lease.ms)}, from ${lease.from}) must be longer than renewDeadline (${formatDuration(renew.ms)}, from ${renew.from})`);
+  if (renew.ms <= retry.ms) out.push(`nodeWatcher.leaderElection.renewDeadline (${formatDuration(renew.ms)}, from ${renew.from}) must be longer than retryPeriod (${formatDuration(retry.ms)}, from ${retry.from})`);
+  return out;
 }
 
 function toConfig(v: Record<SettingPath, unknown>): Config {

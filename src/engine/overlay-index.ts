@@ -50,6 +50,12 @@ export class OverlayIndex {
     const open = current && current.to === undefined ? current : undefined;
     if (overlay.deletingAt !== undefined) {
       if (open) open.to = Math.min(at, Math.max(open.from, overlay.deletingAt));
+      else if (!current && overlay.createdAt !== undefined && overlay.createdAt < overlay.deletingAt) {
+        // First seen while being deleted (a finalizer holds it): it was active until then.
+        versions.push({ overlay, ineligible: ineligibility({ ...overlay, deletingAt: undefined }, this.policy), from: overlay.createdAt, to: overlay.deletingAt });
+        this.history.set(overlay.name, versions);
+        this.dirty = true;
+      }
       return;
     }
     if (open && open.overlay.fingerprint === overlay.fingerprint) return;

@@ -1,5 +1,6 @@
 // Kubernetes label selector strings (the `kubectl -l` grammar): `a=b`, `a==b`, `a!=b`,
 // `a in (x,y)`, `a notin (x,y)`, `a`, `!a`, joined by commas.
+import { isValidLabelValue } from './labels.ts';
 import type { Labels } from './requirements.ts';
 
 type Clause =
@@ -43,7 +44,11 @@ export function parseSelector(source: string): LabelSelector {
       if (bang && notKey) clauses.push({ key: notKey, op: 'doesnotexist' });
       else if (key && eqOp) clauses.push({ key, op: eqOp === '!=' ? 'notin' : 'in', values: new Set([eqValue ?? '']) });
       else if (key && setOp) {
-        const values = (setValues ?? '').split(',').map((v) => v.trim()).filter((v) => v !== '');
+        const values = (setValues ?? '').split(',').map((v) => v.trim());
+        // As the apiserver: a set needs at least one value, each a valid label value.
+        if (values.some((v) => v === '' || !isValidLabelValue(v))) {
+          throw new Error(`invalid label selector ${JSON.stringify(source)}: bad value set in ${JSON.stringify(part.trim())}`);
+        }
         clauses.push({ key, op: setOp as 'in' | 'notin', values: new Set(values) });
       } else if (key) clauses.push({ key, op: 'exists' });
     }

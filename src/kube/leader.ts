@@ -19,7 +19,8 @@ export interface LeaderElectionOptions {
   metrics: Metrics;
   log: Logger;
   onStartedLeading(): void;
-  onStoppedLeading(): void;
+  /** Must resolve only once the guarded work has stopped: the lease is released after it. */
+  onStoppedLeading(): void | Promise<void>;
 }
 
 // Lease times are MicroTime: the apiserver rejects the millisecond form a plain Date gives.
@@ -48,45 +49,58 @@ export class LeaderElector {
     this.loop ??= this.run();
   }
 
-  /** Stops; a leader releases the lease. */
+  /** Stops; a leader first stops its work, then releases the lease so a successor starts at once. */
   async stop(): Promise<void> {
     this.stopController.abort();
     await this.loop;
     if (this.leading) {
+      await this.setLeading(false);
       await this.release().catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'could not release the lease'));
-      this.setLeading(false);
+    }
+  }
+
+  /** A Lease call that hangs must not keep a leader leading past its renew deadline. */
+  private async attempt(budgetMs: number): Promise<'leader' | 'follower' | 'error'> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'error'>((resolve) => (timer = setTimeout(() => resolve('error'), Math.max(1, budgetMs))));
+    try {
+      return await Promise.race([this.tryAcquireOrRenew().then((ok): 'leader' | 'follower' => (ok ? 'leader' : 'follower')), timeout]);
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message }, 'lease update failed');
+      return 'error';
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   private async run(): Promise<void> {
     while (!this.stopController.signal.aborted) {
-      let outcome: 'leader' | 'follower' | 'error' = 'error';
-      try {
-        outcome = (await this.tryAcquireOrRenew()) ? 'leader' : 'follower';
-      } catch (err) {
-        this.o.log.warn({ err: (err as Error).message }, 'lease update failed');
-      }
-      const now = Date.now();
+      const startedAt = Date.now();
+      const budget = this.leading ? this.lastRenew + this.o.renewDeadlineMs - startedAt : this.o.renewDeadlineMs;
+      const outcome = await this.attempt(budget);
+      // Stopping: a late success must not make a stopping replica start work.
+      if (this.stopController.signal.aborted) break;
       if (outcome === 'leader') {
-        this.lastRenew = now;
-        if (!this.leading) this.setLeading(true);
+        // The renewTime written was taken at the start of the attempt: count from there.
+        this.lastRenew = startedAt;
+        if (!this.leading) void this.setLeading(true);
       } else if (this.leading && outcome === 'follower') {
         this.o.log.warn('another replica holds the lease; stepping down');
-        this.setLeading(false);
-      } else if (this.leading && now - this.lastRenew > this.o.renewDeadlineMs) {
+        void this.setLeading(false);
+      } else if (this.leading && Date.now() - this.lastRenew > this.o.renewDeadlineMs) {
         this.o.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'could not renew the lease in time; stepping down');
-        this.setLeading(false);
+        void this.setLeading(false);
       }
       await sleep(this.o.retryPeriodMs, this.stopController.signal);
     }
   }
 
-  private setLeading(leading: boolean): void {
+  private async setLeading(leading: boolean): Promise<void> {
     this.leading = leading;
     this.o.metrics.leader.set(leading ? 1 : 0);
     this.o.log.info({ identity: this.o.identity, lease: `${this.o.namespace}/${this.o.name}` }, leading ? 'became leader' : 'no longer leader');
     if (leading) this.o.onStartedLeading();
-    else this.o.onStoppedLeading();
+    else await this.o.onStoppedLeading();
   }
 
   private spec(now: number, transitions: number, acquire: boolean, previous?: k8s.V1LeaseSpec): k8s.V1LeaseSpec {

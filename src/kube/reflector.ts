@@ -80,7 +80,8 @@ export class Reflector<T> {
   }
 
   start(): void {
-    this.loop ??= this.run();
+    if (this.loop) return;
+    this.loop = this.run();
     if (this.o.relistIntervalMs) {
       this.relistTimer = setInterval(() => {
         this.relistDue = true;
@@ -152,8 +153,9 @@ export class Reflector<T> {
   /** Watches until a relist is needed; a watch that merely closes is resumed from its last resourceVersion. */
   private async watchFrom(resourceVersion: string): Promise<void> {
     let rv = resourceVersion;
+    let fruitless = 0;
     for (;;) {
-      const { end, lastRV } = await this.watchOnce(rv);
+      const { end, lastRV, events } = await this.watchOnce(rv);
       rv = lastRV;
       if (end === 'stopped') return;
       if (end === 'expired' || end === 'relist') {
@@ -162,12 +164,22 @@ export class Reflector<T> {
       }
       this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: end });
       if (end === 'idle') this.o.log.debug({ resource: this.o.resource }, 'no event or bookmark within the watchdog period; watch restarted');
+      // A watch that keeps ending without delivering anything (an ERROR event, an immediate
+      // close) is retried with back-off, never in a tight loop against the apiserver.
+      fruitless = events > 0 || end === 'idle' ? 0 : fruitless + 1;
+      if (fruitless > 0) await sleep(backoffDelay(fruitless - 1, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000), this.stopController.signal);
     }
   }
 
-  private watchOnce(resourceVersion: string): Promise<{ end: WatchEnd; lastRV: string }> {
+  private watchOnce(resourceVersion: string): Promise<{ end: WatchEnd; lastRV: string; events: number }> {
     let rv = resourceVersion;
     let expired = false;
+    let events = 0;
+    let abortRequested = false;
+    const abort = () => {
+      abortRequested = true;
+      this.currentWatch?.abort();
+    };
     return new Promise((resolve, reject) => {
       const watch = new k8s.Watch(this.o.kc);
       // The client's inactivity timer is the watchdog: any event or bookmark resets it. It is
@@ -181,9 +193,20 @@ export class Reflector<T> {
       };
       if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
       const onEvent = (type: string, obj: unknown, raw: WatchEvent) => {
+        try {
+          handle(type, obj, raw);
+        } catch (err) {
+          // The client would swallow this silently; a relist repairs whatever was missed.
+          this.o.log.error({ resource: this.o.resource, err: (err as Error).message }, 'handling a watch event failed; relisting');
+          this.relistDue = true;
+          abort();
+        }
+      };
+      const handle = (type: string, obj: unknown, raw: WatchEvent) => {
         const at = this.now();
         this.lastEventAt = at;
         const objRV = raw.object?.metadata?.resourceVersion;
+        if (type !== 'ERROR') events++;
         switch (type) {
           case 'ADDED':
           case 'MODIFIED': {
@@ -202,24 +225,25 @@ export class Reflector<T> {
           case 'ERROR':
             if (raw.object?.code === 410) expired = true;
             else this.o.log.warn({ resource: this.o.resource, status: raw.object?.message }, 'watch error event');
-            this.currentWatch?.abort();
+            abort();
             return;
         }
         if (objRV) rv = objRV;
       };
       const onDone = (err: unknown) => {
         this.currentWatch = undefined;
-        if (this.stopped) return resolve({ end: 'stopped', lastRV: rv });
-        if (expired) return resolve({ end: 'expired', lastRV: rv });
-        if (this.relistDue) return resolve({ end: 'relist', lastRV: rv });
-        if (isTimeout(err)) return resolve({ end: 'idle', lastRV: rv });
+        if (this.stopped) return resolve({ end: 'stopped', lastRV: rv, events });
+        if (expired || (err as { statusCode?: number } | null)?.statusCode === 410) return resolve({ end: 'expired', lastRV: rv, events });
+        if (this.relistDue) return resolve({ end: 'relist', lastRV: rv, events });
+        if (isTimeout(err)) return resolve({ end: 'idle', lastRV: rv, events });
         if (err && !isAbort(err)) return reject(err);
-        resolve({ end: 'closed', lastRV: rv });
+        resolve({ end: 'closed', lastRV: rv, events });
       };
       watch.watch(this.o.watchPath, query, onEvent, onDone).then(
         (controller) => {
           this.currentWatch = controller;
-          if (this.stopped || this.relistDue) controller.abort();
+          // An ERROR event or a relist may have asked for an abort before the controller existed.
+          if (this.stopped || this.relistDue || abortRequested) controller.abort();
         },
         reject,
       );

@@ -107,6 +107,8 @@ export class WorkQueue {
     }
     this.processing.delete(key);
     if (result.kind === 'retry') {
+      // The back-off timer re-adds the key; an add that arrived meanwhile must not skip it.
+      this.dirty.delete(key);
       const attempt = this.failures.get(key) ?? 0;
       this.failures.set(key, attempt + 1);
       this.o.onRetry?.(result.reason);

@@ -111,7 +111,15 @@ export class CertificateReloader {
       return false;
     }
     if (next.fingerprint === this.current.fingerprint) return false;
-    this.target?.setSecureContext(secureContextOptions(next));
+    try {
+      this.target?.setSecureContext(secureContextOptions(next));
+    } catch (err) {
+      // A chain whose later certificates are still half written passes loadKeyPair but not
+      // the TLS layer: keep serving the current one, the next event or poll retries.
+      this.metrics.certReloads.inc({ result: 'error' });
+      this.log.warn({ err: (err as Error).message }, 'serving certificate not reloaded; keeping the current one');
+      return false;
+    }
     this.current = next;
     this.metrics.certExpiry.set(next.notAfter / 1000);
     this.metrics.certReloads.inc({ result: 'success' });

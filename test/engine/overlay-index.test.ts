@@ -117,3 +117,13 @@ t.test('property: the order overlays arrive in never changes a decision', async 
   }), { numRuns: 300 });
   t.pass('300 orders agree');
 });
+
+t.test('an overlay first seen while being deleted counted until its deletion began', async (t) => {
+  const index = newIndex();
+  const deleting = ri();
+  deleting.metadata = { ...deleting.metadata, deletionTimestamp: iso(T0 + 5_000) };
+  index.replaceAll([toOverlayView(deleting)], T0 + 10_000);
+  index.markSynced(T0 + 10_000);
+  t.equal(winner(index, T0 + 4_999), 'cost-aware-ri-m5.xlarge-us-west-2');
+  t.equal(winner(index, T0 + 5_000), undefined);
+});

@@ -26,3 +26,9 @@ t.test('a malformed selector is an error that names it', async (t) => {
   t.throws(() => parseSelector('a=b,=c'), /invalid label selector "a=b,=c": cannot parse "=c"/);
   t.throws(() => parseSelector('a in b'), /cannot parse/);
 });
+
+t.test('value sets are checked as the apiserver checks them', async (t) => {
+  t.throws(() => parseSelector('tier in ()'), /bad value set/);
+  t.throws(() => parseSelector('tier in (a b)'), /bad value set/);
+  t.throws(() => parseSelector('tier notin (a,)'), /bad value set/);
+});

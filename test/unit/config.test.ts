@@ -104,3 +104,11 @@ t.test('durations', async (t) => {
   t.equal(formatDuration(5000), '5s');
   t.equal(formatDuration(250), '250ms');
 });
+
+t.test('leader election timings must nest as client-go requires', async (t) => {
+  const found = problems(() => loadConfig({ flags: { '--leader-election-renew-deadline': '20s', '--leader-election-retry-period': '30s' } }));
+  t.match(found, [
+    /leaseDuration \(15s, from default\) must be longer than renewDeadline \(20s, from flag --leader-election-renew-deadline\)/,
+    /renewDeadline \(20s, from flag --leader-election-renew-deadline\) must be longer than retryPeriod \(30s, from flag --leader-election-retry-period\)/,
+  ]);
+});
