@@ -34,6 +34,8 @@ export class OverlayIndex {
   private readonly history = new Map<string, OverlayVersion[]>();
   /** Decisions at or after this time are exact: we were watching, and nothing was pruned. */
   private exactSince = Number.POSITIVE_INFINITY;
+  /** Intervals in which the watch was broken: changes in them were timed when seen, late. */
+  private gaps: [number, number][] = [];
   private dirty = true;
   private buckets = new Map<string, Map<string, OverlayVersion[]>>();
   private unanchored: OverlayVersion[] = [];
@@ -89,6 +91,11 @@ export class OverlayIndex {
     if (this.exactSince === Number.POSITIVE_INFINITY) this.exactSince = at;
   }
 
+  /** Decisions about launches between `from` and `to` cannot be exact. */
+  markGap(from: number, to: number): void {
+    if (to > from) this.gaps.push([from, to]);
+  }
+
   get synced(): boolean {
     return this.exactSince !== Number.POSITIVE_INFINITY;
   }
@@ -96,6 +103,7 @@ export class OverlayIndex {
   /** Drops versions that ended before the retention window; decisions that far back become approximate. */
   prune(now: number): void {
     const horizon = now - this.retentionMs;
+    this.gaps = this.gaps.filter(([, to]) => to >= horizon);
     for (const [name, versions] of this.history) {
       const kept = versions.filter((v) => v.to === undefined || v.to >= horizon);
       if (kept.length === versions.length) continue;
@@ -122,7 +130,8 @@ export class OverlayIndex {
       if (candidates) for (const v of candidates) consider(v);
     }
     for (const v of this.unanchored) consider(v);
-    return { version: best, basis: t >= this.exactSince ? 'exact' : 'approximate' };
+    const exact = t >= this.exactSince && !this.gaps.some(([from, to]) => t >= from && t <= to);
+    return { version: best, basis: exact ? 'exact' : 'approximate' };
   }
 
   /** Every key that an eligible overlay active at `t` names in its requirements. */

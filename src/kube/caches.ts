@@ -60,7 +60,8 @@ export class OverlayCache {
       handlers: {
         upsert: (view, at) => this.index.observe(view, at),
         remove: (view, at) => this.index.forget(view.name, at),
-        listed: (at) => {
+        listed: (at, gapSince) => {
+          if (gapSince !== undefined) this.index.markGap(gapSince, at);
           this.index.markSynced(at);
           this.index.prune(at);
           deps.metrics.cacheRefresh.inc();

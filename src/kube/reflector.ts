@@ -19,8 +19,11 @@ export interface ReflectorHandlers<T> {
   upsert(item: T, at: number): void;
   /** An object that went away (DELETED, or missing from a list). */
   remove(item: T, at: number): void;
-  /** After every complete list: the store now mirrors the cluster as of `at`. */
-  listed?(at: number): void;
+  /**
+   * After every complete list: the store now mirrors the cluster as of `at`. `gapSince` is set
+   * when the watch had broken: changes between then and `at` were seen late, timed at `at`.
+   */
+  listed?(at: number, gapSince: number | undefined): void;
 }
 
 export interface ReflectorOptions<T> {
@@ -61,6 +64,7 @@ export class Reflector<T> {
   private hasSynced = false;
   private loop: Promise<void> | undefined;
   private relistDue = false;
+  private gapSince: number | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: ReflectorOptions<T>) {
@@ -108,9 +112,10 @@ export class Reflector<T> {
       try {
         const rv = await this.list();
         failures = 0;
-        await this.watchFrom(rv);
+        if ((await this.watchFrom(rv)) === 'expired') this.gapSince ??= this.lastEventAt;
       } catch (err) {
         if (this.stopped) break;
+        if (this.hasSynced) this.gapSince ??= this.lastEventAt;
         const delay = backoffDelay(failures++, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000);
         this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'error' });
         this.o.log.warn({ resource: this.o.resource, err: describe(err), retryInMs: delay }, 'list/watch failed; retrying');
@@ -142,7 +147,8 @@ export class Reflector<T> {
     }
     this.lastEventAt = at;
     this.relistDue = false;
-    this.o.handlers.listed?.(at);
+    this.o.handlers.listed?.(at, this.gapSince);
+    this.gapSince = undefined;
     if (!this.hasSynced) {
       this.hasSynced = true;
       this.syncedResolve();
@@ -151,16 +157,16 @@ export class Reflector<T> {
   }
 
   /** Watches until a relist is needed; a watch that merely closes is resumed from its last resourceVersion. */
-  private async watchFrom(resourceVersion: string): Promise<void> {
+  private async watchFrom(resourceVersion: string): Promise<'expired' | 'relist' | 'stopped'> {
     let rv = resourceVersion;
     let fruitless = 0;
     for (;;) {
       const { end, lastRV, events } = await this.watchOnce(rv);
       rv = lastRV;
-      if (end === 'stopped') return;
+      if (end === 'stopped') return end;
       if (end === 'expired' || end === 'relist') {
         if (end === 'expired') this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'expired' });
-        return;
+        return end;
       }
       this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: end });
       if (end === 'idle') this.o.log.debug({ resource: this.o.resource }, 'no event or bookmark within the watchdog period; watch restarted');

@@ -127,3 +127,13 @@ t.test('an overlay first seen while being deleted counted until its deletion beg
   t.equal(winner(index, T0 + 4_999), 'cost-aware-ri-m5.xlarge-us-west-2');
   t.equal(winner(index, T0 + 5_000), undefined);
 });
+
+t.test('a broken watch makes decisions about its gap approximate', async (t) => {
+  const index = newIndex();
+  index.replaceAll([toOverlayView(ri())], T0);
+  index.markSynced(T0);
+  index.markGap(T0 + 10_000, T0 + 20_000);
+  t.equal(index.match(labelsOf(), T0 + 9_999).basis, 'exact');
+  t.equal(index.match(labelsOf(), T0 + 15_000).basis, 'approximate');
+  t.equal(index.match(labelsOf(), T0 + 20_001).basis, 'exact');
+});
