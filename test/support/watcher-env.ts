@@ -9,7 +9,12 @@ import { startWatcher, type RunningWatcher } from '../../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/registration.ts';
 import { ControlPlane, freePort, type TokenUser } from './control-plane.ts';
 import { installKarpenterCRDs } from './karpenter.ts';
-import { issueCert, makeCA, type KeyPair } from './pki.ts';
+import type { KeyPair } from './pki.ts';
+import { execFileSync } from 'node:child_process';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export const WATCHER_USER = 'veneer-watcher';
 
@@ -55,9 +60,11 @@ export interface WebhookCerts {
   caPem: string;
 }
 
+/** The development certificates users make for local runs: certs/make-dev-certs.sh. */
 export async function makeWebhookCerts(dir: string): Promise<WebhookCerts> {
-  const ca = await makeCA(join(dir, 'ca'), 'veneer-webhook-ca');
-  const serving = await issueCert(ca, dir, 'webhook', { commonName: 'veneer-node-watcher', usage: 'server', ipAddresses: ['127.0.0.1'], dnsNames: ['localhost'] });
+  execFileSync('bash', [join(repoRoot, 'certs', 'make-dev-certs.sh'), dir], { stdio: 'ignore' });
+  const ca = { certPath: join(dir, 'ca.crt'), keyPath: join(dir, 'ca.key') };
+  const serving = { certPath: join(dir, 'tls.crt'), keyPath: join(dir, 'tls.key') };
   return { ca, serving, caPem: readFileSync(ca.certPath, 'utf8') };
 }
 
