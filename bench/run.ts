@@ -4,11 +4,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runClusterSuite } from './cluster.ts';
 import { runDecisionSuite } from './decision.ts';
 import type { SuiteResult } from './stats.ts';
 
 const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteResult>> = {
   decision: runDecisionSuite,
+  cluster: runClusterSuite,
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -1,0 +1,113 @@
+// Suites that need a real cluster: the watcher runs as its own process (so its memory is its
+// own) under its least-privilege identity, with the apiserver's audit log counting its calls.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { veneerOverlaySet } from './decision.ts';
+import { quantile, type SuiteResult } from './stats.ts';
+import { karpenterNode } from '../test/support/veneer.ts';
+import { startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from '../test/support/watcher-env.ts';
+
+type Progress = (msg: string) => void;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Math.round((Number(m?.[1] ?? 0) / 1024) * 10) / 10;
+}
+
+async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+async function scrape(port: number, name: string): Promise<number> {
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+  return text.split('\n').filter((l) => l.startsWith(name)).reduce((a, l) => a + Number(l.split(' ').at(-1)), 0);
+}
+
+/** reconciler, api-calls and memory: webhook not registered, so every record is the reconciler's. */
+export async function runClusterSuite(progress: Progress): Promise<SuiteResult> {
+  const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });
+  let child: ChildProcess | undefined;
+  try {
+    const admin = env.admin;
+    const core = admin.makeApiClient(k8s.CoreV1Api);
+    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+    progress('cluster: 1,000 Veneer-like overlays');
+    const { overlays, types } = veneerOverlaySet(1000);
+    await pool(overlays, 20, async (o) => void (await custom.createClusterCustomObject({ group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays', body: o })));
+
+    const flags = await watcherFlags(env.certs, { '--leader-election-enabled': 'false', '--max-concurrent-reconciles': '10', '--log-level': 'warn' });
+    const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'bench-watcher');
+    child = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: process.env.VENEER_BENCH_NODE_OPTIONS ?? '' }, stdio: 'ignore' });
+    const metricsPort = Number(flags['--metrics-port']);
+    for (let i = 0; i < 600; i++) {
+      if (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.ok, () => false)) break;
+      await sleep(100);
+    }
+
+    // The bench watches nodes itself: creation is when the create call returned, the record
+    // when the watch first shows it.
+    const created = new Map<string, number>();
+    const recorded = new Map<string, number>();
+    const watch = await new k8s.Watch(admin).watch('/api/v1/nodes', {}, (_type, obj: k8s.V1Node) => {
+      const name = obj.metadata?.name ?? '';
+      if (obj.metadata?.labels?.['veneer.io/overlay-influenced'] !== undefined && !recorded.has(name)) recorded.set(name, Date.now());
+    }, () => {});
+    const burst = async (prefix: string, n: number) => {
+      const names = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+      const start = Date.now();
+      await pool(names, 50, async (name) => {
+        const i = Number(name.split('-').at(-1));
+        await core.createNode({ body: karpenterNode({ name, instanceType: types[i % types.length] ?? 'm5.large' }) as k8s.V1Node });
+        created.set(name, Date.now());
+      });
+      while (names.some((nm) => !recorded.has(nm)) && Date.now() - start < 300_000) await sleep(50);
+      const lat = names.map((nm) => (recorded.get(nm) ?? Number.NaN) - (created.get(nm) ?? Number.NaN));
+      return { lat, missing: names.filter((nm) => !recorded.has(nm)).length, createSeconds: (Math.max(...created.values()) - start) / 1000 };
+    };
+
+    progress('cluster: 100 nodes at once');
+    const b100 = await burst('b100', 100);
+    const auditBefore = env.cp.auditEvents().length;
+    progress('cluster: 1,000 nodes at once');
+    const b1000 = await burst('b1000', 1000);
+    const calls = env.cp.auditEvents().slice(auditBefore).filter((e) => e.user.username === WATCHER_USER && e.stage === 'ResponseComplete');
+    const writes = calls.filter((e) => ['patch', 'update', 'create'].includes(e.verb) && e.objectRef?.resource === 'nodes').length;
+    const reads = calls.filter((e) => e.verb === 'get' || e.verb === 'list').length;
+    const rss1000 = rssMb(child.pid!);
+
+    progress('cluster: 4,000 more nodes for the memory figure');
+    await pool(Array.from({ length: 4000 }, (_, i) => `mem-${i}`), 50, async (name) => void (await core.createNode({ body: karpenterNode({ name, instanceType: 'm5.large' }) as k8s.V1Node })));
+    while ((await scrape(metricsPort, 'veneer_nodewatcher_nodes_pending')) > 0) await sleep(500);
+    await sleep(2000);
+    const rss5000 = rssMb(child.pid!);
+    watch.abort();
+
+    const p99 = (xs: number[]) => Math.round(quantile(xs.filter((x) => !Number.isNaN(x)), 0.99));
+    const p50 = (xs: number[]) => Math.round(quantile(xs.filter((x) => !Number.isNaN(x)), 0.5));
+    return {
+      keys: {
+        reconcile_p99_ms_100: p99(b100.lat),
+        reconcile_p99_ms_1000: p99(b1000.lat),
+        writes_per_node: Math.round((writes / 1000) * 1000) / 1000,
+        reads_per_node: Math.round((reads / 1000) * 1000) / 1000,
+        rss_mb_5000_nodes: rss5000,
+        rss_growth_per_1000_nodes_mb: Math.round(((rss5000 - rss1000) / 4) * 10) / 10,
+      },
+      targets: { reconcile_p99_ms_100: '<= 500', reconcile_p99_ms_1000: '<= 2000', writes_per_node: '<= 1.0', reads_per_node: '0', rss_mb_5000_nodes: '<= 150', rss_growth_per_1000_nodes_mb: '<= 10' },
+      table: [
+        { burst: 100, p50_ms: p50(b100.lat), p99_ms: p99(b100.lat), missing: b100.missing, create_s: b100.createSeconds },
+        { burst: 1000, p50_ms: p50(b1000.lat), p99_ms: p99(b1000.lat), missing: b1000.missing, create_s: b1000.createSeconds },
+      ],
+      raw: { latency_ms_100: b100.lat, latency_ms_1000: b1000.lat, watcher_writes_1000: writes, watcher_reads_1000: reads, rss_mb_1000_nodes: rss1000, rss_mb_5000_nodes: rss5000 },
+    };
+  } finally {
+    child?.kill('SIGTERM');
+    await env.cp.stop();
+  }
+}
