@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runAdmissionSuite } from './admission.ts';
 import { runClusterSuite } from './cluster.ts';
 import { runDecisionSuite } from './decision.ts';
 import type { SuiteResult } from './stats.ts';
@@ -11,6 +12,7 @@ import type { SuiteResult } from './stats.ts';
 const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteResult>> = {
   decision: runDecisionSuite,
   cluster: runClusterSuite,
+  admission: runAdmissionSuite,
 };
 
 const here = dirname(fileURLToPath(import.meta.url));
