@@ -187,6 +187,11 @@ t.test('hostile input: 400 for anything that is not an AdmissionReview, 413 when
   }
   const ok = await post('/mutate-node', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u-1', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: {} } }));
   t.same(JSON.parse(ok.body), { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'u-1', allowed: true } }, 'other kinds: allowed, uid echoed');
+  const odd = await post('/mutate-node', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u-2', kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'X'.repeat(200), object: {} } }));
+  t.equal(JSON.parse(odd.body).response.allowed, true);
+  const text = await scrape();
+  t.notMatch(text, /XXXX/, 'a made-up operation never becomes a label value');
+  t.ok(counter(text, 'veneer_nodewatcher_admission_requests_total', { operation: 'other' }) >= 1);
   t.ok(counter(await scrape(), 'veneer_nodewatcher_admission_requests_total', { outcome: 'invalid' }) >= 6, 'rejections are counted');
 });
 

@@ -92,7 +92,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
         answer = allow(request.uid);
         outcome = 'error';
       }
-      o.metrics.admissionRequests.inc({ webhook: name, operation: request.operation, outcome, dry_run: String(dryRun) });
+      o.metrics.admissionRequests.inc({ webhook: name, operation: operationLabel(request.operation), outcome, dry_run: String(dryRun) });
       return reply.send(answer);
     } finally {
       o.metrics.admissionInFlight.dec({ webhook: name });
@@ -110,6 +110,13 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
       await app.close();
     },
   };
+}
+
+const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
+
+/** The operation comes from the request body: only known values may become a label value. */
+function operationLabel(operation: string): string {
+  return OPERATIONS.has(operation) ? operation : 'other';
 }
 
 function webhookOf(req: FastifyRequest): string {

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { waitEstablished } from './karpenter.ts';
 
 const SOURCES = [
   { module: 'github.com/cert-manager/cert-manager@v1.16.5', files: ['deploy/crds/crd-certificates.yaml', 'deploy/crds/crd-issuers.yaml', 'deploy/crds/crd-clusterissuers.yaml'] },
@@ -28,12 +29,5 @@ export async function installExternalCRDs(kc: k8s.KubeConfig): Promise<void> {
       names.push(crd.metadata.name ?? '');
     }
   }
-  for (const name of names) {
-    for (let i = 0; ; i++) {
-      const crd = await api.readCustomResourceDefinition({ name });
-      if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      if (i > 300) throw new Error(`CRD ${name} not Established`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await waitEstablished(api, names, Date.now() + 30_000);
 }

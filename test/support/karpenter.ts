@@ -9,6 +9,18 @@ export const crdFiles = ['karpenter.sh_nodeoverlays.yaml', 'karpenter.sh_nodecla
 
 const resources = ['/apis/karpenter.sh/v1alpha1/nodeoverlays', '/apis/karpenter.sh/v1/nodeclaims'];
 
+/** Until each CRD is Established, its resources are not served. */
+export async function waitEstablished(api: k8s.ApiextensionsV1Api, names: string[], deadline: number): Promise<void> {
+  for (const name of names) {
+    for (;;) {
+      const crd = await api.readCustomResourceDefinition({ name });
+      if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established in time`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 export async function installKarpenterCRDs(kc: k8s.KubeConfig, timeoutMs = 30_000): Promise<void> {
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   const names: string[] = [];
@@ -20,14 +32,7 @@ export async function installKarpenterCRDs(kc: k8s.KubeConfig, timeoutMs = 30_00
     await api.createCustomResourceDefinition({ body: crd });
   }
   const deadline = Date.now() + timeoutMs;
-  for (const name of names) {
-    for (;;) {
-      const crd = await api.readCustomResourceDefinition({ name });
-      if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await waitEstablished(api, names, deadline);
   // Established is not the end: the watch cache of a new resource answers 429 until it has
   // initialised, so wait until a watch opens.
   for (const path of resources) {
