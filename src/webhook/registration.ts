@@ -34,15 +34,18 @@ export function mutatingMatchConditions(labelNamespace: string): k8s.V1MatchCond
   ];
 }
 
-/** Only updates of nodes that already carry a record reach the validating webhook. */
+/**
+ * Only updates that alter or remove a record reach the validating webhook: the condition is the
+ * webhook's own test, so Karpenter's and the kubelet's routine updates never wait on it (an
+ * apiserver that retries a conflicting PATCH would otherwise call it on every retry).
+ */
 export function validatingMatchConditions(labelNamespace: string): k8s.V1MatchCondition[] {
   const keys = recordKeys(labelNamespace);
-  return [
-    {
-      name: 'has-record',
-      expression: `(has(oldObject.metadata.labels) && '${keys.influenced}' in oldObject.metadata.labels) || (has(oldObject.metadata.annotations) && '${keys.decisionAnnotation}' in oldObject.metadata.annotations)`,
-    },
-  ];
+  const altered = (field: 'labels' | 'annotations', owned: readonly string[]) => {
+    const [before, after] = [`oldObject.metadata.${field}`, `object.metadata.${field}`];
+    return `[${owned.map((k) => `'${k}'`).join(', ')}].exists(k, has(${before}) && k in ${before} && !(has(${after}) && k in ${after} && ${after}[k] == ${before}[k]))`;
+  };
+  return [{ name: 'record-altered', expression: `${altered('labels', keys.ownedLabels)} || ${altered('annotations', keys.ownedAnnotations)}` }];
 }
 
 export function mutatingWebhookConfiguration(o: RegistrationOptions): k8s.V1MutatingWebhookConfiguration {
