@@ -1,71 +1,23 @@
 // The reconciler with no webhook registered: every node the webhook would have missed ends with
-// the right record, one write per node, only the leader writing.
+// the right record, one write per node. Faults (restarts, failover) are in test/reliability/.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../src/watcher.ts';
 import type { DecisionStory } from '../src/engine/index.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from './support/veneer.ts';
-import { KarpenterSim } from './support/karpenter-sim.ts';
-import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from './support/watcher-env.ts';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { reservedInstance } from './support/veneer.ts';
+import { Fleet, OVERLAY_API as overlayApi, sleep, until } from './support/fleet.ts';
+import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from './support/watcher-env.ts';
 
-const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY, extraWatchers: ['veneer-watcher-a', 'veneer-watcher-b'] });
+const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });
 t.teardown(() => env.cp.stop());
 const { admin, cp, certs } = env;
-const sim = new KarpenterSim(admin);
-const core = admin.makeApiClient(k8s.CoreV1Api);
-const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-const overlayApi = { group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays' };
-for (const o of [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('m5.xlarge', 'us-west-2')]) {
-  await custom.createClusterCustomObject({ ...overlayApi, body: o });
-}
-
-const TYPES = ['m5.xlarge', 'm5.large', 'c6i.large', 'r6g.2xlarge'] as const;
-const EXPECTED: Record<string, string> = {
-  'm5.xlarge': 'cost-aware-ri-m5.xlarge-us-west-2',
-  'm5.large': 'cost-aware-ec2-sp-m5-us-west-2',
-  'c6i.large': 'cost-aware-compute-sp-global',
-  'r6g.2xlarge': 'cost-aware-compute-sp-global',
-};
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, cond: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
-async function records(prefix: string): Promise<Map<string, Record<string, string>>> {
-  const out = new Map<string, Record<string, string>>();
-  for (const n of (await core.listNode()).items) {
-    const name = n.metadata?.name ?? '';
-    if (name.startsWith(prefix)) out.set(name, n.metadata?.labels ?? {});
-  }
-  return out;
-}
-
-async function allRecorded(prefix: string, count: number): Promise<boolean> {
-  const r = await records(prefix);
-  return r.size === count && [...r.values()].every((l) => l['veneer.io/overlay-influenced'] !== undefined);
-}
-
-async function burst(prefix: string, count: number): Promise<void> {
-  await Promise.all(Array.from({ length: count }, (_, i) =>
-    sim.launch({ name: `${prefix}-${i}`, claimName: `${prefix}-claim-${i}`, instanceType: TYPES[i % TYPES.length] })));
-}
-
-function checkRecords(t: { equal(a: unknown, b: unknown, msg: string): void }, r: Map<string, Record<string, string>>): void {
-  let wrong = 0;
-  for (const [name, labels] of r) {
-    const i = Number(name.split('-').at(-1));
-    const expected = EXPECTED[TYPES[i % TYPES.length]!];
-    if (labels['veneer.io/matching-overlay'] !== expected || labels['veneer.io/overlay-influenced'] !== 'true') wrong++;
-  }
-  t.equal(wrong, 0, `all ${r.size} records name the overlay Karpenter would have applied`);
-}
+const fleet = new Fleet(cp, admin);
+const { sim, core } = fleet;
+const custom = sim.custom;
+await fleet.createOverlays();
+const burst = (prefix: string, count: number) => fleet.burst(prefix, count);
+const allRecorded = (prefix: string, count: number) => fleet.allRecorded(prefix, count);
+const records = (prefix: string) => fleet.labels(prefix);
 
 const auditBy = (user: string) => cp.auditEvents().filter((e) => e.user.username === user && e.stage === 'ResponseComplete');
 
@@ -83,7 +35,7 @@ t.test('100 nodes launched at once: every one recorded, one write each, no per-n
   await burst('burst', 100);
   await until('100 records', () => allRecorded('burst', 100));
   t.comment(`100 nodes recorded ${Date.now() - start} ms after the burst began`);
-  checkRecords(t, await records('burst'));
+  t.same(await fleet.wrongRecords('burst'), [], 'every record names the overlay Karpenter would have applied');
   const events = auditBy(WATCHER_USER).filter((e) => e.objectRef?.resource === 'nodes' && e.objectRef.name?.startsWith('burst'));
   const writes = events.filter((e) => e.verb === 'patch' && e.responseStatus?.code === 200);
   const conflicts = events.filter((e) => e.verb === 'patch' && e.responseStatus?.code === 409);
@@ -97,70 +49,15 @@ t.test('100 nodes launched at once: every one recorded, one write each, no per-n
   t.match(story, { decidedBy: 'reconciler', basis: 'exact' });
 });
 
-t.test('the apiserver restarted in the middle of a burst: every node still ends recorded', async (t) => {
-  watcher ??= (await launchWatcher(cp, certs, WATCHER_USER)).watcher;
-  let restartedAt = 0;
-  const launch = (i: number) => sim.launchPersistently({ name: `restart-${i}`, claimName: `restart-claim-${i}`, instanceType: TYPES[i % TYPES.length] });
-  await Promise.all(Array.from({ length: 15 }, (_, i) => launch(i)));
-  await Promise.all([
-    cp.restartApiServer().then(() => (restartedAt = Date.now())),
-    ...Array.from({ length: 15 }, (_, i) => launch(15 + i)),
-  ]);
-  await until('30 records after the restart', () => allRecorded('restart', 30), 90_000).catch(async (err) => {
-    const r = await records('restart');
-    t.comment(`nodes: ${r.size}; unrecorded: ${[...r].filter(([, l]) => !l['veneer.io/overlay-influenced']).map(([n, l]) => `${n} registered=${l['karpenter.sh/registered']}`).join(', ')}`);
-    throw err;
-  });
-  t.comment(`all recorded ${Date.now() - restartedAt} ms after the apiserver was back`);
-  checkRecords(t, await records('restart'));
-});
-
-async function spawnWatcher(user: string): Promise<{ child: ChildProcess; metricsPort: number }> {
-  const flags = await watcherFlags(certs);
-  const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], {
-    env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
-    stdio: 'ignore',
-  });
-  t.teardown(() => void child.kill('SIGKILL'));
-  return { child, metricsPort: Number(flags['--metrics-port']) };
-}
-
-const leads = async (metricsPort: number) =>
-  /^veneer_nodewatcher_leader 1$/m.test(await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => ''));
-
-t.test('two replicas: only the leader writes; when it dies the other takes over within the lease', async (t) => {
-  await watcher?.stop(); // graceful: releases the lease
-  const a = await spawnWatcher('veneer-watcher-a');
-  await until('a leads', () => leads(a.metricsPort), 30_000);
-  const b = await launchWatcher(cp, certs, 'veneer-watcher-b');
-  t.teardown(() => b.watcher.stop());
-  await burst('pair', 20);
-  await until('20 records', () => allRecorded('pair', 20));
-  const writesBy = (user: string, prefix: string) => auditBy(user).filter((e) => e.verb === 'patch' && e.objectRef?.resource === 'nodes' && e.objectRef.name?.startsWith(prefix) && e.responseStatus?.code === 200).length;
-  t.equal(writesBy('veneer-watcher-a', 'pair'), 20, 'the leader wrote every record');
-  t.equal(writesBy('veneer-watcher-b', 'pair'), 0, 'the follower wrote nothing');
-  // A crash: SIGKILL, so the lease is not released and must expire.
-  a.child.kill('SIGKILL');
-  const killedAt = Date.now();
-  await burst('failover', 10);
-  await until('b leads', () => b.watcher.metrics.leader.get().then((m) => m.values[0]?.value === 1), 15_000);
-  const tookOver = Date.now() - killedAt;
-  await until('10 records after the failover', () => allRecorded('failover', 10));
-  t.ok(tookOver <= 3000 + 2000, `B led ${tookOver} ms after A was killed (lease 3 s, retry 0.5 s)`);
-  checkRecords(t, await records('failover'));
-  t.equal(writesBy('veneer-watcher-b', 'failover'), 10, 'the new leader finished the work');
-  t.equal(writesBy('veneer-watcher-a', 'failover'), 0);
-});
-
 t.test('nodes created while no watcher ran are recorded when one starts, approximately', async (t) => {
+  await watcher?.stop();
   await sleep(1100);
   await burst('offline', 4);
   await sleep(1100);
   const late = await launchWatcher(cp, certs, WATCHER_USER, { '--leader-election-enabled': 'false' });
   watcher = late.watcher; // the next test goes on with it; the file's teardown stops it
   await until('4 records', () => allRecorded('offline', 4));
-  checkRecords(t, await records('offline'));
+  t.same(await fleet.wrongRecords('offline'), [], 'every record names the overlay Karpenter would have applied');
   const story = JSON.parse((await core.readNode({ name: 'offline-0' })).metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as DecisionStory;
   t.equal(story.basis, 'approximate', 'launched before the watcher had seen the overlays: the record says so');
 });

@@ -1,0 +1,146 @@
+// A fleet of Karpenter launches against a real apiserver and the checks every fault test makes
+// afterwards: every node recorded, each record the one Karpenter's own precedence gives, and
+// (from the audit log) never more than one record written per node.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from './veneer.ts';
+import { KarpenterSim } from './karpenter-sim.ts';
+import type { ControlPlane } from './control-plane.ts';
+import { watcherFlags, type WebhookCerts } from './watcher-env.ts';
+
+export const TYPES = ['m5.xlarge', 'm5.large', 'c6i.large', 'r6g.2xlarge'] as const;
+
+/** The overlay Karpenter would apply to each type, given the three overlays of `createOverlays`. */
+export const EXPECTED: Record<string, string> = {
+  'm5.xlarge': 'cost-aware-ri-m5.xlarge-us-west-2',
+  'm5.large': 'cost-aware-ec2-sp-m5-us-west-2',
+  'c6i.large': 'cost-aware-compute-sp-global',
+  'r6g.2xlarge': 'cost-aware-compute-sp-global',
+};
+
+export const OVERLAY_API = { group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays' };
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function until(what: string, cond: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export const typeOf = (name: string) => TYPES[Number(name.split('-').at(-1)) % TYPES.length]!;
+
+export class Fleet {
+  readonly sim: KarpenterSim;
+  readonly core: k8s.CoreV1Api;
+  private readonly cp: ControlPlane;
+
+  constructor(cp: ControlPlane, admin: k8s.KubeConfig) {
+    this.cp = cp;
+    this.sim = new KarpenterSim(admin);
+    this.core = admin.makeApiClient(k8s.CoreV1Api);
+  }
+
+  async createOverlays(): Promise<void> {
+    const custom = this.sim.custom;
+    for (const o of [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('m5.xlarge', 'us-west-2')]) {
+      await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+    }
+  }
+
+  shape(prefix: string, i: number) {
+    return { name: `${prefix}-${i}`, claimName: `${prefix}-claim-${i}`, instanceType: TYPES[i % TYPES.length] };
+  }
+
+  /** Every launch at once, as Karpenter does when a large batch of pods arrives. */
+  async burst(prefix: string, count: number, from = 0): Promise<void> {
+    await Promise.all(Array.from({ length: count }, (_, i) => this.sim.launch(this.shape(prefix, from + i))));
+  }
+
+  /** The same, each step retried as Karpenter and the kubelet retry, for faults that fail requests. */
+  async persistentBurst(prefix: string, count: number, from = 0): Promise<void> {
+    await Promise.all(Array.from({ length: count }, (_, i) => this.sim.launchPersistently(this.shape(prefix, from + i))));
+  }
+
+  async labels(prefix: string): Promise<Map<string, Record<string, string>>> {
+    const out = new Map<string, Record<string, string>>();
+    for (const n of (await this.core.listNode()).items) {
+      const name = n.metadata?.name ?? '';
+      if (name.startsWith(`${prefix}-`)) out.set(name, n.metadata?.labels ?? {});
+    }
+    return out;
+  }
+
+  async allRecorded(prefix: string, count: number): Promise<boolean> {
+    const r = await this.labels(prefix);
+    return r.size === count && [...r.values()].every((l) => l['veneer.io/overlay-influenced'] !== undefined);
+  }
+
+  /** Names of nodes whose record is missing or not the overlay Karpenter would have applied. */
+  async wrongRecords(prefix: string): Promise<string[]> {
+    const wrong: string[] = [];
+    for (const [name, labels] of await this.labels(prefix)) {
+      if (labels['veneer.io/overlay-influenced'] !== 'true' || labels['veneer.io/matching-overlay'] !== EXPECTED[typeOf(name)]) {
+        wrong.push(`${name}: ${labels['veneer.io/matching-overlay'] ?? 'no record'}`);
+      }
+    }
+    return wrong;
+  }
+
+  /** Successful node PATCHes by the watcher identities, per node, from the audit log. */
+  watcherWrites(prefix: string, users: string[]): Map<string, { user: string }[]> {
+    const out = new Map<string, { user: string }[]>();
+    for (const e of this.cp.auditEvents()) {
+      if (e.stage !== 'ResponseComplete' || e.verb !== 'patch' || e.objectRef?.resource !== 'nodes' || e.responseStatus?.code !== 200) continue;
+      if (!users.includes(e.user.username) || !e.objectRef.name?.startsWith(`${prefix}-`)) continue;
+      out.set(e.objectRef.name, [...(out.get(e.objectRef.name) ?? []), { user: e.user.username }]);
+    }
+    return out;
+  }
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  webhookPort: number;
+  metricsPort: number;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** `veneer-node-watcher serve` as its own process, so that it can be killed like a pod. */
+export async function spawnServe(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}): Promise<ServeProcess> {
+  const all = await watcherFlags(certs, flags);
+  const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
+  const cli = join(import.meta.dirname, '..', '..', 'src', 'cli.ts');
+  const child = spawn(process.execPath, [cli, 'serve', ...Object.entries(all).flat()], {
+    env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (c) => (out += c));
+  child.stderr?.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, webhookPort: Number(all['--webhook-port']), metricsPort: Number(all['--metrics-port']), output: () => out, exited };
+}
+
+/** The sum of a metric's samples whose labels include `labels`, from a text exposition. */
+export function counter(text: string, name: string, labels: Record<string, string>): number {
+  const want = Object.entries(labels);
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (want.every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.split(' ').at(-1));
+  }
+  return total;
+}
+
+export async function metricsOf(port: number): Promise<string> {
+  return fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+}
+
+export async function waitReady(port: number, ms = 30_000): Promise<void> {
+  await until(`readiness on ${port}`, () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false), ms);
+}
