@@ -1,7 +1,6 @@
-// `veneer-node-watcher serve` as a real process: start-up, readiness, disabled mode, bad
-// config, and a SIGTERM that lets every in-flight review finish.
+// `veneer-node-watcher serve` as a real process: start-up, readiness, disabled mode and bad
+// config. SIGTERM under load is in test/reliability/under-load.test.ts.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import t from 'tap';
 import { freePort } from './support/control-plane.ts';
@@ -56,68 +55,6 @@ t.test('a bad configuration stops start-up with exit code 2 and says what is wro
   const unknown = run(['launch']);
   t.equal(await unknown.exited, 2);
   t.match(unknown.output(), /unknown command "launch"/);
-});
-
-t.test('SIGTERM under load: readiness off, every in-flight review answered, prompt exit', async (t) => {
-  const [webhookPort, metricsPort] = [await freePort(), await freePort()];
-  const p = run([
-    'serve', '--enabled', 'true', '--webhook-port', String(webhookPort), '--metrics-port', String(metricsPort),
-    '--webhook-cert-file', env.certs.serving.certPath, '--webhook-key-file', env.certs.serving.keyPath, '--leader-election-enabled', 'false',
-    '--shutdown-delay', '1s',
-  ]);
-  await waitReady(metricsPort);
-  const review = (uid: string) => JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
-    request: { uid, kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'CREATE', object: { metadata: { name: uid, labels: { 'karpenter.sh/nodepool': 'default', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } } },
-  });
-  const results = { answered: 0, refused: 0, other: [] as string[] };
-  const post = (uid: string) => new Promise<void>((resolve) => {
-    const req = request({ host: '127.0.0.1', port: webhookPort, path: '/mutate-node', method: 'POST', ca: env.certs.caPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      let body = '';
-      res.on('data', (c) => (body += c));
-      res.on('end', () => {
-        if (res.statusCode === 200 && JSON.parse(body).response?.uid === uid) results.answered++;
-        else if (res.statusCode === 503) results.refused++;
-        else results.other.push(`${res.statusCode} ${body.slice(0, 80)}`);
-        resolve();
-      });
-    });
-    req.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ECONNREFUSED') results.refused++;
-      else results.other.push(e.code ?? e.message);
-      resolve();
-    });
-    req.end(review(uid));
-  });
-  // Like the endpoints controller, the clients stop sending new reviews once readiness fails.
-  let stop = false;
-  let notReadyAt = 0;
-  const poller = (async () => {
-    while (!stop) {
-      const status = await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.status, () => 0);
-      if (status !== 200) {
-        notReadyAt = Date.now();
-        stop = true;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  const workers = Array.from({ length: 8 }, async (_, w) => {
-    for (let i = 0; !stop; i++) await post(`w${w}-${i}`);
-  });
-  await new Promise((r) => setTimeout(r, 500));
-  const signalledAt = Date.now();
-  p.child.kill('SIGTERM');
-  const code = await p.exited;
-  const tookMs = Date.now() - signalledAt;
-  stop = true;
-  await Promise.all([...workers, poller]);
-  t.ok(notReadyAt > 0 && notReadyAt - signalledAt < 500, 'readiness failed at once');
-  t.equal(code, 0, 'exit code 0');
-  t.ok(tookMs >= 1000 && tookMs < 5000, `exited ${tookMs} ms after SIGTERM (shutdown delay 1 s)`);
-  t.ok(results.answered >= 10, `${results.answered} reviews answered before and during shutdown`);
-  t.same(results.other, [], 'no review was cut or failed');
-  t.match(p.output(), /shutting down: readiness off, draining in-flight reviews/);
 });
 
 t.test('--help, --version and check-config through the real entry point', async (t) => {

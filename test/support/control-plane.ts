@@ -39,6 +39,8 @@ export interface AuditEvent {
   objectRef?: { resource?: string; name?: string; namespace?: string; subresource?: string };
   responseStatus?: { code?: number };
   stage: string;
+  /** RFC 3339 with microseconds. */
+  stageTimestamp?: string;
 }
 
 interface Binaries {

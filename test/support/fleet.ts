@@ -74,6 +74,17 @@ export class Fleet {
     return out;
   }
 
+  /** Who wrote each node's record, from its decision annotation. */
+  async decidedBy(prefix: string): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const n of (await this.core.listNode()).items) {
+      const name = n.metadata?.name ?? '';
+      const story = n.metadata?.annotations?.['veneer.io/overlay-decision'];
+      if (name.startsWith(`${prefix}-`)) out.set(name, story ? (JSON.parse(story) as { decidedBy: string }).decidedBy : 'none');
+    }
+    return out;
+  }
+
   async allRecorded(prefix: string, count: number): Promise<boolean> {
     const r = await this.labels(prefix);
     return r.size === count && [...r.values()].every((l) => l['veneer.io/overlay-influenced'] !== undefined);
@@ -91,12 +102,12 @@ export class Fleet {
   }
 
   /** Successful node PATCHes by the watcher identities, per node, from the audit log. */
-  watcherWrites(prefix: string, users: string[]): Map<string, { user: string }[]> {
-    const out = new Map<string, { user: string }[]>();
+  watcherWrites(prefix: string, users: string[]): Map<string, { user: string; at: number }[]> {
+    const out = new Map<string, { user: string; at: number }[]>();
     for (const e of this.cp.auditEvents()) {
       if (e.stage !== 'ResponseComplete' || e.verb !== 'patch' || e.objectRef?.resource !== 'nodes' || e.responseStatus?.code !== 200) continue;
       if (!users.includes(e.user.username) || !e.objectRef.name?.startsWith(`${prefix}-`)) continue;
-      out.set(e.objectRef.name, [...(out.get(e.objectRef.name) ?? []), { user: e.user.username }]);
+      out.set(e.objectRef.name, [...(out.get(e.objectRef.name) ?? []), { user: e.user.username, at: Date.parse(e.stageTimestamp ?? '') }]);
     }
     return out;
   }

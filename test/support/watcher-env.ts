@@ -118,11 +118,24 @@ export async function watcherFlags(certs: WebhookCerts, extra: Record<string, st
   };
 }
 
+export interface LaunchOptions {
+  /** Reach the apiserver at another port (a proxy in front of it). */
+  apiServerPort?: number;
+  watchdogMs?: number;
+}
+
 /** Starts a watcher in this process as `user`. */
-export async function launchWatcher(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}): Promise<{ watcher: RunningWatcher; config: Config }> {
+export async function launchWatcher(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}, opts: LaunchOptions = {}): Promise<{ watcher: RunningWatcher; config: Config }> {
   const { config } = loadConfig({ flags: await watcherFlags(certs, flags) });
   const log = createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
-  const watcher = await startWatcher({ config, kc: cp.userKubeConfig(user), log, host: '127.0.0.1', certPollMs: 200, identity: user });
+  const kc = cp.userKubeConfig(user);
+  if (opts.apiServerPort) {
+    kc.loadFromOptions({
+      clusters: kc.clusters.map((c) => ({ ...c, server: c.server.replace(/:\d+$/, `:${opts.apiServerPort}`) })),
+      users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext,
+    });
+  }
+  const watcher = await startWatcher({ config, kc, log, host: '127.0.0.1', certPollMs: 200, identity: user, ...(opts.watchdogMs ? { watchdogMs: opts.watchdogMs } : {}) });
   await watcher.caches?.synced();
   return { watcher, config };
 }

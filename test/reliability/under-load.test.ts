@@ -1,0 +1,198 @@
+// Operations that happen to every running Deployment, done while nodes keep launching: the
+// leader dies, the certificate is rotated the way the kubelet updates a Secret volume, and a
+// replica is told to stop (SIGTERM). None of them may cost a record, a review or a handshake.
+import t from 'tap';
+import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { issueCert } from '../support/pki.ts';
+import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
+import { startClusterEnv, waitForMutatingWebhook, WATCHER_AUDIT_POLICY } from '../support/watcher-env.ts';
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/registration.ts';
+
+const REPLICAS = ['veneer-watcher-a', 'veneer-watcher-b'];
+const LEASE_MS = 3000;
+const RETRY_MS = 500;
+
+const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY, extraWatchers: REPLICAS });
+t.teardown(() => env.cp.stop());
+const { admin, cp, certs } = env;
+const fleet = new Fleet(cp, admin);
+await fleet.createOverlays();
+
+const figures: string[] = [];
+t.teardown(() => console.error(`under-load figures:\n  ${figures.join('\n  ')}`));
+
+const leads = async (port: number) => /^veneer_nodewatcher_leader 1$/m.test(await metricsOf(port));
+
+/** Launches nodes `concurrency` at a time until `stop()` is called; returns how many. */
+function steadyLaunches(prefix: string, concurrency = 4): { stop(): Promise<number> } {
+  let running = true;
+  let next = 0;
+  const workers = Array.from({ length: concurrency }, async () => {
+    while (running) await fleet.sim.launchPersistently(fleet.shape(prefix, next++));
+  });
+  return { stop: async () => { running = false; await Promise.all(workers); return next; } };
+}
+
+t.test('leader failover under load: the gap is bounded by the lease, no node written twice', async (t) => {
+  const a = await spawnServe(cp, certs, REPLICAS[0]!);
+  t.teardown(() => void a.child.kill('SIGKILL'));
+  await until('a leads', () => leads(a.metricsPort), 30_000);
+  const b = await spawnServe(cp, certs, REPLICAS[1]!);
+  t.teardown(() => void b.child.kill('SIGKILL'));
+  await waitReady(b.metricsPort);
+  const load = steadyLaunches('failover');
+  await sleep(3000);
+  a.child.kill('SIGKILL');
+  const killedAt = Date.now();
+  await until('b leads', () => leads(b.metricsPort), 15_000);
+  await sleep(3000);
+  const launched = await load.stop();
+  await until(`${launched} records`, () => fleet.allRecorded('failover', launched), 30_000);
+  t.same(await fleet.wrongRecords('failover'), [], 'every record names the overlay Karpenter would have applied');
+  const writes = fleet.watcherWrites('failover', REPLICAS);
+  t.equal(writes.size, launched, 'every node written');
+  t.same([...writes].filter(([, w]) => w.length > 1).map(([n]) => n), [], 'no node written twice, by either replica');
+  const all = [...writes.values()].flat().sort((x, y) => x.at - y.at);
+  const lastByA = Math.max(...all.filter((w) => w.user === REPLICAS[0]).map((w) => w.at));
+  const firstByB = Math.min(...all.filter((w) => w.user === REPLICAS[1]).map((w) => w.at));
+  t.ok(lastByA < firstByB, 'the replicas never wrote at the same time');
+  t.ok(all.filter((w) => w.user === REPLICAS[0]).length > 0, 'a wrote before the kill');
+  const gap = firstByB - lastByA;
+  const fromKill = firstByB - killedAt;
+  t.ok(fromKill <= LEASE_MS + RETRY_MS + 1000, `the first write by b came ${fromKill} ms after a was killed (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
+  figures.push(`failover: ${launched} nodes launched; b's first write ${fromKill} ms after a was SIGKILLed; write gap ${gap} ms; 0 double writes`);
+  b.child.kill('SIGTERM');
+  t.equal(await b.exited, 0, 'b stops cleanly on SIGTERM');
+});
+
+/** The kubelet's Secret volume: files behind a `..data` symlink that is swapped atomically. */
+class SecretVolume {
+  readonly dir: string;
+  private generation = 0;
+
+  constructor(dir: string) {
+    this.dir = dir;
+    mkdirSync(dir, { recursive: true });
+  }
+
+  write(pair: { certPath: string; keyPath: string }): void {
+    const data = `..${Date.now()}_${this.generation++}`;
+    mkdirSync(join(this.dir, data));
+    writeFileSync(join(this.dir, data, 'tls.crt'), readFileSync(pair.certPath));
+    writeFileSync(join(this.dir, data, 'tls.key'), readFileSync(pair.keyPath));
+    symlinkSync(data, join(this.dir, '..data_tmp'));
+    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
+    for (const f of ['tls.crt', 'tls.key']) {
+      try { symlinkSync(join('..data', f), join(this.dir, f)); } catch { /* already links to ..data */ }
+    }
+  }
+}
+
+interface Reviewed { ok: number; refused: number; failures: string[]; fingerprints: Set<string> }
+
+/**
+ * Reviews from `concurrency` clients, each on a new TLS connection (every one a handshake), until
+ * `stop()` or until `sending()` turns false, as the endpoints controller stops routing to a
+ * replica that is not ready. A refused connection or a 503 is a replica gone, not a failure.
+ */
+function reviewsOnNewConnections(port: number, concurrency = 4, sending: () => boolean = () => true): { stop(): Promise<Reviewed> } {
+  const result: Reviewed = { ok: 0, refused: 0, failures: [], fingerprints: new Set() };
+  let running = true;
+  const one = (uid: string) => new Promise<void>((resolve) => {
+    const body = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid, kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'CREATE', object: { metadata: { name: uid, labels: { 'karpenter.sh/nodepool': 'default', 'karpenter.sh/capacity-type': 'on-demand' } } } } });
+    const req = request({ host: '127.0.0.1', port, path: '/mutate-node', method: 'POST', ca: certs.caPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      result.fingerprints.add((res.socket as TLSSocket).getPeerCertificate().fingerprint256);
+      let data = '';
+      res.on('data', (c) => (data += c));
+      res.on('end', () => {
+        if (res.statusCode === 200 && JSON.parse(data).response?.uid === uid) result.ok++;
+        else if (res.statusCode === 503) result.refused++;
+        else result.failures.push(`${res.statusCode} ${data.slice(0, 80)}`);
+        resolve();
+      });
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'ECONNREFUSED') result.refused++;
+      else result.failures.push(e.code ?? e.message);
+      resolve();
+    });
+    req.end(body);
+  });
+  const workers = Array.from({ length: concurrency }, async (_, w) => {
+    for (let i = 0; running && sending(); i++) await one(`w${w}-${i}`);
+  });
+  return { stop: async () => { running = false; await Promise.all(workers); return result; } };
+}
+
+t.test('certificate rotation under load: no failed handshake, no failed review, no restart', async (t) => {
+  const volume = new SecretVolume(join(cp.dir, 'secret-volume'));
+  volume.write(certs.serving);
+  const replica = await spawnServe(cp, certs, REPLICAS[0]!, {
+    '--webhook-cert-file': join(volume.dir, 'tls.crt'), '--webhook-key-file': join(volume.dir, 'tls.key'), '--leader-election-enabled': 'false',
+  });
+  t.teardown(() => void replica.child.kill('SIGKILL'));
+  await waitReady(replica.metricsPort);
+  const reg = { name: 'veneer-node-watcher', caBundle: certs.caPem, url: `https://127.0.0.1:${replica.webhookPort}`, labelNamespace: 'veneer.io', timeoutSeconds: 5 };
+  const admission = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+  await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
+  await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(reg) });
+  t.teardown(async () => {
+    await admission.deleteMutatingWebhookConfiguration({ name: reg.name });
+    await admission.deleteValidatingWebhookConfiguration({ name: reg.name });
+  });
+  await waitForMutatingWebhook(admin, 'veneer.io');
+  const failOpens = async () => counter((await cp.get('/metrics')).body, 'apiserver_admission_webhook_fail_open_count', {});
+  const failOpensBefore = await failOpens();
+  const reloadsBefore = counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_cert_reloads_total', { result: 'success' });
+  const clients = reviewsOnNewConnections(replica.webhookPort);
+  const load = steadyLaunches('rotation', 2);
+  const rotations = 5;
+  for (let i = 0; i < rotations; i++) {
+    await sleep(600);
+    volume.write(await issueCert(certs.ca, join(cp.dir, `rotation-${i}`), 'serving', { commonName: 'veneer-node-watcher', usage: 'server', ipAddresses: ['127.0.0.1'], days: 30 }));
+  }
+  await sleep(1000);
+  const [reviewed, launched] = [await clients.stop(), await load.stop()];
+  t.same(reviewed.failures, [], `${reviewed.ok} reviews, each on a new TLS connection: none failed`);
+  t.ok(reviewed.fingerprints.size >= 3, `clients saw ${reviewed.fingerprints.size} certificates in turn`);
+  const reloads = counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_cert_reloads_total', { result: 'success' }) - reloadsBefore;
+  t.equal(reloads, rotations, `${reloads} reloads, one per rotation`);
+  t.equal(await failOpens(), failOpensBefore, 'the apiserver never failed to call the webhook');
+  t.equal((await fleet.labels('rotation')).size, launched, 'every launch created its node');
+  t.same(await fleet.wrongRecords('rotation'), [], `all ${launched} nodes launched during the rotations recorded rightly`);
+  t.same([...(await fleet.decidedBy('rotation')).values()].filter((by) => by !== 'webhook'), [], 'every one inline, by the webhook');
+  t.equal(replica.child.exitCode, null, 'the same process throughout: no restart');
+  figures.push(`rotation: ${rotations} rotations in ${rotations * 0.6 + 1} s; ${reviewed.ok} reviews on new connections, 0 failed; ${launched} nodes recorded inline; ${reviewed.fingerprints.size} certificates seen`);
+});
+
+t.test('SIGTERM under load: readiness off at once, every in-flight review answered, prompt exit', async (t) => {
+  const replica = await spawnServe(cp, certs, REPLICAS[1]!, { '--leader-election-enabled': 'false', '--shutdown-delay': '1s' });
+  t.teardown(() => void replica.child.kill('SIGKILL'));
+  await waitReady(replica.metricsPort);
+  let notReadyAt = 0;
+  const poller = (async () => {
+    while (!notReadyAt) {
+      const status = await fetch(`http://127.0.0.1:${replica.metricsPort}/readyz`).then((r) => r.status, () => 0);
+      if (status !== 200) notReadyAt = Date.now();
+      await sleep(50);
+    }
+  })();
+  const clients = reviewsOnNewConnections(replica.webhookPort, 8, () => notReadyAt === 0);
+  await sleep(500);
+  const signalledAt = Date.now();
+  replica.child.kill('SIGTERM');
+  const code = await replica.exited;
+  const tookMs = Date.now() - signalledAt;
+  const [reviewed] = await Promise.all([clients.stop(), poller]);
+  t.ok(notReadyAt - signalledAt < 500, `readiness failed ${notReadyAt - signalledAt} ms after the signal`);
+  t.equal(code, 0, 'exit code 0');
+  t.ok(tookMs >= 1000 && tookMs < 5000, `exited ${tookMs} ms after SIGTERM (shutdown delay 1 s)`);
+  t.ok(reviewed.ok >= 10, `${reviewed.ok} reviews answered before and during shutdown`);
+  t.same(reviewed.failures, [], 'no review was cut or failed');
+  t.match(replica.output(), /shutting down: readiness off, draining in-flight reviews/);
+  figures.push(`SIGTERM: readiness off after ${notReadyAt - signalledAt} ms, exit after ${tookMs} ms; ${reviewed.ok} reviews answered, ${reviewed.refused} refused after readiness failed, 0 cut`);
+});
