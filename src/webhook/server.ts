@@ -38,9 +38,17 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Node checks for expired requests only every connectionsCheckingInterval (30 s by default)
+ * and waits 60 s for headers: a client dribbling bytes could hold a connection for 90 s.
+ * Reviews arrive whole in milliseconds, so headers get 5 s, the whole request 10 s, checked
+ * every second.
+ */
+const SLOW_CLIENT_LIMITS = { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 };
+
 export async function startWebhookServer(o: WebhookServerOptions): Promise<RunningServer> {
   const app = Fastify({
-    https: secureContextOptions(o.tls.keyPair),
+    https: { ...secureContextOptions(o.tls.keyPair), ...SLOW_CLIENT_LIMITS },
     // Fastify logs every request at info; a review per node launch is not news, errors are.
     loggerInstance: o.log.child({}, { level: 'warn' }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -132,7 +140,7 @@ export interface OpsServerOptions {
 }
 
 export async function startOpsServer(o: OpsServerOptions): Promise<RunningServer> {
-  const app = Fastify({ loggerInstance: o.log.child({}, { level: 'warn' }), requestTimeout: 10_000 });
+  const app = Fastify({ loggerInstance: o.log.child({}, { level: 'warn' }), requestTimeout: 10_000, http: SLOW_CLIENT_LIMITS });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', o.metrics.registry.contentType);
     return o.metrics.registry.metrics();
