@@ -6,11 +6,9 @@ import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 
 import { request } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
-import * as k8s from '@kubernetes/client-node';
 import { issueCert } from '../support/pki.ts';
 import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
-import { startClusterEnv, waitForMutatingWebhook, WATCHER_AUDIT_POLICY } from '../support/watcher-env.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/registration.ts';
+import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY } from '../support/watcher-env.ts';
 
 const REPLICAS = ['veneer-watcher-a', 'veneer-watcher-b'];
 const LEASE_MS = 3000;
@@ -136,15 +134,7 @@ t.test('certificate rotation under load: no failed handshake, no failed review, 
   });
   t.teardown(() => void replica.child.kill('SIGKILL'));
   await waitReady(replica.metricsPort);
-  const reg = { name: 'veneer-node-watcher', caBundle: certs.caPem, url: `https://127.0.0.1:${replica.webhookPort}`, labelNamespace: 'veneer.io', timeoutSeconds: 5 };
-  const admission = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
-  await admission.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
-  await admission.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(reg) });
-  t.teardown(async () => {
-    await admission.deleteMutatingWebhookConfiguration({ name: reg.name });
-    await admission.deleteValidatingWebhookConfiguration({ name: reg.name });
-  });
-  await waitForMutatingWebhook(admin, 'veneer.io');
+  t.teardown(await registerWebhooksAt(admin, certs.caPem, replica.webhookPort, 5));
   const failOpens = async () => counter((await cp.get('/metrics')).body, 'apiserver_admission_webhook_fail_open_count', {});
   const failOpensBefore = await failOpens();
   const reloadsBefore = counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_cert_reloads_total', { result: 'success' });

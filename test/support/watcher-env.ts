@@ -181,11 +181,20 @@ export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<Wat
 }
 
 export async function registerWebhooks(env: WatcherEnv, timeoutSeconds: number): Promise<void> {
-  const api = env.admin.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const reg = { name: 'veneer-node-watcher', caBundle: env.certs.caPem, url: `https://127.0.0.1:${env.watcher.webhookPort}`, labelNamespace: env.config.labelNamespace, timeoutSeconds };
+  await registerWebhooksAt(env.admin, env.certs.caPem, env.watcher.webhookPort!, timeoutSeconds, env.config.labelNamespace);
+}
+
+/** Both webhooks, as the chart registers them, for a watcher serving on `port`; waits until they are in force. */
+export async function registerWebhooksAt(admin: k8s.KubeConfig, caPem: string, port: number, timeoutSeconds: number, labelNamespace = 'veneer.io'): Promise<() => Promise<void>> {
+  const api = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const reg = { name: 'veneer-node-watcher', caBundle: caPem, url: `https://127.0.0.1:${port}`, labelNamespace, timeoutSeconds };
   await api.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
   await api.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(reg) });
-  await waitForMutatingWebhook(env.admin, env.config.labelNamespace);
+  await waitForMutatingWebhook(admin, labelNamespace);
+  return async () => {
+    await api.deleteMutatingWebhookConfiguration({ name: reg.name });
+    await api.deleteValidatingWebhookConfiguration({ name: reg.name });
+  };
 }
 
 /** A new webhook configuration takes a moment to be used: probe with dry-run creates. */
