@@ -8,6 +8,7 @@ import {
 } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ListPage, Reflector } from './reflector.ts';
+import { withDeadline } from './call-options.ts';
 
 export interface CacheDeps {
   kc: k8s.KubeConfig;
@@ -18,6 +19,7 @@ export interface CacheDeps {
 }
 
 const PAGE = 500;
+const LIST_OPTIONS = withDeadline();
 
 interface ListBody {
   metadata?: { resourceVersion?: string; continue?: string };
@@ -33,7 +35,7 @@ const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metad
 function customLister(kc: k8s.KubeConfig, group: string, version: string, plural: string, labelSelector?: string) {
   const api = kc.makeApiClient(k8s.CustomObjectsApi);
   return async (token: string | undefined) =>
-    page((await api.listClusterCustomObject({ group, version, plural, limit: PAGE, ...(token ? { _continue: token } : {}), ...(labelSelector ? { labelSelector } : {}) })) as ListBody);
+    page((await api.listClusterCustomObject({ group, version, plural, limit: PAGE, ...(token ? { _continue: token } : {}), ...(labelSelector ? { labelSelector } : {}) }, LIST_OPTIONS)) as ListBody);
 }
 
 export interface OverlayCacheOptions {
@@ -131,7 +133,7 @@ export class NodeCache {
       resource: 'nodes',
       kc: deps.kc,
       watchPath: '/api/v1/nodes',
-      listPage: async (token) => page((await core.listNode({ limit: PAGE, ...(token ? { _continue: token } : {}) })) as ListBody),
+      listPage: async (token) => page((await core.listNode({ limit: PAGE, ...(token ? { _continue: token } : {}) }, LIST_OPTIONS)) as ListBody),
       keyOf: nameOf,
       // Only what decisions need is kept: no status, no managedFields, no images.
       slim: (obj) => toNodeView(obj as Parameters<typeof toNodeView>[0]),
