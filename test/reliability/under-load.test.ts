@@ -47,6 +47,7 @@ t.test('leader failover under load: the gap is bounded by the lease, no node wri
   a.child.kill('SIGKILL');
   const killedAt = Date.now();
   await until('b leads', () => leads(b.metricsPort), 15_000);
+  const ledAfter = Date.now() - killedAt;
   await sleep(3000);
   const launched = await load.stop();
   await until(`${launched} records`, () => fleet.allRecorded('failover', launched), 30_000);
@@ -61,8 +62,10 @@ t.test('leader failover under load: the gap is bounded by the lease, no node wri
   t.ok(all.filter((w) => w.user === REPLICAS[0]).length > 0, 'a wrote before the kill');
   const gap = firstByB - lastByA;
   const fromKill = firstByB - killedAt;
-  t.ok(fromKill <= LEASE_MS + RETRY_MS + 1000, `the first write by b came ${fromKill} ms after a was killed (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
-  figures.push(`failover: ${launched} nodes launched; b's first write ${fromKill} ms after a was SIGKILLed; write gap ${gap} ms; 0 double writes`);
+  // The lease must expire (at most LEASE_MS after a's last renewal), b notices at its next retry,
+  // then a write goes through an apiserver that is busy with the launches.
+  t.ok(fromKill <= LEASE_MS + RETRY_MS + 2000, `b led ${ledAfter} ms and wrote ${fromKill} ms after a was killed (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
+  figures.push(`failover: ${launched} nodes launched; b led ${ledAfter} ms and first wrote ${fromKill} ms after a was SIGKILLed; write gap ${gap} ms; 0 double writes`);
   b.child.kill('SIGTERM');
   t.equal(await b.exited, 0, 'b stops cleanly on SIGTERM');
 });
