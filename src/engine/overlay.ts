@@ -1,6 +1,8 @@
 // A NodeOverlay reduced to what a decision needs, and the rules for whether it counts.
 import { compileRequirement, type Labels, type Requirement, type RequirementSpec } from './requirements.ts';
 import type { LabelSelector } from './selector.ts';
+import { toLabelValue } from './labels.ts';
+import { createHash } from 'node:crypto';
 
 type Timestamp = string | Date | undefined | null;
 
@@ -31,6 +33,8 @@ export interface OverlayObject {
 
 export interface OverlayView {
   readonly name: string;
+  /** The name as a label value (shortened with a hash when needed), computed once. */
+  readonly nameLabelValue: string;
   readonly labels: Labels;
   /** Karpenter treats an unset weight as 0. */
   readonly weight: number;
@@ -41,7 +45,7 @@ export interface OverlayView {
   readonly deletingAt?: number;
   readonly ready?: ConditionObject;
   readonly validation?: ConditionObject;
-  /** Equal fingerprints mean no difference that can change a decision. */
+  /** Equal fingerprints mean no difference that can change a decision (a hash: requirement lists can be long). */
   readonly fingerprint: string;
 }
 
@@ -64,8 +68,10 @@ function condition(obj: OverlayObject, type: string): ConditionObject | undefine
 export function toOverlayView(obj: OverlayObject): OverlayView {
   const spec = obj.spec ?? {};
   const requirementSpecs = spec.requirements ?? [];
+  const name = obj.metadata?.name ?? '';
   const view = {
-    name: obj.metadata?.name ?? '',
+    name,
+    nameLabelValue: toLabelValue(name),
     labels: { ...(obj.metadata?.labels ?? {}) },
     weight: spec.weight ?? 0,
     ...(spec.price != null ? { price: spec.price } : {}),
@@ -76,10 +82,10 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
     ready: condition(obj, 'Ready'),
     validation: condition(obj, 'ValidationSucceeded'),
   };
-  const fingerprint = JSON.stringify([
+  const fingerprint = createHash('sha256').update(JSON.stringify([
     view.labels, view.weight, view.price, view.priceAdjustment, requirementSpecs,
     view.deletingAt, view.ready?.status, view.validation?.status,
-  ]);
+  ])).digest('base64');
   return { ...view, fingerprint };
 }
 

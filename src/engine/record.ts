@@ -74,7 +74,7 @@ export function buildRecord(input: RecordInput): NodeRecord {
   const { keys, overlay } = input;
   const labels: Record<string, string> = { [keys.influenced]: overlay ? 'true' : 'false' };
   if (overlay) {
-    labels[keys.matchingOverlay] = toLabelValue(overlay.name);
+    labels[keys.matchingOverlay] = overlay.nameLabelValue;
     for (const [name, key] of Object.entries(keys.copied)) {
       const value = overlay.labels[`veneer.io/${name}`];
       if (value !== undefined && value !== '') labels[key] = toLabelValue(value);
