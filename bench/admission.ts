@@ -1,5 +1,6 @@
-// node-create, webhook-share and webhook-server: what the webhook costs node creation, measured
-// side by side against no webhook and a null webhook (bare Fastify, same TLS, constant answer).
+// node-create (with webhook-share) and webhook-server: what the webhook costs node creation,
+// measured side by side against no webhook and a null webhook (bare Fastify, same TLS, constant
+// answer).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { request } from 'node:https';
@@ -45,18 +46,29 @@ async function autocannon(port: number, body: string, seconds: number): Promise<
   return { rps: r.requests.average, p99: r.latency.p99 };
 }
 
-export async function runAdmissionSuite(progress: Progress): Promise<SuiteResult> {
+interface AdmissionBench {
+  env: Awaited<ReturnType<typeof startClusterEnv>>;
+  oursPort: number;
+  nullPort: number;
+  stop(): Promise<void>;
+}
+
+/** A control plane, our watcher as its own process, and the null webhook beside it. */
+async function startAdmissionBench(): Promise<AdmissionBench> {
   const env = await startClusterEnv();
   const children: ChildProcess[] = [];
+  const stop = async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await env.cp.stop();
+  };
   try {
-    const admin = env.admin;
-    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+    const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
     for (const o of [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('m5.xlarge', 'us-west-2')]) {
       await custom.createClusterCustomObject({ group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays', body: o });
     }
     const flags = await watcherFlags(env.certs, { '--leader-election-enabled': 'false', '--log-level': 'warn' });
     const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'bench-watcher');
-    children.push(spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: 'ignore' }));
+    children.push(spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, stdio: 'ignore' }));
     const oursPort = Number(flags['--webhook-port']);
     for (let i = 0; i < 600 && !(await fetch(`http://127.0.0.1:${flags['--metrics-port']}/readyz`).then((r) => r.ok, () => false)); i++) await sleep(100);
 
@@ -67,7 +79,22 @@ export async function runAdmissionSuite(progress: Progress): Promise<SuiteResult
     const nullPort = await freePort();
     children.push(spawn(process.execPath, [join(import.meta.dirname, 'null-webhook.ts'), String(nullPort), env.certs.serving.certPath, env.certs.serving.keyPath, bodyFile], { stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } }));
     for (let i = 0; i < 100 && !(await post(nullPort, env.certs.caPem, review('probe')).then(() => true, () => false)); i++) await sleep(100);
+    return { env, oursPort, nullPort, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
 
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+const spread = (xs: number[]) => `${r3(Math.min(...xs))}-${r3(Math.max(...xs))}`;
+
+/** node-create and webhook-share: CREATE latency with no webhook, the null one and ours, interleaved. */
+export async function runNodeCreateSuite(progress: Progress): Promise<SuiteResult> {
+  const bench = await startAdmissionBench();
+  try {
+    const { env, oursPort, nullPort } = bench;
+    const admin = env.admin;
     progress('node-create: registering the null and our webhook, each for its own arm');
     const api = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
     for (const [arm, port] of [['ours', oursPort], ['null', nullPort]] as const) {
@@ -86,10 +113,9 @@ export async function runAdmissionSuite(progress: Progress): Promise<SuiteResult
     const latencies: Record<string, number[]> = { none: [], null: [], ours: [] };
     let inline = 0;
     let oursCount = 0;
-    const rounds = 150;
-    const warmup = 20;
-    progress(`node-create: ${rounds} rounds of one CREATE per arm, arms shuffled each round (${warmup} warm-up rounds)`);
-    for (let i = 0; i < rounds + warmup; i++) {
+    const [blocks, perBlock, warmup] = [3, 50, 20];
+    progress(`node-create: ${warmup} warm-up rounds, then ${blocks} blocks of ${perBlock} rounds of one CREATE per arm, arms shuffled each round`);
+    for (let i = 0; i < blocks * perBlock + warmup; i++) {
       const order = [...ARMS].sort(() => Math.random() - 0.5);
       for (const arm of order) {
         const name = `nc-${arm}-${i}`;
@@ -105,41 +131,61 @@ export async function runAdmissionSuite(progress: Progress): Promise<SuiteResult
         }
       }
     }
-    const p = (arm: string, q: number) => quantile(latencies[arm] ?? [], q);
-    const r3 = (x: number) => Math.round(x * 1000) / 1000;
-
-    progress('webhook-server: autocannon against ours and the null server, interleaved, 3 x 5 s each');
-    const body = review('load');
-    const load: Record<string, { rps: number; p99: number }[]> = { ours: [], null: [] };
-    await autocannon(oursPort, body, 2);
-    await autocannon(nullPort, body, 2);
-    for (let round = 0; round < 3; round++) {
-      for (const [arm, port] of round % 2 === 0 ? [['ours', oursPort], ['null', nullPort]] as const : [['null', nullPort], ['ours', oursPort]] as const) {
-        load[arm]!.push(await autocannon(port, body, 5));
-      }
-    }
-    const med = (arm: string, k: 'rps' | 'p99') => median((load[arm] ?? []).map((x) => x[k]));
+    const p = (arm: string, q: number, block?: number) => quantile(block === undefined ? latencies[arm]! : latencies[arm]!.slice(block * perBlock, (block + 1) * perBlock), q);
+    const blockRatios = (other: string, q: number) => Array.from({ length: blocks }, (_, b) => p('ours', q, b) / p(other, q, b));
     return {
       keys: {
         create_ratio_vs_null_p50: r3(p('ours', 0.5) / p('null', 0.5)),
         create_ratio_vs_null_p99: r3(p('ours', 0.99) / p('null', 0.99)),
         create_ratio_vs_none_p50: r3(p('ours', 0.5) / p('none', 0.5)),
         inline_share: r3(inline / oursCount),
+      },
+      targets: { create_ratio_vs_null_p50: '<= 1.05', create_ratio_vs_null_p99: '<= 1.10', create_ratio_vs_none_p50: 'reported (aim <= 1.25)', inline_share: '>= 0.99' },
+      table: [
+        ...ARMS.map((arm) => ({ what: `CREATE, ${arm} webhook`, p50_ms: r3(p(arm, 0.5)), p99_ms: r3(p(arm, 0.99)), n: latencies[arm]!.length, spread: '' })),
+        { what: `ours/null p50, per block of ${perBlock}`, p50_ms: Number.NaN, p99_ms: Number.NaN, n: blocks, spread: spread(blockRatios('null', 0.5)) },
+        { what: `ours/null p99, per block of ${perBlock}`, p50_ms: Number.NaN, p99_ms: Number.NaN, n: blocks, spread: spread(blockRatios('null', 0.99)) },
+        { what: `ours/none p50, per block of ${perBlock}`, p50_ms: Number.NaN, p99_ms: Number.NaN, n: blocks, spread: spread(blockRatios('none', 0.5)) },
+      ],
+      raw: { create_latency_ms: latencies, inline, ours_creates: oursCount },
+    };
+  } finally {
+    await bench.stop();
+  }
+}
+
+/** webhook-server: both HTTPS servers under autocannon, interleaved, with realistic reviews. */
+export async function runWebhookServerSuite(progress: Progress): Promise<SuiteResult> {
+  const bench = await startAdmissionBench();
+  try {
+    const { oursPort, nullPort } = bench;
+    const rounds = 4;
+    progress(`webhook-server: autocannon warm-up, then ${rounds} interleaved rounds of 5 s against each server`);
+    const body = review('load');
+    const load: Record<string, { rps: number; p99: number }[]> = { ours: [], null: [] };
+    await autocannon(oursPort, body, 3);
+    await autocannon(nullPort, body, 3);
+    for (let round = 0; round < rounds; round++) {
+      for (const [arm, port] of round % 2 === 0 ? [['ours', oursPort], ['null', nullPort]] as const : [['null', nullPort], ['ours', oursPort]] as const) {
+        load[arm]!.push(await autocannon(port, body, 5));
+      }
+    }
+    const med = (arm: string, k: 'rps' | 'p99') => median((load[arm] ?? []).map((x) => x[k]));
+    const perRound = (k: 'rps' | 'p99') => load.ours!.map((o, i) => o[k] / Math.max(load.null![i]![k], 1));
+    return {
+      keys: {
         server_throughput_ratio: r3(med('ours', 'rps') / med('null', 'rps')),
         server_p99_ratio: r3(med('ours', 'p99') / Math.max(med('null', 'p99'), 1)),
       },
-      targets: {
-        create_ratio_vs_null_p50: '<= 1.05', create_ratio_vs_null_p99: '<= 1.10', create_ratio_vs_none_p50: 'reported (aim <= 1.25)',
-        inline_share: '>= 0.99', server_throughput_ratio: '>= 0.90', server_p99_ratio: '<= 1.20',
-      },
+      targets: { server_throughput_ratio: '>= 0.90', server_p99_ratio: '<= 1.20' },
       table: [
-        ...ARMS.map((arm) => ({ what: `CREATE, ${arm} webhook`, p50_ms: r3(p(arm, 0.5)), p99_ms: r3(p(arm, 0.99)), n: latencies[arm]!.length })),
-        ...(['ours', 'null'] as const).map((arm) => ({ what: `HTTPS server, ${arm}`, p50_ms: Number.NaN, p99_ms: med(arm, 'p99'), n: Math.round(med(arm, 'rps')) })),
+        ...(['ours', 'null'] as const).map((arm) => ({ what: `HTTPS server, ${arm}`, req_per_s: Math.round(med(arm, 'rps')), p99_ms: med(arm, 'p99'), spread: '' })),
+        { what: 'ours/null req/s, per round', req_per_s: Number.NaN, p99_ms: Number.NaN, spread: spread(perRound('rps')) },
+        { what: 'ours/null p99, per round', req_per_s: Number.NaN, p99_ms: Number.NaN, spread: spread(perRound('p99')) },
       ],
-      raw: { create_latency_ms: latencies, autocannon: load, inline, ours_creates: oursCount },
+      raw: { autocannon: load },
     };
   } finally {
-    for (const c of children) c.kill('SIGTERM');
-    await env.cp.stop();
+    await bench.stop();
   }
 }

@@ -4,32 +4,42 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runAdmissionSuite } from './admission.ts';
+import { runNodeCreateSuite, runWebhookServerSuite } from './admission.ts';
 import { runClusterSuite } from './cluster.ts';
 import { runDecisionSuite } from './decision.ts';
 import type { SuiteResult } from './stats.ts';
+import { cdfSvg } from './plot.ts';
 
 const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteResult>> = {
   decision: runDecisionSuite,
+  'node-create': runNodeCreateSuite,
+  'webhook-server': runWebhookServerSuite,
   cluster: runClusterSuite,
-  admission: runAdmissionSuite,
+};
+/** The issue's names for figures that come out of a shared run. */
+const aliases: Record<string, string[]> = {
+  'webhook-share': ['node-create'],
+  reconciler: ['cluster'],
+  'api-calls': ['cluster'],
+  memory: ['cluster'],
+  admission: ['node-create', 'webhook-server'],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));
 const requested = process.argv.slice(2);
 for (const name of requested) {
-  if (!(name in suites)) {
-    console.error(`unknown suite ${JSON.stringify(name)}; suites: ${Object.keys(suites).join(', ')}`);
+  if (!(name in suites) && !(name in aliases)) {
+    console.error(`unknown suite ${JSON.stringify(name)}; suites: ${[...Object.keys(suites), ...Object.keys(aliases)].join(', ')}`);
     process.exit(2);
   }
 }
-const selected = requested.length > 0 ? requested : Object.keys(suites);
+const selected = requested.length > 0 ? [...new Set(requested.flatMap((n) => aliases[n] ?? [n]))] : Object.keys(suites);
 const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 const resultsPath = join(here, 'results.json');
 // Suites run one at a time keep the figures of the others from the previous full run.
 const previous = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as { suites?: Record<string, SuiteResult> }) : {};
-const results: Record<string, SuiteResult> = { ...previous.suites };
+const results: Record<string, SuiteResult> = Object.fromEntries(Object.entries(previous.suites ?? {}).filter(([name]) => name in suites));
 for (const name of selected) {
   progress(`suite ${name}`);
   const r = await suites[name]!(progress);
@@ -47,7 +57,7 @@ const md = [
   '# Benchmark results',
   '',
   `Machine: ${machine.cpus} x ${machine.cpu_model}, ${machine.memory_gb} GB, Node ${machine.node}; ${machine.date}.`,
-  'Regenerate with `npm run bench` (or `npm run bench -- <suite>`).',
+  'Regenerate with `npm run bench` (or `npm run bench -- <suite>`). Latency distributions: [label-latency.svg](label-latency.svg).',
   '',
   '| key | value | target |',
   '|---|---|---|',
@@ -59,4 +69,18 @@ const md = [
   }),
 ];
 writeFileSync(join(here, 'results.md'), md.join('\n'));
-progress(`wrote ${resultsPath} and results.md`);
+
+const panels = [];
+const cluster = results.cluster?.raw as { latency_ms_100?: number[]; latency_ms_1000?: number[] } | undefined;
+if (cluster?.latency_ms_100) {
+  panels.push({ title: 'Reconciler: node created to record (no webhook)', series: [
+    { name: '100-node bursts', valuesMs: cluster.latency_ms_100 },
+    { name: '1,000-node bursts', valuesMs: cluster.latency_ms_1000 ?? [] },
+  ] });
+}
+const create = (results['node-create']?.raw as { create_latency_ms?: Record<string, number[]> } | undefined)?.create_latency_ms;
+if (create) {
+  panels.push({ title: 'Kubelet CREATE latency (record inline for ours)', series: Object.entries(create).map(([arm, valuesMs]) => ({ name: `${arm} webhook`, valuesMs })) });
+}
+if (panels.length > 0) writeFileSync(join(here, 'label-latency.svg'), cdfSvg(panels));
+progress(`wrote ${resultsPath}, results.md and label-latency.svg`);
