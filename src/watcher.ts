@@ -7,6 +7,7 @@ import { nodeClaimFor, recordKeys, scope, type EngineSettings } from './engine/i
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ClusterCaches } from './kube/caches.ts';
+import { shareConnections } from './kube/connections.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -50,6 +51,7 @@ async function whoAmI(kc: k8s.KubeConfig, log: Logger): Promise<string | undefin
 
 export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const { config, log } = o;
+  shareConnections(o.kc);
   const metrics = o.metrics ?? createMetrics();
   const host = o.host ?? '0.0.0.0';
   const now = o.now ?? Date.now;

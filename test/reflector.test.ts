@@ -4,7 +4,9 @@ import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
 import { type ListPage, Reflector } from '../src/kube/reflector.ts';
-import { ControlPlane } from './support/control-plane.ts';
+import { ControlPlane, viaPort } from './support/control-plane.ts';
+import { StallProxy } from './support/stall-proxy.ts';
+import { shareConnections } from '../src/kube/connections.ts';
 
 // Compaction every 2 s, and watches served by etcd itself (no watch cache), let a test make a
 // resourceVersion expire (410 Gone) for real.
@@ -117,4 +119,20 @@ t.test('the apiserver restarting mid-watch: the reflector comes back by itself',
   t.ok((await r.restarts('error')) + (await r.restarts('closed')) >= 1, 'the broken watch was counted');
   t.equal(r.gaps[0], undefined, 'the first list is no gap');
   await r.reflector.stop();
+});
+
+t.test('one connection pool: API calls share keep-alive connections', async (t) => {
+  const proxy = new StallProxy(Number(new URL(cp.server).port));
+  t.teardown(() => proxy.close());
+  const port = await proxy.listen();
+  const connectionsFor20Calls = async (kc: k8s.KubeConfig) => {
+    const before = proxy.accepted;
+    const api = kc.makeApiClient(k8s.CoreV1Api);
+    for (let i = 0; i < 20; i++) await api.listNamespace();
+    return proxy.accepted - before;
+  };
+  const plain = await connectionsFor20Calls(viaPort(cp.adminKubeConfig(), port));
+  const shared = await connectionsFor20Calls(shareConnections(viaPort(cp.adminKubeConfig(), port)));
+  t.ok(plain >= 10, `the client alone opened ${plain} connections (if not, it pools by itself now and shareConnections can go)`);
+  t.ok(shared <= 2, `with shareConnections: ${shared}`);
 });

@@ -4,12 +4,14 @@
 // and is retried like any other error.
 import * as k8s from '@kubernetes/client-node';
 
-/** Generous for one patch or one 500-item list page; far shorter than forever. */
-export const API_CALL_TIMEOUT_MS = 30_000;
+/** Generous for one small write (a patch takes milliseconds); far shorter than forever. */
+export const WRITE_TIMEOUT_MS = 10_000;
+/** A 500-item page of large Node objects from a busy apiserver can take seconds. */
+export const LIST_PAGE_TIMEOUT_MS = 60_000;
 
 type Options = ReturnType<typeof k8s.setHeaderOptions>;
 
-export function withDeadline(opts?: Options, timeoutMs = API_CALL_TIMEOUT_MS): Options {
+export function withDeadline(timeoutMs: number, opts?: Options): Options {
   const deadline = {
     pre: (ctx: k8s.RequestContext) => {
       ctx.setSignal(AbortSignal.timeout(timeoutMs));

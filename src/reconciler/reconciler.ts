@@ -7,9 +7,9 @@ import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type Node
 import type { ClusterCaches } from '../kube/caches.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ProcessResult, WorkQueue } from './queue.ts';
-import { withDeadline } from '../kube/call-options.ts';
+import { withDeadline, WRITE_TIMEOUT_MS } from '../kube/call-options.ts';
 
-const MERGE_PATCH = withDeadline(k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+const MERGE_PATCH = withDeadline(WRITE_TIMEOUT_MS, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
 
 export interface ReconcilerOptions {
   caches: ClusterCaches;

@@ -356,3 +356,12 @@ export class ControlPlane {
 function ignoreConflict(err: unknown): void {
   if ((err as { code?: number }).code !== 409) throw err;
 }
+
+/** The same kubeconfig, reaching the apiserver at another local port (a proxy in front of it). */
+export function viaPort(kc: k8s.KubeConfig, port: number): k8s.KubeConfig {
+  kc.loadFromOptions({
+    clusters: kc.clusters.map((c) => ({ ...c, server: c.server.replace(/:\d+$/, `:${port}`) })),
+    users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext,
+  });
+  return kc;
+}

@@ -9,9 +9,12 @@ export class StallProxy {
   private readonly silent = new Set<[Socket, Socket]>();
   /** Connections silenced so far. */
   stalled = 0;
+  /** Connections accepted so far. */
+  accepted = 0;
 
   constructor(targetPort: number) {
     this.server = createServer((client) => {
+      this.accepted++;
       const upstream = connect(targetPort, '127.0.0.1');
       const pair: [Socket, Socket] = [client, upstream];
       this.pairs.add(pair);

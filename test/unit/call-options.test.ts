@@ -25,7 +25,7 @@ const core = kc.makeApiClient(k8s.CoreV1Api);
 
 t.test('a call on a connection that never answers fails at its deadline, keeping its other options', async (t) => {
   const start = Date.now();
-  const mergePatch = withDeadline(k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch), 300);
+  const mergePatch = withDeadline(300, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
   const err = await core.patchNode({ name: 'n', body: { metadata: { labels: { a: 'b' } } } }, mergePatch).then(() => undefined, (e: Error) => e);
   const took = Date.now() - start;
   t.ok(err, 'the call failed');

@@ -1,0 +1,48 @@
+// One connection for all of a KubeConfig's API calls and watches, with a health check.
+//
+// @kubernetes/client-node 2.0.1 builds a new undici Agent for every request (its https.Agent
+// path is cached, the undici one is not), so each patch, list page and lease renewal opens a
+// fresh TLS connection, and the Agents with their sockets linger until GC. Measured with 2,000
+// calls at concurrency 10: 2,001 TLS sockets and +300 MB RSS, against 1 socket and +86 MB
+// with one shared Agent, and 8.9 against 3.4 ms per call.
+//
+// A shared Agent speaks HTTP/2 to the apiserver, so every stream rides one connection, as in
+// client-go. If that connection goes silent (a NAT or load balancer dropping its state), all of
+// them stall: like client-go's ReadIdleTimeout, an HTTP/2 PING every few seconds finds out, and
+// undici tears the session down when a PING goes unanswered for a whole interval.
+import { createHash } from 'node:crypto';
+import type * as k8s from '@kubernetes/client-node';
+import { Agent } from 'undici';
+
+/** A dead connection is noticed within two intervals. */
+export const HTTP2_PING_INTERVAL_MS = 5_000;
+
+type Cluster = k8s.Cluster | null;
+type AgentOptions = Parameters<k8s.KubeConfig['createDispatcherOptions']>[1];
+interface Dispatcher { close(): Promise<void> }
+interface DispatcherFactory { createDispatcher(cluster: Cluster, agentOptions: AgentOptions): Dispatcher | undefined }
+
+/**
+ * Makes `kc` reuse one dispatcher for as long as the TLS material it is built from stays the
+ * same; when that changes (a rotated client certificate), the old one is closed gracefully.
+ * Proxied clusters keep the client's own dispatcher, shared the same way.
+ */
+export function shareConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
+  const factory = kc as unknown as DispatcherFactory;
+  const clientDispatcher = factory.createDispatcher.bind(kc);
+  let current: { key: string; dispatcher: Dispatcher | undefined } | undefined;
+  factory.createDispatcher = (cluster, agentOptions) => {
+    const options = kc.createDispatcherOptions(cluster, agentOptions);
+    const key = createHash('sha256').update(JSON.stringify([cluster?.name, cluster?.server, options])).digest('base64');
+    if (current?.key !== key) {
+      const old = current?.dispatcher;
+      const dispatcher = options.type === 'agent'
+        ? new Agent({ connect: options.connect, h2Options: { pingInterval: HTTP2_PING_INTERVAL_MS } })
+        : clientDispatcher(cluster, agentOptions);
+      current = { key, dispatcher };
+      void old?.close().catch(() => {});
+    }
+    return current.dispatcher;
+  };
+  return kc;
+}
