@@ -31,13 +31,28 @@ export function toLabelValue(value: string): string {
   return prefix ? `${prefix}-${hash}` : hash;
 }
 
+/**
+ * Both record timestamps of a decision come from one toISOString per second: formatting was a
+ * measurable share of a decision. The memo is a value cache, not state: same input, same output.
+ */
+let memo = { second: Number.NaN, rfc3339: '', basic: '' };
+
+function formatted(epochMs: number): typeof memo {
+  const second = Math.floor(epochMs / 1000);
+  if (second !== memo.second) {
+    const rfc3339 = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    memo = { second, rfc3339, basic: rfc3339.replace(/[-:]/g, '') };
+  }
+  return memo;
+}
+
 /** ISO 8601 basic form (20260112T153000Z): a timestamp that is a valid label value. */
 export function basicTimestamp(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');
+  return formatted(epochMs).basic;
 }
 
 export function rfc3339(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return formatted(epochMs).rfc3339;
 }
 
 /** RFC 6901: a map key as one JSON Pointer segment. */

@@ -49,8 +49,9 @@ const SLOW_CLIENT_LIMITS = { headersTimeout: 5_000, requestTimeout: 10_000, conn
 export async function startWebhookServer(o: WebhookServerOptions): Promise<RunningServer> {
   const app = Fastify({
     https: { ...secureContextOptions(o.tls.keyPair), ...SLOW_CLIENT_LIMITS },
-    // Fastify logs every request at info; a review per node launch is not news, errors are.
-    loggerInstance: o.log.child({}, { level: 'warn' }),
+    // No Fastify logger: it builds a child logger for every request, a measured share of a
+    // review's cost. A review is not news; refusals are logged below at debug.
+    logger: false,
     bodyLimit: BODY_LIMIT_BYTES,
     // A client that dribbles headers or a body is cut off; reviews arrive in milliseconds.
     connectionTimeout: 15_000,
@@ -62,50 +63,66 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
   app.addContentTypeParser('*', (_req, _payload, done) => {
     done(Object.assign(new Error('content-type must be application/json'), { statusCode: 400 }), undefined);
   });
+  // Label children are looked up once: prom-client hashes the label set on every call otherwise.
+  const requestCounters = new Map<string, { inc(): void }>();
+  const countRequest = (webhook: string, operation: string, outcome: string, dryRun: boolean) => {
+    const key = `${webhook} ${operation} ${outcome} ${dryRun}`;
+    let counter = requestCounters.get(key);
+    if (!counter) {
+      counter = o.metrics.admissionRequests.labels({ webhook, operation, outcome, dry_run: String(dryRun) });
+      requestCounters.set(key, counter);
+    }
+    counter.inc();
+  };
   app.setErrorHandler((err: { statusCode?: number; message: string }, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
-    o.metrics.admissionRequests.inc({ webhook: webhookOf(req), operation: 'unknown', outcome: status === 413 ? 'too_large' : 'invalid', dry_run: 'false' });
+    countRequest(webhookOf(req), 'unknown', status === 413 ? 'too_large' : 'invalid', false);
+    o.log.debug({ status, err: err.message }, 'request refused');
     reply.code(status).send({ error: status === 413 ? 'Payload Too Large' : 'Bad Request', message: err.message });
   });
 
-  const handle = (name: 'mutate' | 'validate') => async (req: FastifyRequest, reply: FastifyReply) => {
-    const receivedAt = Date.now();
-    const end = o.metrics.admissionDuration.startTimer({ webhook: name });
-    o.metrics.admissionInFlight.inc({ webhook: name });
-    try {
-      const parsed = parseReview(req.body);
-      if ('error' in parsed) {
-        o.metrics.admissionRequests.inc({ webhook: name, operation: 'unknown', outcome: 'invalid', dry_run: 'false' });
-        return reply.code(400).send({ error: 'Bad Request', message: parsed.error });
-      }
-      const { request } = parsed.review;
-      const dryRun = request.dryRun === true;
-      let answer;
-      let outcome: string;
+  const handle = (name: 'mutate' | 'validate') => {
+    const duration = o.metrics.admissionDuration.labels({ webhook: name });
+    const inFlight = o.metrics.admissionInFlight.labels({ webhook: name });
+    return async (req: FastifyRequest, reply: FastifyReply) => {
+      const receivedAt = Date.now();
+      const end = duration.startTimer();
+      inFlight.inc();
       try {
-        if (name === 'mutate') {
-          const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
-          ({ answer, outcome } = result);
-          if (result.labeled && !dryRun) {
-            o.metrics.nodesLabeled.inc({ capacity_type: result.labeled.capacityType, instance_family: result.labeled.instanceFamily, source: 'webhook' });
-          }
-          if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
-        } else {
-          ({ answer, outcome } = validate(parsed.review, o.validate));
+        const parsed = parseReview(req.body);
+        if ('error' in parsed) {
+          countRequest(name, 'unknown', 'invalid', false);
+          return reply.code(400).send({ error: 'Bad Request', message: parsed.error });
         }
-      } catch (err) {
-        // Never block a node: an internal error allows it unchanged.
-        o.log.error({ err }, `${name} webhook failed internally; allowing without a change`);
-        o.metrics.labelingErrors.inc({ error_type: 'webhook_internal' });
-        answer = allow(request.uid);
-        outcome = 'error';
+        const { request } = parsed.review;
+        const dryRun = request.dryRun === true;
+        let answer;
+        let outcome: string;
+        try {
+          if (name === 'mutate') {
+            const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
+            ({ answer, outcome } = result);
+            if (result.labeled && !dryRun) {
+              o.metrics.nodesLabeled.inc({ capacity_type: result.labeled.capacityType, instance_family: result.labeled.instanceFamily, source: 'webhook' });
+            }
+            if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
+          } else {
+            ({ answer, outcome } = validate(parsed.review, o.validate));
+          }
+        } catch (err) {
+          // Never block a node: an internal error allows it unchanged.
+          o.log.error({ err }, `${name} webhook failed internally; allowing without a change`);
+          o.metrics.labelingErrors.inc({ error_type: 'webhook_internal' });
+          answer = allow(request.uid);
+          outcome = 'error';
+        }
+        countRequest(name, operationLabel(request.operation), outcome, dryRun);
+        return reply.send(answer);
+      } finally {
+        inFlight.dec();
+        end();
       }
-      o.metrics.admissionRequests.inc({ webhook: name, operation: operationLabel(request.operation), outcome, dry_run: String(dryRun) });
-      return reply.send(answer);
-    } finally {
-      o.metrics.admissionInFlight.dec({ webhook: name });
-      end();
-    }
+    };
   };
   app.post('/mutate-node', handle('mutate'));
   app.post('/validate-node', handle('validate'));
