@@ -32,18 +32,21 @@ export function toLabelValue(value: string): string {
 }
 
 /**
- * Both record timestamps of a decision come from one toISOString per second: formatting was a
- * measurable share of a decision. The memo is a value cache, not state: same input, same output.
+ * A record's timestamps (launch and decision, often in different seconds) come from a memo of
+ * the last two seconds formatted: formatting was a measurable share of a decision. The memo is
+ * a value cache, not state: same input, same output.
  */
-let memo = { second: Number.NaN, rfc3339: '', basic: '' };
+interface Formatted { second: number; rfc3339: string; basic: string }
+let recent: [Formatted, Formatted] = [{ second: Number.NaN, rfc3339: '', basic: '' }, { second: Number.NaN, rfc3339: '', basic: '' }];
 
-function formatted(epochMs: number): typeof memo {
+function formatted(epochMs: number): Formatted {
   const second = Math.floor(epochMs / 1000);
-  if (second !== memo.second) {
-    const rfc3339 = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    memo = { second, rfc3339, basic: rfc3339.replace(/[-:]/g, '') };
-  }
-  return memo;
+  if (recent[0].second === second) return recent[0];
+  if (recent[1].second === second) return recent[1];
+  const rfc3339 = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const entry = { second, rfc3339, basic: rfc3339.replace(/[-:]/g, '') };
+  recent = [entry, recent[0]];
+  return entry;
 }
 
 /** ISO 8601 basic form (20260112T153000Z): a timestamp that is a valid label value. */
