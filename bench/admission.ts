@@ -13,6 +13,7 @@ import { KarpenterSim } from '../test/support/karpenter-sim.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../test/support/veneer.ts';
 import { startClusterEnv, WATCHER_USER, watcherFlags } from '../test/support/watcher-env.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
+import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 
 type Progress = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -68,7 +69,7 @@ async function startAdmissionBench(): Promise<AdmissionBench> {
     }
     const flags = await watcherFlags(env.certs, { '--leader-election-enabled': 'false', '--log-level': 'warn' });
     const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'bench-watcher');
-    children.push(spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, stdio: 'ignore' }));
+    children.push(spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, stdio: 'ignore' }));
     const oursPort = Number(flags['--webhook-port']);
     for (let i = 0; i < 600 && !(await fetch(`http://127.0.0.1:${flags['--metrics-port']}/readyz`).then((r) => r.ok, () => false)); i++) await sleep(100);
 
@@ -77,7 +78,7 @@ async function startAdmissionBench(): Promise<AdmissionBench> {
     const bodyFile = join(env.cp.dir, 'null-body.json');
     writeFileSync(bodyFile, sample.replace('"sample"', '"__UID__"'));
     const nullPort = await freePort();
-    children.push(spawn(process.execPath, [join(import.meta.dirname, 'null-webhook.ts'), String(nullPort), env.certs.serving.certPath, env.certs.serving.keyPath, bodyFile], { stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } }));
+    children.push(spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, 'null-webhook.ts'), String(nullPort), env.certs.serving.certPath, env.certs.serving.keyPath, bodyFile], { stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } }));
     for (let i = 0; i < 100 && !(await post(nullPort, env.certs.caPem, review('probe')).then(() => true, () => false)); i++) await sleep(100);
     return { env, oursPort, nullPort, stop };
   } catch (err) {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { veneerOverlaySet } from './decision.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
+import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 import { karpenterNode } from '../test/support/veneer.ts';
 import { startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from '../test/support/watcher-env.ts';
 
@@ -47,7 +48,7 @@ export async function runClusterSuite(progress: Progress): Promise<SuiteResult> 
 
     const flags = await watcherFlags(env.certs, { '--leader-election-enabled': 'false', '--max-concurrent-reconciles': '10', '--log-level': 'warn' });
     const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'bench-watcher');
-    child = spawn(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: process.env.VENEER_BENCH_NODE_OPTIONS ?? '' }, stdio: 'ignore' });
+    child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: process.env.VENEER_BENCH_NODE_OPTIONS ?? '' }, stdio: 'ignore' });
     const metricsPort = Number(flags['--metrics-port']);
     for (let i = 0; i < 600; i++) {
       if (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.ok, () => false)) break;

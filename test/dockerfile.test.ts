@@ -8,6 +8,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 import { freePort } from './support/control-plane.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -70,7 +71,7 @@ t.test('the runtime stage: production dependencies only, non-root, exec-form ent
   t.ok(existsSync(at(runtime, 'node_modules/@kubernetes/client-node')), 'runtime dependencies');
   for (const dev of ['typescript', 'tap', 'node', 'fast-check']) t.notOk(existsSync(at(runtime, `node_modules/${dev}`)), `no ${dev}`);
   t.match(runtime.user, /^65532/);
-  t.same(runtime.entrypoint, ['/nodejs/bin/node', 'dist/cli.js']);
+  t.same(runtime.entrypoint, ['/nodejs/bin/node', ...RUNTIME_NODE_FLAGS, 'dist/cli.js'], 'the V8 flags the benchmarks measured');
   t.same(runtime.cmd, ['serve']);
 });
 

@@ -92,7 +92,7 @@ t.test('a kubelet re-registration gets AlreadyExists as usual, and no second pat
   t.equal(labelsOf(stored)['veneer.io/matching-overlay'], 'cost-aware-ri-m5.xlarge-us-west-2', 'the record is unchanged');
 });
 
-t.test('the record is protected: users are denied, the watcher itself is allowed', async (t) => {
+t.test('the record is protected: two real users are denied, the watcher itself is allowed', async (t) => {
   const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
   await rbac.createClusterRole({ body: { metadata: { name: 'node-editor' }, rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch', 'update'] }] } });
   await rbac.createClusterRoleBinding({ body: { metadata: { name: 'alice-node-editor' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'node-editor' }, subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }] } });
@@ -108,6 +108,7 @@ t.test('the record is protected: users are denied, the watcher itself is allowed
   t.match(await forge(alice, { metadata: { labels: { 'veneer.io/matching-overlay': null } } }), /^403 .*label veneer.io\/matching-overlay removed/);
   t.match(await forge(alice, { metadata: { annotations: { 'veneer.io/overlay-decision': '{}' } } }), /^403 .*annotation veneer.io\/overlay-decision changed/);
   t.equal(await forge(alice, { metadata: { labels: { team: 'payments' } } }), 'allowed', 'other labels stay editable');
+  t.match(await forge(core, { metadata: { labels: { 'veneer.io/overlay-influenced': 'false' } } }), /^403 .*cannot be changed or removed/, 'a second real user, in system:masters, is denied too');
   const self = env.cp.userKubeConfig(WATCHER_USER).makeApiClient(k8s.CoreV1Api);
   t.equal(await forge(self, { metadata: { labels: { 'veneer.io/region': 'us-west-2' } } }), 'allowed', 'the watcher\'s own identity may write its record');
   t.ok(counter(await scrape(), 'veneer_nodewatcher_admission_requests_total', { webhook: 'validate', outcome: 'denied' }) >= 3);
