@@ -122,12 +122,12 @@ export interface ServeProcess {
   exited: Promise<number | null>;
 }
 
-/** `veneer-node-watcher serve` as its own process, so that it can be killed like a pod. */
-export async function spawnServe(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}): Promise<ServeProcess> {
+/** `veneer-node-watcher serve` as its own process, so that it can be killed like a pod; `nodeFlags` go to Node. */
+export async function spawnServe(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ServeProcess> {
   const all = await watcherFlags(certs, flags);
   const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
   const cli = join(import.meta.dirname, '..', '..', 'src', 'cli.ts');
-  const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, cli, 'serve', ...Object.entries(all).flat()], {
+  const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, ...nodeFlags, cli, 'serve', ...Object.entries(all).flat()], {
     env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
