@@ -132,10 +132,21 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
     port: (app.server.address() as AddressInfo).port,
     close: async () => {
       o.tls.stop();
-      await app.close();
+      // close() ends idle keep-alive connections and waits for reviews in flight, which take
+      // milliseconds. A connection opened but never used (the apiserver dials spares) counts as
+      // busy and would hold shutdown until connectionTimeout: whatever is left after the drain
+      // period is cut.
+      const cut = setTimeout(() => app.server.closeAllConnections(), DRAIN_MS);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(cut);
+      }
     },
   };
 }
+
+const DRAIN_MS = 3_000;
 
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 
