@@ -8,7 +8,7 @@ import {
 } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ListPage, Reflector } from './reflector.ts';
-import { LIST_PAGE_TIMEOUT_MS, withDeadline } from './call-options.ts';
+import { withDeadline } from './call-options.ts';
 
 export interface CacheDeps {
   kc: k8s.KubeConfig;
@@ -19,7 +19,7 @@ export interface CacheDeps {
 }
 
 const PAGE = 500;
-const LIST_OPTIONS = withDeadline(LIST_PAGE_TIMEOUT_MS);
+const LIST_OPTIONS = withDeadline();
 
 interface ListBody {
   metadata?: { resourceVersion?: string; continue?: string };

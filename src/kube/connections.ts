@@ -8,14 +8,21 @@
 //
 // A shared Agent speaks HTTP/2 to the apiserver, so every stream rides one connection, as in
 // client-go. If that connection goes silent (a NAT or load balancer dropping its state), all of
-// them stall: like client-go's ReadIdleTimeout, an HTTP/2 PING every few seconds finds out, and
+// them stall: like client-go's ReadIdleTimeout, an HTTP/2 PING every 10 s finds out, and
 // undici tears the session down when a PING goes unanswered for a whole interval.
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { Agent } from 'undici';
 
-/** A dead connection is noticed within two intervals. */
-export const HTTP2_PING_INTERVAL_MS = 5_000;
+/**
+ * A dead connection is noticed within two intervals. Shorter than client-go's 30 s read-idle
+ * plus 15 s ping timeout, so that a stall costs seconds, not a minute; long enough that a busy
+ * event loop does not look like a dead peer.
+ */
+export const HTTP2_PING_INTERVAL_MS = 10_000;
+/** A request may hold the old dispatcher between choosing it and sending on it. */
+const RETIRE_AFTER_MS = 30_000;
+const SHARED = Symbol('veneer.sharedConnections');
 
 type Cluster = k8s.Cluster | null;
 type AgentOptions = Parameters<k8s.KubeConfig['createDispatcherOptions']>[1];
@@ -24,11 +31,14 @@ interface DispatcherFactory { createDispatcher(cluster: Cluster, agentOptions: A
 
 /**
  * Makes `kc` reuse one dispatcher for as long as the TLS material it is built from stays the
- * same; when that changes (a rotated client certificate), the old one is closed gracefully.
- * Proxied clusters keep the client's own dispatcher, shared the same way.
+ * same; when that changes (a rotated client certificate), the old one is closed gracefully a
+ * little later. Proxied clusters keep the client's own dispatcher, shared the same way. Calling
+ * it again on the same KubeConfig changes nothing.
  */
 export function shareConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
-  const factory = kc as unknown as DispatcherFactory;
+  const factory = kc as unknown as DispatcherFactory & { [SHARED]?: true };
+  if (factory[SHARED]) return kc;
+  factory[SHARED] = true;
   const clientDispatcher = factory.createDispatcher.bind(kc);
   let current: { key: string; dispatcher: Dispatcher | undefined } | undefined;
   factory.createDispatcher = (cluster, agentOptions) => {
@@ -40,7 +50,7 @@ export function shareConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
         ? new Agent({ connect: options.connect, h2Options: { pingInterval: HTTP2_PING_INTERVAL_MS } })
         : clientDispatcher(cluster, agentOptions);
       current = { key, dispatcher };
-      void old?.close().catch(() => {});
+      if (old) setTimeout(() => void old.close().catch(() => {}), RETIRE_AFTER_MS).unref();
     }
     return current.dispatcher;
   };

@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
 import { backoffDelay, sleep } from './backoff.ts';
+import { httpStatus } from './call-options.ts';
 
 export interface ListPage {
   items: unknown[];
@@ -266,6 +267,6 @@ function isAbort(err: unknown): boolean {
 }
 
 function describe(err: unknown): string {
-  const e = err as { statusCode?: number; code?: number; message?: string };
-  return [e.statusCode ?? e.code, e.message].filter(Boolean).join(' ') || String(err);
+  const e = err as { statusCode?: number; message?: string };
+  return [e.statusCode ?? httpStatus(err), e.message].filter(Boolean).join(' ') || String(err);
 }

@@ -7,9 +7,9 @@ import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type Node
 import type { ClusterCaches } from '../kube/caches.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ProcessResult, WorkQueue } from './queue.ts';
-import { withDeadline, WRITE_TIMEOUT_MS } from '../kube/call-options.ts';
+import { failureKind, httpStatus, withDeadline } from '../kube/call-options.ts';
 
-const MERGE_PATCH = withDeadline(WRITE_TIMEOUT_MS, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+const MERGE_PATCH = withDeadline(k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
 
 export interface ReconcilerOptions {
   caches: ClusterCaches;
@@ -19,15 +19,6 @@ export interface ReconcilerOptions {
   metrics: Metrics;
   log: Logger;
   now: () => number;
-}
-
-/** Error types for labeling_errors_total: a small fixed set. */
-function errorType(code: number | undefined): string {
-  if (code === 403) return 'forbidden';
-  if (code === 422) return 'invalid';
-  if (code === 429) return 'throttled';
-  if (code !== undefined && code >= 500) return 'server_error';
-  return code === undefined ? 'network' : `http_${code >= 400 && code < 500 ? '4xx' : 'other'}`;
 }
 
 export class Reconciler {
@@ -87,10 +78,10 @@ export class Reconciler {
     try {
       await this.core.patchNode({ name, body: mergePatch(decision.record, node.resourceVersion) }, MERGE_PATCH);
     } catch (err) {
-      const code = (err as { code?: number }).code;
+      const code = httpStatus(err);
       if (code === 404) return { kind: 'done' };
       // 409: the node changed since the decision; decide again from the fresher cache.
-      metrics.labelingErrors.inc({ error_type: code === 409 ? 'conflict' : errorType(code) });
+      metrics.labelingErrors.inc({ error_type: failureKind(err) });
       if (code !== 409) log.warn({ code, err: (err as Error).message }, 'writing a record failed; will retry');
       return { kind: 'retry', reason: code === 409 ? 'conflict' : 'write failed' };
     } finally {
