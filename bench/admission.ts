@@ -114,7 +114,7 @@ export async function runNodeCreateSuite(progress: Progress): Promise<SuiteResul
     const latencies: Record<string, number[]> = { none: [], null: [], ours: [] };
     let inline = 0;
     let oursCount = 0;
-    const [blocks, perBlock, warmup] = [3, 50, 20];
+    const [blocks, perBlock, warmup] = [3, 100, 20];
     progress(`node-create: ${warmup} warm-up rounds, then ${blocks} blocks of ${perBlock} rounds of one CREATE per arm, arms shuffled each round`);
     for (let i = 0; i < blocks * perBlock + warmup; i++) {
       const order = [...ARMS].sort(() => Math.random() - 0.5);
