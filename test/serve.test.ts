@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { freePort } from './support/control-plane.ts';
 import { startClusterEnv } from './support/watcher-env.ts';
+import { waitReady } from './support/fleet.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());
@@ -25,16 +26,6 @@ function run(args: string[], extraEnv: Record<string, string> = {}): Proc {
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   t.teardown(() => void child.kill('SIGKILL'));
   return { child, output: () => out, exited };
-}
-
-async function waitReady(port: number, path = '/readyz', ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const ok = await fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.status === 200, () => false);
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`not ready on ${port}${path}`);
 }
 
 t.test('disabled (the default): says so, serves health and metrics, writes nothing', async (t) => {

@@ -153,6 +153,6 @@ export async function metricsOf(port: number): Promise<string> {
   return fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
 }
 
-export async function waitReady(port: number, ms = 30_000): Promise<void> {
-  await until(`readiness on ${port}`, () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false), ms);
+export async function waitReady(port: number, path = '/readyz', ms = 30_000): Promise<void> {
+  await until(`${path} on ${port}`, () => fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.status === 200, () => false), ms);
 }
