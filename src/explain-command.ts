@@ -79,6 +79,11 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   return args.output === 'json' ? JSON.stringify(results, null, 2) : results.map(table).join('\n\n');
 }
 
+function requirementText(r: { key: string; operator: string; values: readonly string[]; gte?: string; lte?: string }): string {
+  const bounds = [r.gte !== undefined ? ` >=${r.gte}` : '', r.lte !== undefined ? ` <=${r.lte}` : ''].join('');
+  return `${r.key} ${r.operator}${r.values.length ? ` [${r.values.join(', ')}]` : ''}${bounds}`;
+}
+
 function table(e: Explanation): string {
   const head = e.outcome === 'influenced'
     ? `${e.node}: influenced by ${e.overlay} (launch ${e.evaluatedAt}, basis ${e.basis})`
@@ -92,7 +97,13 @@ function table(e: Explanation): string {
     const state = o.winner ? 'WINS' : !o.active ? `inactive: ${o.inactiveReason}` : o.matched ? 'matches (outranked)' : 'no match';
     lines.push(`  - ${o.name} (weight ${o.weight}): ${state}`);
     for (const r of o.requirements) {
-      lines.push(`      ${r.pass ? 'pass' : 'FAIL'}  ${r.key} ${r.operator}${r.values.length ? ` [${r.values.join(', ')}]` : ''}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}`);
+      lines.push(`      ${r.pass ? 'pass' : 'FAIL'}  ${requirementText(r)}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}`);
+      // Say what was written when Karpenter compares something else: several requirements
+      // on one key, or a deprecated key.
+      const [only] = r.from;
+      if (r.from.length > 1 || (only && only.key !== r.key)) {
+        lines.push(`            from: ${r.from.map((f) => requirementText({ key: f.key, operator: f.operator, values: f.values ?? [] })).join('; ')}`);
+      }
     }
   }
   return lines.join('\n');

@@ -1,13 +1,15 @@
 // `explain` through the real entry point: on files kubectl wrote (from the demo's cluster) and
 // live against a real apiserver.
 import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Explanation } from '../src/engine/index.ts';
 import { KarpenterSim } from './support/karpenter-sim.ts';
-import { computeSavingsPlan, reservedInstance } from './support/veneer.ts';
+import { computeSavingsPlan, karpenterNode, reservedInstance } from './support/veneer.ts';
 import { startClusterEnv } from './support/watcher-env.ts';
 
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
@@ -46,6 +48,41 @@ t.test('a single JSON object, the table for people, and a time before the overla
   const e = (JSON.parse(other.out) as Explanation[])[0];
   t.match(e, { outcome: 'not-influenced', overlay: null });
   t.match(e?.overlays[0], { active: false, inactiveReason: 'not selected by team=none' });
+});
+
+t.test('what Karpenter compares: one combined requirement per normalized key, where it came from, the node\'s value', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'explain-'));
+  const ri = reservedInstance('m5.xlarge', 'us-west-2');
+  const written = [
+    { key: 'beta.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge', 'm5.2xlarge'] },
+    { key: 'node.kubernetes.io/instance-type', operator: 'NotIn', values: ['m5.2xlarge'] },
+    { key: 'karpenter.k8s.aws/instance-memory', operator: 'Gt', values: ['8191'] },
+    { key: 'karpenter.k8s.aws/instance-memory', operator: 'Lte', values: ['32768'] },
+  ];
+  const overlay = { ...ri, metadata: { ...ri.metadata, creationTimestamp: '2026-01-12T14:00:00Z' }, spec: { ...ri.spec, requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }, ...written] } };
+  // The node carries only the deprecated instance-type key, as old kubelets wrote it.
+  const node = karpenterNode({ name: 'old-kubelet', instanceType: 'm5.xlarge', createdAt: '2026-01-12T15:00:00Z', extraLabels: { 'beta.kubernetes.io/instance-type': 'm5.xlarge', 'karpenter.k8s.aws/instance-memory': '16384' } });
+  delete node.metadata?.labels?.['node.kubernetes.io/instance-type'];
+  writeFileSync(join(dir, 'overlays.json'), JSON.stringify(overlay));
+  writeFileSync(join(dir, 'node.json'), JSON.stringify(node));
+  const args = ['--nodes', join(dir, 'node.json'), '--overlays', join(dir, 'overlays.json')];
+  const json = await run([...args, '-o', 'json']);
+  t.equal(json.code, 0, json.err);
+  const [e] = JSON.parse(json.out) as Explanation[];
+  t.match(e, { outcome: 'influenced', overlay: ri.metadata?.name });
+  t.same(e?.overlays[0]?.requirements.slice(1), [
+    {
+      key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge'],
+      from: [written[0], written[1]], nodeValue: 'm5.xlarge', pass: true,
+    },
+    {
+      key: 'karpenter.k8s.aws/instance-memory', operator: 'Exists', values: [], gte: '8192', lte: '32768',
+      from: [written[2], written[3]], nodeValue: '16384', pass: true,
+    },
+  ]);
+  const table = await run(args);
+  t.match(table.out, /pass {2}node\.kubernetes\.io\/instance-type In \[m5\.xlarge\] {2}node: "m5\.xlarge"\n {12}from: beta\.kubernetes\.io\/instance-type In \[m5\.xlarge, m5\.2xlarge\]; node\.kubernetes\.io\/instance-type NotIn \[m5\.2xlarge\]/);
+  t.match(table.out, /pass {2}karpenter\.k8s\.aws\/instance-memory Exists >=8192 <=32768 {2}node: "16384"/);
 });
 
 t.test('mistakes get a clear message', async (t) => {

@@ -1,6 +1,7 @@
 // The one place that decides whether a node was launched under an overlay's influence.
 // Pure: no I/O, no clock; the caller passes `now` and the caches' views.
 import type { Labels } from './requirements.ts';
+import { labelValue } from './normalize.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
@@ -64,7 +65,7 @@ function readiness(input: DecisionInput, labels: Labels, at: number, index: Over
   const createdAt = input.node.createdAt ?? input.now;
   if (input.now - createdAt >= grace) return undefined;
   for (const key of index.keysNamedAt(at)) {
-    if (labels[key] === undefined) return `label ${key} not yet on the node and its NodeClaim is unknown`;
+    if (labelValue(labels, key) === undefined) return `label ${key} not yet on the node and its NodeClaim is unknown`;
   }
   return undefined;
 }

@@ -5,12 +5,20 @@ import type { NodeClaimView, NodeView } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { rfc3339 } from './labels.ts';
-import { requirementPasses } from './requirements.ts';
+import { combinedOperator, requirementPasses, type CombinedOperator, type RequirementSpec } from './requirements.ts';
+import { labelValue } from './normalize.ts';
 
+/** One requirement as Karpenter compares it: combined per normalized key. */
 export interface RequirementExplanation {
   key: string;
-  operator: string;
+  operator: CombinedOperator;
   values: string[];
+  /** Inclusive integer bounds, as decimal strings. */
+  gte?: string;
+  lte?: string;
+  /** The requirements as written that were combined into this one. */
+  from: RequirementSpec[];
+  /** The node's value under the normalized key (or a deprecated alias of it). */
   nodeValue: string | null;
   pass: boolean;
 }
@@ -65,13 +73,19 @@ export function explain(
     const inactive = ineligibility(o, policy)
       ?? (o.createdAt !== undefined && o.createdAt > at ? `created after the launch (${rfc3339(o.createdAt)})` : undefined)
       ?? (o.deletingAt !== undefined && o.deletingAt <= at ? `being deleted since ${rfc3339(o.deletingAt)}` : undefined);
-    const requirements = o.requirements.map((r) => ({
-      key: r.key,
-      operator: r.operator,
-      values: [...r.values],
-      nodeValue: labels[r.key] ?? null,
-      pass: requirementPasses(r, labels[r.key]),
-    }));
+    const requirements = o.requirements.map((r): RequirementExplanation => {
+      const nodeValue = labelValue(labels, r.key);
+      return {
+        key: r.key,
+        operator: combinedOperator(r),
+        values: [...r.values].sort(),
+        ...(r.gte !== undefined ? { gte: String(r.gte) } : {}),
+        ...(r.lte !== undefined ? { lte: String(r.lte) } : {}),
+        from: r.from.map((f) => ({ key: f.key, operator: f.operator, values: [...(f.values ?? [])] })),
+        nodeValue: nodeValue ?? null,
+        pass: requirementPasses(r, nodeValue),
+      };
+    });
     return {
       name: o.name,
       weight: o.weight,

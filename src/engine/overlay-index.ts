@@ -2,7 +2,8 @@
 // so that a decision looks at a handful of candidates instead of every overlay.
 //
 // Time is always an argument: the caller says when it observed what.
-import { type Labels, allPass } from './requirements.ts';
+import { type Labels, allPass, combinedOperator } from './requirements.ts';
+import { labelValue } from './normalize.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView, outranks } from './overlay.ts';
 
 export interface OverlayVersion {
@@ -124,7 +125,7 @@ export class OverlayIndex {
       if (allPass(v.overlay.requirements, labels)) best = v;
     };
     for (const [key, byValue] of this.buckets) {
-      const value = labels[key];
+      const value = labelValue(labels, key);
       if (value === undefined) continue;
       const candidates = byValue.get(value);
       if (candidates) for (const v of candidates) consider(v);
@@ -159,8 +160,8 @@ export class OverlayIndex {
   }
 
   /**
-   * Files each eligible version under one of its `In` requirements, the (key, value) pair
-   * shared by the fewest versions: a node can only match a version whose anchor value it has.
+   * Files each eligible version under one of its combined `In` requirements, the (key, value)
+   * pair shared by the fewest versions: a node can only match a version whose anchor value it has.
    */
   private rebuild(): void {
     const eligible = [...this.versions()].filter((v) => v.ineligible === undefined);
@@ -168,7 +169,7 @@ export class OverlayIndex {
     const pairKey = (k: string, v: string) => `${k}\u0000${v}`;
     for (const v of eligible) {
       for (const r of v.overlay.requirements) {
-        if (r.operator !== 'In') continue;
+        if (combinedOperator(r) !== 'In') continue;
         for (const value of r.values) frequency.set(pairKey(r.key, value), (frequency.get(pairKey(r.key, value)) ?? 0) + 1);
       }
     }
@@ -177,7 +178,7 @@ export class OverlayIndex {
     for (const v of eligible) {
       let anchor: { key: string; values: ReadonlySet<string>; cost: number } | undefined;
       for (const r of v.overlay.requirements) {
-        if (r.operator !== 'In') continue;
+        if (combinedOperator(r) !== 'In') continue;
         let cost = 0;
         for (const value of r.values) cost += frequency.get(pairKey(r.key, value)) ?? 0;
         if (!anchor || cost < anchor.cost) anchor = { key: r.key, values: r.values, cost };

@@ -1,5 +1,5 @@
 // A NodeOverlay reduced to what a decision needs, and the rules for whether it counts.
-import { compileRequirement, type Labels, type Requirement, type RequirementSpec } from './requirements.ts';
+import { combineRequirements, type Labels, type Requirement, type RequirementSpec } from './requirements.ts';
 import type { LabelSelector } from './selector.ts';
 import { toLabelValue } from './labels.ts';
 import { createHash } from 'node:crypto';
@@ -40,6 +40,7 @@ export interface OverlayView {
   readonly weight: number;
   readonly price?: string;
   readonly priceAdjustment?: string;
+  /** One combined requirement per normalized key, as Karpenter holds them. */
   readonly requirements: readonly Requirement[];
   readonly createdAt?: number;
   readonly deletingAt?: number;
@@ -76,7 +77,7 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
     weight: spec.weight ?? 0,
     ...(spec.price != null ? { price: spec.price } : {}),
     ...(spec.priceAdjustment != null ? { priceAdjustment: spec.priceAdjustment } : {}),
-    requirements: requirementSpecs.map(compileRequirement),
+    requirements: combineRequirements(requirementSpecs),
     createdAt: toEpochMs(obj.metadata?.creationTimestamp),
     deletingAt: toEpochMs(obj.metadata?.deletionTimestamp),
     ready: condition(obj, 'Ready'),
