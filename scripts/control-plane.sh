@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy into a cache outside the repo.
-# Idempotent: when both binaries are cached it only prints their paths.
+# Builds kube-apiserver, etcd, helm and the Karpenter oracle (test/karpenter-oracle: Karpenter's
+# own matching code, the judge of the decision engine) from the Go module proxy into a cache
+# outside the repo. Idempotent: when every binary is cached it only prints their paths.
 #
 # Why a wrapper module: k8s.io/kubernetes replaces every staging module with ./staging/...,
 # so `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` cannot work. A throw-away module
@@ -19,18 +20,25 @@ APISERVER_BIN="$K8S_DIR/kube-apiserver"
 ETCD_BIN="$ETCD_DIR/etcd"
 HELM_DIR="$CACHE_ROOT/helm-$HELM_VERSION"
 HELM_BIN="$HELM_DIR/helm"
+# The oracle is built from this repository's sources: its cache key is their hash, so an edit
+# rebuilds it and an old build is never used by mistake.
+ORACLE_SRC="$(cd "$(dirname "$0")/.." && pwd)/test/karpenter-oracle"
+KARPENTER_VERSION="$(awk '$1 == "sigs.k8s.io/karpenter" { print $2 }' "$ORACLE_SRC/go.mod")"
+ORACLE_HASH="$(cat "$ORACLE_SRC/go.mod" "$ORACLE_SRC/go.sum" "$ORACLE_SRC/main.go" | sha256sum | cut -c1-12)"
+ORACLE_BIN="$CACHE_ROOT/karpenter-oracle-$KARPENTER_VERSION-$ORACLE_HASH/karpenter-oracle"
 
 log() { printf '[control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ "${1:-}" = "--print-env" ]; then
-  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\n' "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN"
+  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_KARPENTER_ORACLE=%s\n' "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$ORACLE_BIN"
   exit 0
 fi
 
-if [ -x "$APISERVER_BIN" ] && [ -x "$ETCD_BIN" ] && [ -x "$HELM_BIN" ]; then
+if [ -x "$APISERVER_BIN" ] && [ -x "$ETCD_BIN" ] && [ -x "$HELM_BIN" ] && [ -x "$ORACLE_BIN" ]; then
   log "cached: $APISERVER_BIN"
   log "cached: $ETCD_BIN"
   log "cached: $HELM_BIN"
+  log "cached: $ORACLE_BIN"
   exit 0
 fi
 
@@ -53,7 +61,8 @@ with_progress() {
     sleep 30
     kill -0 "$pid" 2>/dev/null && log "$what: still working ($((SECONDS - start)) s)"
   done
-  wait "$pid"
+  # Callers run as `[ -x BIN ] || build_x`, where set -e does not apply: fail loudly here.
+  wait "$pid" || { local rc=$?; log "$what: FAILED (exit $rc)"; exit "$rc"; }
   log "$what: done in $((SECONDS - start)) s"
 }
 
@@ -88,8 +97,8 @@ GOMOD
   local vp=k8s.io/component-base/version
   local ldflags="-s -w -X $vp.gitVersion=$K8S_VERSION -X $vp.gitMajor=1 -X $vp.gitMinor=${minor%%.*}"
   with_progress "kube-apiserver: compile" \
-    bash -c "cd '$work' && go build -p 2 -trimpath -ldflags '$ldflags' -o '$APISERVER_BIN.tmp' k8s.io/kubernetes/cmd/kube-apiserver"
-  mv "$APISERVER_BIN.tmp" "$APISERVER_BIN"
+    bash -c "cd '$work' && go build -p 2 -trimpath -ldflags '$ldflags' -o '$APISERVER_BIN.tmp.$$' k8s.io/kubernetes/cmd/kube-apiserver"
+  mv "$APISERVER_BIN.tmp.$$" "$APISERVER_BIN"
 }
 
 build_etcd() {
@@ -116,8 +125,8 @@ func main() { etcdmain.Main(os.Args) }
 GO
   with_progress "etcd: go mod tidy" bash -c "cd '$work' && go mod tidy >/dev/null"
   mkdir -p "$ETCD_DIR"
-  with_progress "etcd: compile" bash -c "cd '$work' && go build -p 2 -trimpath -ldflags '-s -w' -o '$ETCD_BIN.tmp' ."
-  mv "$ETCD_BIN.tmp" "$ETCD_BIN"
+  with_progress "etcd: compile" bash -c "cd '$work' && go build -p 2 -trimpath -ldflags '-s -w' -o '$ETCD_BIN.tmp.$$' ."
+  mv "$ETCD_BIN.tmp.$$" "$ETCD_BIN"
 }
 
 build_helm() {
@@ -126,10 +135,20 @@ build_helm() {
     env GOBIN="$HELM_DIR" go install -p 2 -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+build_oracle() {
+  mkdir -p "$(dirname "$ORACLE_BIN")"
+  # go.mod and go.sum are committed and tidy: the build must not change them.
+  with_progress "karpenter-oracle (sigs.k8s.io/karpenter $KARPENTER_VERSION): compile" \
+    bash -c "cd '$ORACLE_SRC' && GOFLAGS=-mod=readonly go build -p 2 -trimpath -ldflags '-s -w' -o '$ORACLE_BIN.tmp.$$' ."
+  mv "$ORACLE_BIN.tmp.$$" "$ORACLE_BIN"
+}
+
 log "cold build into $CACHE_ROOT (first time only: expect 10-25 minutes on 2 cores)"
 [ -x "$ETCD_BIN" ] || build_etcd
 [ -x "$APISERVER_BIN" ] || build_apiserver
 [ -x "$HELM_BIN" ] || build_helm
+[ -x "$ORACLE_BIN" ] || build_oracle
 log "ready: $APISERVER_BIN"
 log "ready: $ETCD_BIN"
 log "ready: $HELM_BIN"
+log "ready: $ORACLE_BIN"
