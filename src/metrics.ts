@@ -96,6 +96,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['resource', 'reason'] as const,
       registers: r,
     }),
+    watchEvents: new Counter({
+      name: `${PREFIX}watch_events_total`,
+      help: 'Watch events received, by resource and handling: applied (decoded into the cache) or skipped (a node metadata event whose labels did not change, such as a status heartbeat).',
+      labelNames: ['resource', 'handling'] as const,
+      registers: r,
+    }),
     watchLastEventAge: new Gauge({
       name: `${PREFIX}watch_last_event_age_seconds`,
       help: 'Seconds since the newest list, event or bookmark of each watch.',

@@ -20,6 +20,13 @@ import { Agent } from 'undici';
  * event loop does not look like a dead peer.
  */
 export const HTTP2_PING_INTERVAL_MS = 10_000;
+/**
+ * client-go's HTTP/2 flow-control windows (4 MB per stream, 1 GB per connection) instead of
+ * undici's (256 KB and 512 KB), which hold about a dozen 20 KB node events: a watch whose window
+ * filled during a burst stopped the apiserver's sender, and the apiserver cut it
+ * (apiserver_terminated_watchers_total). The stream window still bounds what one watch buffers.
+ */
+const H2_OPTIONS = { pingInterval: HTTP2_PING_INTERVAL_MS, connectionWindowSize: 1 << 30, settings: { initialWindowSize: 4 << 20 } };
 /** A request may hold the old dispatcher between choosing it and sending on it. */
 const RETIRE_AFTER_MS = 30_000;
 const SHARED = Symbol('veneer.sharedConnections');
@@ -47,7 +54,7 @@ export function shareConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
     if (current?.key !== key) {
       const old = current?.dispatcher;
       const dispatcher = options.type === 'agent'
-        ? new Agent({ connect: options.connect, h2Options: { pingInterval: HTTP2_PING_INTERVAL_MS } })
+        ? new Agent({ connect: options.connect, h2Options: H2_OPTIONS })
         : clientDispatcher(cluster, agentOptions);
       current = { key, dispatcher };
       if (old) setTimeout(() => void old.close().catch(() => {}), RETIRE_AFTER_MS).unref();

@@ -3,11 +3,12 @@
 // stalls (a watchdog: no event or bookmark for `watchdogMs` restarts the watch from its
 // last resourceVersion), periodic
 // safety relists, and a stop() that is never mistaken for a failure.
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 import { httpStatus } from './call-options.ts';
+import { streamLines } from './watch-stream.ts';
 
 export interface ListPage {
   items: unknown[];
@@ -33,6 +34,10 @@ export interface ReflectorOptions<T> {
   kc: k8s.KubeConfig;
   watchPath: string;
   labelSelector?: string;
+  /** The Accept header of the list and the watch (metadata-only views ask for less). */
+  accept?: string;
+  /** Reads one watch line; may leave out the object when it cannot change the store. */
+  parseEvent?: (line: string) => ParsedEvent;
   listPage(continueToken: string | undefined): Promise<ListPage>;
   keyOf(obj: unknown): string;
   slim(obj: unknown): T;
@@ -47,11 +52,6 @@ export interface ReflectorOptions<T> {
 }
 
 type WatchEnd = 'closed' | 'expired' | 'idle' | 'relist' | 'stopped';
-
-interface WatchEvent {
-  type?: string;
-  object?: { metadata?: { resourceVersion?: string }; code?: number; message?: string };
-}
 
 export class Reflector<T> {
   readonly store = new Map<string, T>();
@@ -68,8 +68,14 @@ export class Reflector<T> {
   private gapSince: number | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
 
+  private readonly counted: { applied: { inc(): void }; skipped: { inc(): void } };
+
   constructor(opts: ReflectorOptions<T>) {
     this.o = opts;
+    this.counted = {
+      applied: opts.metrics.watchEvents.labels({ resource: opts.resource, handling: 'applied' }),
+      skipped: opts.metrics.watchEvents.labels({ resource: opts.resource, handling: 'skipped' }),
+    };
     this.now = opts.now ?? Date.now;
     this.lastEventAt = this.now();
     this.synced = new Promise((resolve) => (this.syncedResolve = resolve));
@@ -178,84 +184,97 @@ export class Reflector<T> {
     }
   }
 
-  private watchOnce(resourceVersion: string): Promise<{ end: WatchEnd; lastRV: string; events: number }> {
+  private async watchOnce(resourceVersion: string): Promise<{ end: WatchEnd; lastRV: string; events: number }> {
     let rv = resourceVersion;
     let expired = false;
     let events = 0;
-    let abortRequested = false;
-    const abort = () => {
-      abortRequested = true;
-      this.currentWatch?.abort();
+    const controller = new AbortController();
+    this.currentWatch = controller;
+    // A relist or a stop may have been asked for while no watch was running.
+    if (this.stopped || this.relistDue) controller.abort();
+    const query = {
+      resourceVersion: rv,
+      allowWatchBookmarks: true,
+      watch: true,
+      // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
+      timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      labelSelector: this.o.labelSelector,
     };
-    return new Promise((resolve, reject) => {
-      const watch = new k8s.Watch(this.o.kc);
-      // The client's inactivity timer is the watchdog: any event or bookmark resets it. It is
-      // private (30 s) in the typings; if it ever moves, watches restart more often, no worse.
-      (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = this.o.watchdogMs ?? 2 * 60_000;
-      const query: Record<string, string | number | boolean> = {
-        resourceVersion: rv,
-        allowWatchBookmarks: true,
-        // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
-        timeoutSeconds: 300 + Math.floor(Math.random() * 300),
-      };
-      if (this.o.labelSelector) query.labelSelector = this.o.labelSelector;
-      const onEvent = (type: string, obj: unknown, raw: WatchEvent) => {
-        try {
-          handle(type, obj, raw);
-        } catch (err) {
-          // The client would swallow this silently; a relist repairs whatever was missed.
-          this.o.log.error({ resource: this.o.resource, err: (err as Error).message }, 'handling a watch event failed; relisting');
-          this.relistDue = true;
-          abort();
-        }
-      };
-      const handle = (type: string, obj: unknown, raw: WatchEvent) => {
-        const at = this.now();
-        this.lastEventAt = at;
-        const objRV = raw.object?.metadata?.resourceVersion;
-        if (type !== 'ERROR') events++;
-        switch (type) {
-          case 'ADDED':
-          case 'MODIFIED': {
-            const item = this.o.slim(obj);
-            this.store.set(this.o.keyOf(obj), item);
-            this.o.handlers.upsert(item, at);
+    const handle = (line: string) => {
+      const event = (this.o.parseEvent ?? parseEvent)(line);
+      const at = this.now();
+      this.lastEventAt = at;
+      switch (event.type) {
+        case 'ADDED':
+        case 'MODIFIED': {
+          // No object: the parser saw nothing that can matter to this store.
+          if (event.object === undefined) {
+            this.counted.skipped.inc();
             break;
           }
-          case 'DELETED': {
-            const key = this.o.keyOf(obj);
-            const known = this.store.get(key) ?? this.o.slim(obj);
-            this.store.delete(key);
-            this.o.handlers.remove(known, at);
-            break;
-          }
-          case 'ERROR':
-            if (raw.object?.code === 410) expired = true;
-            else this.o.log.warn({ resource: this.o.resource, status: raw.object?.message }, 'watch error event');
-            abort();
-            return;
+          this.counted.applied.inc();
+          const item = this.o.slim(event.object);
+          this.store.set(this.o.keyOf(event.object), item);
+          this.o.handlers.upsert(item, at);
+          break;
         }
-        if (objRV) rv = objRV;
-      };
-      const onDone = (err: unknown) => {
-        this.currentWatch = undefined;
-        if (this.stopped) return resolve({ end: 'stopped', lastRV: rv, events });
-        if (expired || (err as { statusCode?: number } | null)?.statusCode === 410) return resolve({ end: 'expired', lastRV: rv, events });
-        if (this.relistDue) return resolve({ end: 'relist', lastRV: rv, events });
-        if (isTimeout(err)) return resolve({ end: 'idle', lastRV: rv, events });
-        if (err && !isAbort(err)) return reject(err);
-        resolve({ end: 'closed', lastRV: rv, events });
-      };
-      watch.watch(this.o.watchPath, query, onEvent, onDone).then(
-        (controller) => {
-          this.currentWatch = controller;
-          // An ERROR event or a relist may have asked for an abort before the controller existed.
-          if (this.stopped || this.relistDue || abortRequested) controller.abort();
-        },
-        reject,
-      );
-    });
+        case 'DELETED': {
+          this.counted.applied.inc();
+          const key = this.o.keyOf(event.object);
+          const known = this.store.get(key) ?? this.o.slim(event.object);
+          this.store.delete(key);
+          this.o.handlers.remove(known, at);
+          break;
+        }
+        case 'ERROR': {
+          const status = event.object as { code?: number; message?: string } | undefined;
+          if (status?.code === 410) expired = true;
+          else this.o.log.warn({ resource: this.o.resource, status: status?.message }, 'watch error event');
+          controller.abort();
+          return;
+        }
+      }
+      events++;
+      if (event.resourceVersion) rv = event.resourceVersion;
+    };
+    const onLine = (line: string) => {
+      try {
+        handle(line);
+      } catch (err) {
+        // A relist repairs whatever this event would have changed.
+        this.o.log.error({ resource: this.o.resource, err: (err as Error).message }, 'handling a watch event failed; relisting');
+        this.relistDue = true;
+        controller.abort();
+      }
+    };
+    let failure: unknown;
+    try {
+      await streamLines(this.o.kc, { path: this.o.watchPath, query, accept: this.o.accept, signal: controller.signal, inactivityMs: this.o.watchdogMs ?? 2 * 60_000 }, onLine);
+    } catch (err) {
+      failure = err;
+    } finally {
+      this.currentWatch = undefined;
+    }
+    const end = (e: WatchEnd) => ({ end: e, lastRV: rv, events });
+    if (this.stopped) return end('stopped');
+    if (expired || (failure as { statusCode?: number } | undefined)?.statusCode === 410) return end('expired');
+    if (this.relistDue) return end('relist');
+    if (isTimeout(failure)) return end('idle');
+    if (failure !== undefined && !isAbort(failure)) throw failure;
+    return end('closed');
   }
+}
+
+/** A watch event as the apiserver sends it, with the resourceVersion it moves the watch to. */
+export interface ParsedEvent {
+  type: string;
+  object?: unknown;
+  resourceVersion?: string;
+}
+
+export function parseEvent(line: string): ParsedEvent {
+  const event = JSON.parse(line) as { type: string; object?: { metadata?: { resourceVersion?: string } } };
+  return { type: event.type, object: event.object, resourceVersion: event.object?.metadata?.resourceVersion };
 }
 
 function isTimeout(err: unknown): boolean {
