@@ -74,17 +74,19 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const caches = new ClusterCaches(
     { kc: o.kc, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
+    settings.keys.influenced,
   );
   metrics.atScrape.nodeCounts = () => {
     metrics.nodesInfluenced.reset();
-    let pending = 0;
     for (const node of caches.nodes.nodes()) {
       if (node.labels[settings.keys.influenced] === 'true') {
         metrics.nodesInfluenced.inc({ capacity_type: node.labels[settings.keys.copied['capacity-type']] ?? 'unknown' });
-      } else {
-        const s = scope(node, nodeClaimFor(node, caches.nodeClaims), settings.keys);
-        if (s.inScope && !s.recorded) pending++;
       }
+    }
+    let pending = 0;
+    for (const node of caches.nodes.undecidedNodes()) {
+      const s = scope(node, nodeClaimFor(node, caches.nodeClaims), settings.keys);
+      if (s.inScope && !s.recorded) pending++;
     }
     metrics.nodesPending.set(pending);
   };

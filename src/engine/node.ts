@@ -15,7 +15,6 @@ export interface NodeObject {
   metadata?: {
     name?: string;
     labels?: Record<string, string> | null;
-    annotations?: Record<string, string> | null;
     creationTimestamp?: Timestamp;
     resourceVersion?: string;
     ownerReferences?: OwnerReference[] | null;
@@ -35,7 +34,6 @@ export interface NodeClaimObject {
 export interface NodeView {
   readonly name: string;
   readonly labels: Labels;
-  readonly annotations: Labels;
   readonly createdAt?: number;
   readonly providerID?: string;
   /** The NodeClaim named by the node's ownerReference (set by Karpenter's registration). */
@@ -57,7 +55,6 @@ export function toNodeView(obj: NodeObject): NodeView {
   return {
     name: md.name ?? '',
     labels: md.labels ?? {},
-    annotations: md.annotations ?? {},
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.spec?.providerID ?? undefined),
     ...optional('ownerNodeClaim', owner?.name),

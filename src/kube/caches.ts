@@ -3,11 +3,12 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
-  OverlayIndex, parseSelector, toNodeClaimView, toNodeView, toOverlayView,
-  type NodeClaimLookup, type NodeClaimView, type NodeView, type OverlayObject,
+  OverlayIndex, parseSelector, toNodeClaimView, toOverlayView,
+  type NodeClaimLookup, type NodeClaimView, type OverlayObject,
 } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ListPage, Reflector } from './reflector.ts';
+import { NodeCache } from './node-cache.ts';
 import { withDeadline } from './call-options.ts';
 
 export interface CacheDeps {
@@ -121,56 +122,17 @@ export class NodeClaimCache implements NodeClaimLookup {
   }
 }
 
-export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
-
-export class NodeCache {
-  readonly reflector: Reflector<NodeView>;
-  private readonly listeners: NodeListener[] = [];
-
-  constructor(deps: CacheDeps) {
-    const core = deps.kc.makeApiClient(k8s.CoreV1Api);
-    this.reflector = new Reflector({
-      resource: 'nodes',
-      kc: deps.kc,
-      watchPath: '/api/v1/nodes',
-      listPage: async (token) => page((await core.listNode({ limit: PAGE, ...(token ? { _continue: token } : {}) }, LIST_OPTIONS)) as ListBody),
-      keyOf: nameOf,
-      // Only what decisions need is kept: no status, no managedFields, no images.
-      slim: (obj) => toNodeView(obj as Parameters<typeof toNodeView>[0]),
-      handlers: {
-        upsert: (node) => this.listeners.forEach((l) => l(node, 'upsert')),
-        remove: (node) => this.listeners.forEach((l) => l(node, 'remove')),
-      },
-      metrics: deps.metrics,
-      log: deps.log,
-      now: deps.now,
-      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
-    });
-  }
-
-  get(name: string): NodeView | undefined {
-    return this.reflector.store.get(name);
-  }
-
-  subscribe(listener: NodeListener): void {
-    this.listeners.push(listener);
-  }
-
-  nodes(): IterableIterator<NodeView> {
-    return this.reflector.store.values();
-  }
-}
-
-/** All three caches, started and stopped together; `ready` once each has listed. */
+/** The caches, started and stopped together; `ready` once each has listed. */
 export class ClusterCaches {
   readonly overlays: OverlayCache;
   readonly nodeClaims: NodeClaimCache;
   readonly nodes: NodeCache;
 
-  constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions) {
+  /** `influencedLabel`: the record's label, whose absence marks a node as undecided. */
+  constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string) {
     this.overlays = new OverlayCache(deps, overlayOpts);
     this.nodeClaims = new NodeClaimCache(deps);
-    this.nodes = new NodeCache(deps);
+    this.nodes = new NodeCache(deps, influencedLabel);
     const reflectors = this.reflectors();
     deps.metrics.atScrape.watchAges = () => {
       for (const r of reflectors) deps.metrics.watchLastEventAge.set({ resource: r.resource }, r.reflector.lastEventAgeSeconds());
@@ -181,7 +143,8 @@ export class ClusterCaches {
     return [
       { resource: 'nodeoverlays', reflector: this.overlays.reflector as Reflector<unknown> },
       { resource: 'nodeclaims', reflector: this.nodeClaims.reflector as Reflector<unknown> },
-      { resource: 'nodes', reflector: this.nodes.reflector as Reflector<unknown> },
+      { resource: 'nodes', reflector: this.nodes.all as Reflector<unknown> },
+      { resource: 'undecided-nodes', reflector: this.nodes.undecided as Reflector<unknown> },
     ];
   }
 

@@ -50,9 +50,9 @@ export class Reconciler {
     return s.inScope && !s.recorded;
   }
 
-  /** Leadership gained: process, starting with every node the caches know. */
+  /** Leadership gained: process, starting with every undecided node the caches know. */
   startProcessing(): void {
-    for (const node of this.o.caches.nodes.nodes()) if (this.wants(node)) this.queue.add(node.name);
+    for (const node of this.o.caches.nodes.undecidedNodes()) if (this.wants(node)) this.queue.add(node.name);
     this.queue.start();
   }
 

@@ -22,7 +22,7 @@ t.test('each reason for answering without a patch', async (t) => {
   let clock = T0;
   const slow = deps({ now: () => (clock += 400) });
   t.equal(mutate(review(registered), slow, T0 + 1000).outcome, 'deadline', 'past the deadline after deciding: no patch');
-  t.equal(mutate(review(registered), deps({ existingNode: () => ({ name: 'n1', labels: {}, annotations: {} }) }), T0 + 500).outcome, 'exists');
+  t.equal(mutate(review(registered), deps({ existingNode: () => ({ name: 'n1', labels: {} }) }), T0 + 500).outcome, 'exists');
   t.equal(mutate(review(registered, 'DELETE'), deps(), T0 + 500).outcome, 'ignored');
   t.equal(mutate(review(karpenterNode({ name: 'n2', capacityType: 'spot' })), deps(), T0 + 500).outcome, 'out_of_scope');
   const withOverlay = deps({ index: indexWith([reservedInstance('m5.xlarge', 'us-west-2')]) });
