@@ -8,6 +8,7 @@
 import t from 'tap';
 import { Agent, request } from 'node:https';
 import fc from 'fast-check';
+import { inspectorUrl, liveHeapMb } from '../support/inspector.ts';
 import { counter, Fleet, metricsOf, spawnServe, waitReady } from '../support/fleet.ts';
 import { startClusterEnv, WATCHER_USER } from '../support/watcher-env.ts';
 import { isValidLabelValue } from '../../src/engine/labels.ts';
@@ -162,30 +163,7 @@ async function rssMb(): Promise<number> {
 }
 
 /** The replica's live heap after a full GC, through the inspector protocol. */
-async function liveHeapMb(): Promise<number> {
-  const url = /ws:\/\/127\.0\.0\.1:\d+\/[\w-]+/.exec(replica.output())?.[0];
-  if (!url) throw new Error('the replica printed no inspector URL');
-  const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
-  let id = 0;
-  const call = (method: string, params: object = {}) => new Promise<{ result?: { value?: number } }>((resolve) => {
-    const mine = ++id;
-    ws.addEventListener('message', function answer(ev: MessageEvent) {
-      const msg = JSON.parse(String(ev.data)) as { id?: number; result: { result?: { value?: number } } };
-      if (msg.id !== mine) return;
-      ws.removeEventListener('message', answer);
-      resolve(msg.result);
-    });
-    ws.send(JSON.stringify({ id: mine, method, params }));
-  });
-  try {
-    await call('HeapProfiler.collectGarbage');
-    const used = await call('Runtime.evaluate', { expression: 'process.memoryUsage().heapUsed', returnByValue: true });
-    return (used.result?.value ?? Number.NaN) / 2 ** 20;
-  } finally {
-    ws.close();
-  }
-}
+const replicaHeapMb = () => liveHeapMb(inspectorUrl(replica.output()));
 
 async function fuzz(runs: number, seedBase: number): Promise<{ statuses: Map<number, number> }> {
   const statuses = new Map<number, number>();
@@ -208,11 +186,11 @@ t.test(`${RUNS} generated bodies: no crash, no 5xx, every rejection a 400 or 413
   const seed = Number(process.env.VENEER_FUZZ_SEED ?? Date.now() % 1_000_000);
   t.comment(`seed ${seed} (rerun with VENEER_FUZZ_SEED=${seed})`);
   const warmup = await fuzz(Math.min(2000, RUNS), seed);
-  const [heapAfterWarmup, rssAfterWarmup] = [await liveHeapMb(), await rssMb()];
+  const [heapAfterWarmup, rssAfterWarmup] = [await replicaHeapMb(), await rssMb()];
   const started = Date.now();
   const main = await fuzz(RUNS, seed + CLIENTS);
   const seconds = (Date.now() - started) / 1000;
-  const [heapAfter, rssAfter] = [await liveHeapMb(), await rssMb()];
+  const [heapAfter, rssAfter] = [await replicaHeapMb(), await rssMb()];
   const statuses = new Map<number, number>();
   for (const run of [warmup, main]) for (const [s, n] of run.statuses) statuses.set(s, (statuses.get(s) ?? 0) + n);
   t.same([...statuses.keys()].filter((s) => s >= 500), [], 'no 5xx');
