@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // veneer-node-watcher [serve|check-config] [--config FILE] [--<setting> VALUE ...]
+//
+// Modules load when a command needs them: the Kubernetes client alone takes over a second and
+// some 50 MB, which `--help`, `check-config` and an offline `explain` have no use for.
 import { readFileSync } from 'node:fs';
-import * as k8s from '@kubernetes/client-node';
-import { ConfigError, describeSource, loadConfig, type LoadedConfig } from './config/load.ts';
+import type { LoadedConfig } from './config/load.ts';
 import { flagName, SETTINGS, type SettingPath } from './config/schema.ts';
-import { createLogger } from './log.ts';
-import { runExplain, type ExplainArgs } from './explain-command.ts';
-import { startWatcher } from './watcher.ts';
+import type { ExplainArgs } from './explain-command.ts';
 
 const EXIT_USAGE = 2;
 /** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
@@ -91,11 +91,8 @@ export function parseArgs(argv: string[]): Parsed {
   return parsed;
 }
 
-function load(parsed: Parsed): LoadedConfig {
-  return loadConfig({ file: parsed.configFile, env: process.env, flags: parsed.flags });
-}
-
 async function serve(loaded: LoadedConfig): Promise<void> {
+  const [k8s, { createLogger }, { startWatcher }] = await Promise.all([import('@kubernetes/client-node'), import('./log.ts'), import('./watcher.ts')]);
   const { config } = loaded;
   const log = createLogger(config.logLevel);
   const kc = new k8s.KubeConfig();
@@ -126,7 +123,7 @@ async function serve(loaded: LoadedConfig): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-function checkConfig(loaded: LoadedConfig): void {
+function checkConfig(loaded: LoadedConfig, describeSource: (source: LoadedConfig['sources'][SettingPath]) => string): void {
   const rows = (Object.keys(SETTINGS) as SettingPath[]).map((p) => [`nodeWatcher.${p}`, JSON.stringify(loaded.values[p]), describeSource(loaded.sources[p])]);
   const width = [0, 1].map((c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
   console.log('configuration is valid');
@@ -149,9 +146,10 @@ export async function main(argv: string[]): Promise<number | undefined> {
     console.log(version());
     return 0;
   }
+  const { ConfigError, describeSource, loadConfig } = await import('./config/load.ts');
   let loaded: LoadedConfig;
   try {
-    loaded = load(parsed);
+    loaded = loadConfig({ file: parsed.configFile, env: process.env, flags: parsed.flags });
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`veneer-node-watcher: ${err.message}`);
@@ -160,7 +158,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
     throw err;
   }
   if (parsed.command === 'check-config') {
-    checkConfig(loaded);
+    checkConfig(loaded, describeSource);
     return 0;
   }
   if (parsed.command === 'explain') {
@@ -170,6 +168,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
       return EXIT_USAGE;
     }
     try {
+      const { runExplain } = await import('./explain-command.ts');
       console.log(await runExplain(e, loaded.config));
     } catch (err) {
       console.error(`veneer-node-watcher explain: ${(err as Error).message}`);

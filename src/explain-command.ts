@@ -1,7 +1,6 @@
 // `veneer-node-watcher explain`: why a node got (or would get) its record, from files such as
 // `kubectl get nodes -o yaml` writes, or live from the cluster.
 import { readFileSync } from 'node:fs';
-import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import type { Config } from './config/load.ts';
 import {
@@ -18,16 +17,31 @@ export interface ExplainArgs {
   output: 'json' | 'table';
 }
 
+function asObjects(value: unknown): Record<string, unknown>[] {
+  if (!value || typeof value !== 'object') return [];
+  const v = value as Record<string, unknown>;
+  return Array.isArray(v.items) ? (v.items as Record<string, unknown>[]) : [v];
+}
+
+/** JSON (what `kubectl -o json` writes) is YAML too, but JSON.parse reads it in milliseconds where the YAML parser takes seconds. */
+function parseJson(text: string): unknown {
+  if (!/^\s*[{[]/.test(text)) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Objects from JSON or YAML: one object, a List, or several documents. */
 export function readObjects(file: string): Record<string, unknown>[] {
   const text = readFileSync(file, 'utf8');
+  const json = parseJson(text);
+  if (json !== undefined) return asObjects(json);
   const out: Record<string, unknown>[] = [];
   for (const doc of parseAllDocuments(text)) {
     if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message.split('\n')[0]}`);
-    const value = doc.toJSON() as Record<string, unknown> | null;
-    if (!value) continue;
-    if (Array.isArray(value.items)) out.push(...(value.items as Record<string, unknown>[]));
-    else out.push(value);
+    out.push(...asObjects(doc.toJSON()));
   }
   return out;
 }
@@ -46,6 +60,8 @@ interface Inputs {
 }
 
 async function liveInputs(nodeName: string): Promise<Inputs> {
+  // Only a live explain needs the Kubernetes client (slow to load).
+  const k8s = await import('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
   kc.loadFromDefault();
   const core = kc.makeApiClient(k8s.CoreV1Api);
