@@ -25,7 +25,8 @@ export interface Config {
   shutdownDelayMs: number;
   logLevel: string;
   webhook: { port: number; certFile: string; keyFile: string; deadlineMs: number; allowedUsers: string[]; allowedGroups: string[] };
-  metrics: { port: number };
+  metrics: { port: number; secure: boolean; authCacheTTLMs: number };
+  health: { port: number };
   leaderElection: { enabled: boolean; leaseName: string; leaseNamespace: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
 }
 
@@ -167,7 +168,10 @@ export function loadConfig(input: LoadInput): LoadedConfig {
       problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
     }
   }
-  if (problems.length === 0) problems.push(...leaderElectionProblems(doc, origin));
+  if (problems.length === 0) {
+    const get = effective(doc, origin);
+    problems.push(...leaderElectionProblems(get), ...portProblems(get));
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   for (const path of paths) {
@@ -179,18 +183,40 @@ export function loadConfig(input: LoadInput): LoadedConfig {
   return { config: toConfig(values), sources, values };
 }
 
+/** A setting's value once validated (given or default) and where it came from, for cross-field rules. */
+type Effective = (p: SettingPath) => { value: unknown; from: string };
+
+function effective(doc: Record<string, any>, origin: Map<string, Source>): Effective {
+  return (p) => ({
+    value: `nodeWatcher.${p}`.split('.').reduce<any>((o, k) => o?.[k], doc) ?? SETTINGS[p].default,
+    from: describeSource(origin.get(`nodeWatcher.${p}`) ?? { kind: 'default' }),
+  });
+}
+
 /** client-go's rule: leaseDuration > renewDeadline > retryPeriod, or two leaders can overlap. */
-function leaderElectionProblems(doc: Record<string, any>, origin: Map<string, Source>): string[] {
-  const get = (p: SettingPath) => {
-    const given = `nodeWatcher.${p}`.split('.').reduce<any>((o, k) => o?.[k], doc);
-    return { ms: parseDuration(String(given ?? SETTINGS[p].default)) ?? 0, from: describeSource(origin.get(`nodeWatcher.${p}`) ?? { kind: 'default' }) };
+function leaderElectionProblems(get: Effective): string[] {
+  const ms = (p: SettingPath) => {
+    const { value, from } = get(p);
+    return { ms: parseDuration(String(value)) ?? 0, from };
   };
-  const lease = get('leaderElection.leaseDuration');
-  const renew = get('leaderElection.renewDeadline');
-  const retry = get('leaderElection.retryPeriod');
+  const lease = ms('leaderElection.leaseDuration');
+  const renew = ms('leaderElection.renewDeadline');
+  const retry = ms('leaderElection.retryPeriod');
   const out: string[] = [];
   if (lease.ms <= renew.ms) out.push(`nodeWatcher.leaderElection.leaseDuration (${formatDuration(lease.ms)}, from ${lease.from}) must be longer than renewDeadline (${formatDuration(renew.ms)}, from ${renew.from})`);
   if (renew.ms <= retry.ms) out.push(`nodeWatcher.leaderElection.renewDeadline (${formatDuration(renew.ms)}, from ${renew.from}) must be longer than retryPeriod (${formatDuration(retry.ms)}, from ${retry.from})`);
+  return out;
+}
+
+/** Two listeners on one port: the second would fail to bind, later and less clearly. */
+function portProblems(get: Effective): string[] {
+  const ports = (['webhook.port', 'metrics.port', 'health.port'] as const).map((path) => ({ path, ...get(path) }));
+  const out: string[] = [];
+  for (const [i, a] of ports.entries()) {
+    for (const b of ports.slice(i + 1)) {
+      if (a.value === b.value) out.push(`nodeWatcher.${a.path} (${a.value}, from ${a.from}) and nodeWatcher.${b.path} (${b.value}, from ${b.from}) must differ`);
+    }
+  }
   return out;
 }
 
@@ -215,7 +241,8 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       allowedUsers: v['webhook.allowedUsers'] as string[],
       allowedGroups: v['webhook.allowedGroups'] as string[],
     },
-    metrics: { port: v['metrics.port'] as number },
+    metrics: { port: v['metrics.port'] as number, secure: v['metrics.secure'] as boolean, authCacheTTLMs: ms('metrics.authCacheTTL') },
+    health: { port: v['health.port'] as number },
     leaderElection: {
       enabled: v['leaderElection.enabled'] as boolean,
       leaseName: v['leaderElection.leaseName'] as string,
