@@ -71,7 +71,7 @@ async function startAdmissionBench(): Promise<AdmissionBench> {
     const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'bench-watcher');
     children.push(spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, stdio: 'ignore' }));
     const oursPort = Number(flags['--webhook-port']);
-    for (let i = 0; i < 600 && !(await fetch(`http://127.0.0.1:${flags['--metrics-port']}/readyz`).then((r) => r.ok, () => false)); i++) await sleep(100);
+    for (let i = 0; i < 600 && !(await fetch(`http://127.0.0.1:${flags['--health-port']}/readyz`).then((r) => r.ok, () => false)); i++) await sleep(100);
 
     // The null webhook answers with exactly the body ours gives for a realistic review.
     const sample = await post(oursPort, env.certs.caPem, review('sample'));

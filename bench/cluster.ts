@@ -51,7 +51,7 @@ export async function runClusterSuite(progress: Progress): Promise<SuiteResult> 
     child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: process.env.VENEER_BENCH_NODE_OPTIONS ?? '' }, stdio: 'ignore' });
     const metricsPort = Number(flags['--metrics-port']);
     for (let i = 0; i < 600; i++) {
-      if (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.ok, () => false)) break;
+      if (await fetch(`http://127.0.0.1:${flags['--health-port']}/readyz`).then((r) => r.ok, () => false)) break;
       await sleep(100);
     }
 

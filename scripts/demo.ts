@@ -13,7 +13,8 @@ import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '..
 import { ControlPlane, freePort } from '../test/support/control-plane.ts';
 import { KarpenterSim } from '../test/support/karpenter-sim.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../test/support/veneer.ts';
-import { grantWatcherRole, waitForMutatingWebhook } from '../test/support/watcher-env.ts';
+import { scrape } from '../test/support/scrape.ts';
+import { grantMetricsReader, grantWatcherRole, waitForMutatingWebhook } from '../test/support/watcher-env.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
@@ -47,7 +48,7 @@ try {
   step('starting the watcher: mutating + validating webhooks, caches, leader-elected reconciler');
   const { config } = loadConfig({
     flags: {
-      '--enabled': 'true', '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()),
+      '--enabled': 'true', '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--health-port': String(await freePort()),
       '--webhook-cert-file': join(certDir, 'tls.crt'), '--webhook-key-file': join(certDir, 'tls.key'), '--shutdown-delay': '0s',
     },
   });
@@ -119,8 +120,12 @@ try {
   console.log('\nMS-TO-RECORD: from the start of the launch (NodeClaim, kubelet CREATE, registration) to the record; webhook records');
   console.log('came back inside those calls, reconciler records were polled every 100 ms. Labels are never changed afterwards.');
 
-  const metrics = await (await fetch(`http://127.0.0.1:${watcher.opsPort}/metrics`)).text();
-  console.log('\nKey metrics:');
+  // Metrics answer only a token the apiserver accepts, of an identity allowed to get /metrics:
+  // here a ServiceAccount bound to metrics-reader, as Prometheus' would be.
+  await grantMetricsReader(admin, [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }]);
+  const token = await cp.serviceAccountToken('monitoring', 'prometheus');
+  const metrics = (await scrape(watcher.metricsPort, { caPem, token })).body;
+  console.log('\nKey metrics (HTTPS, as ServiceAccount monitoring/prometheus, bound to metrics-reader):');
   for (const line of metrics.split('\n')) {
     if (/^veneer_nodewatcher_(nodes_labeled_total|nodes_influenced_current|nodes_pending|labeling_errors_total|leader|cache_refresh_total)[ {]/.test(line)) console.log(`  ${line}`);
     if (/^veneer_nodewatcher_admission_requests_total\{.*webhook="mutate"/.test(line)) console.log(`  ${line}`);
@@ -128,7 +133,14 @@ try {
 
   if (keep) {
     const path = cp.writeKubeConfig();
-    console.log(`\n--keep: the control plane and the watcher keep running. Try:\n  KUBECONFIG=${path} kubectl get nodes -L veneer.io/overlay-influenced,veneer.io/capacity-type\n  curl -s http://127.0.0.1:${watcher.opsPort}/metrics | grep veneer_\nCtrl-C to stop and clean up.`);
+    const metricsUrl = `https://127.0.0.1:${watcher.metricsPort}/metrics`;
+    console.log([
+      '\n--keep: the control plane and the watcher keep running. Try:',
+      `  KUBECONFIG=${path} kubectl get nodes -L veneer.io/overlay-influenced,veneer.io/capacity-type`,
+      `  curl -s --cacert ${join(certDir, 'ca.crt')} -H "Authorization: Bearer $(KUBECONFIG=${path} kubectl -n monitoring create token prometheus)" ${metricsUrl} | grep veneer_`,
+      `  curl -s --cacert ${join(certDir, 'ca.crt')} ${metricsUrl}     # no token: 401`,
+      'Ctrl-C to stop and clean up.',
+    ].join('\n'));
     await new Promise(() => {});
   }
   step('tearing down');

@@ -119,6 +119,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Reconciles retried with back-off (conflicts and failed writes).',
       registers: r,
     }),
+    metricsAuth: new Counter({
+      name: `${PREFIX}metrics_auth_total`,
+      help: 'Requests for /metrics by the authentication and authorization verdict: allowed, unauthenticated (401), forbidden (403), throttled (429: too many unknown tokens at once), error (503: the apiserver could not say).',
+      labelNames: ['result'] as const,
+      registers: r,
+    }),
     leader: new Gauge({
       name: `${PREFIX}leader`,
       help: '1 when this replica is the leader (the only writer of the reconciler), else 0.',

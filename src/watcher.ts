@@ -11,7 +11,8 @@ import { shareConnections } from './kube/connections.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
-import { type RunningServer, startOpsServer, startWebhookServer } from './webhook/server.ts';
+import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
+import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
 
 export interface WatcherOptions {
@@ -34,7 +35,8 @@ export interface RunningWatcher {
   caches: ClusterCaches | undefined;
   reconciler: Reconciler | undefined;
   webhookPort: number | undefined;
-  opsPort: number;
+  metricsPort: number;
+  healthPort: number;
   /** Readiness fails first, in-flight reviews finish, then everything stops. */
   stop(): Promise<void>;
 }
@@ -57,11 +59,15 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const now = o.now ?? Date.now;
   let stopping = false;
 
+  // The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too.
+  const loadTls = () => new CertificateReloader({ certFile: config.webhook.certFile, keyFile: config.webhook.keyFile }, metrics, log, o.certPollMs);
+  const opsOptions = { host, config, kc: o.kc, metrics, log };
+
   if (!config.enabled) {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
-    const ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping });
+    const ops = await startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, ready: () => !stopping });
     return {
-      metrics, caches: undefined, reconciler: undefined, webhookPort: undefined, opsPort: ops.port,
+      metrics, caches: undefined, reconciler: undefined, webhookPort: undefined, metricsPort: ops.metricsPort, healthPort: ops.healthPort,
       stop: once(async () => {
         stopping = true;
         await ops.close();
@@ -70,7 +76,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   }
 
   const settings: EngineSettings = { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs };
-  const tls = new CertificateReloader({ certFile: config.webhook.certFile, keyFile: config.webhook.keyFile }, metrics, log, o.certPollMs);
+  const tls = loadTls();
   const caches = new ClusterCaches(
     { kc: o.kc, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
@@ -111,10 +117,10 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 
   // Listeners first: a port that cannot be bound stops start-up before anything watches or writes.
   let webhook: RunningServer | undefined;
-  let ops: RunningServer | undefined;
+  let ops: OpsListeners | undefined;
   try {
     // Ready when the webhook listens and every cache has synced, until shutdown begins.
-    ops = await startOpsServer({ host, port: config.metrics.port, metrics, log, ready: () => !stopping && webhook !== undefined && caches.ready });
+    ops = await startOpsListeners({ ...opsOptions, tls, ready: () => !stopping && webhook !== undefined && caches.ready });
     webhook = await startWebhookServer({
       host,
       port: config.webhook.port,
@@ -151,14 +157,15 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   void whoAmI(o.kc, log).then((u) => (selfUsername = u));
   const listening = webhook;
   const opsServer = ops;
-  log.info({ webhookPort: listening.port, metricsPort: opsServer.port, labelNamespace: config.labelNamespace }, 'node watcher started');
+  log.info({ webhookPort: listening.port, metricsPort: opsServer.metricsPort, metricsSecure: config.metrics.secure, healthPort: opsServer.healthPort, labelNamespace: config.labelNamespace }, 'node watcher started');
 
   return {
     metrics,
     caches,
     reconciler,
     webhookPort: listening.port,
-    opsPort: opsServer.port,
+    metricsPort: opsServer.metricsPort,
+    healthPort: opsServer.healthPort,
     stop: once(async () => {
       stopping = true;
       // Readiness fails now; reviews keep being answered until endpoints have caught up.

@@ -16,13 +16,15 @@ import { installExternalCRDs } from './support/external-crds.ts';
 import { installKarpenterCRDs } from './support/karpenter.ts';
 import { KarpenterSim } from './support/karpenter-sim.ts';
 import { computeSavingsPlan } from './support/veneer.ts';
-import { makeWebhookCerts } from './support/watcher-env.ts';
+import { scrape } from './support/scrape.ts';
+import { makeWebhookCerts, METRICS_READER_RULES, WATCHER_CLUSTER_RULES } from './support/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
 const chart = join(root, 'charts', 'veneer-node-watcher');
 const { helm } = locateBinaries();
 const NS = 'veneer-system';
 const FULL = ['--set', 'nodeWatcher.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true'];
+const PROMETHEUS_READER = ['--set', 'metrics.readers[0].kind=ServiceAccount', '--set', 'metrics.readers[0].name=prometheus', '--set', 'metrics.readers[0].namespace=monitoring'];
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
 const run = (args: string[]) => spawnSync(helm, args, { encoding: 'utf8' });
@@ -51,9 +53,40 @@ t.test('helm lint, and template with default and with full values', async (t) =>
   t.same(pod?.topologySpreadConstraints?.map((c) => c.topologyKey), ['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
 });
 
+t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for both', async (t) => {
+  const full = template([...FULL, ...PROMETHEUS_READER]);
+  const container = (find(full, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec?.containers[0];
+  t.same(container?.ports?.map((p) => [p.name, p.containerPort]), [['webhook', 9443], ['metrics', 8443], ['health', 8081]]);
+  t.match(container?.env, [{ name: 'POD_NAME' }, {}, {}, {}, { name: 'VENEER_NODE_WATCHER_METRICS_PORT', value: '8443' }, { name: 'VENEER_NODE_WATCHER_HEALTH_PORT', value: '8081' }]);
+  t.same([container?.readinessProbe?.httpGet, container?.livenessProbe?.httpGet], [{ path: '/readyz', port: 'health' }, { path: '/healthz', port: 'health' }], 'the kubelet probes the plain-HTTP port, without a token');
+  t.same((find(full, 'Service') as unknown as k8s.V1Service).spec?.ports?.map((p) => [p.name, p.port, p.targetPort]), [['webhook', 443, 'webhook'], ['metrics', 8443, 'metrics']]);
+  t.same((find(full, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{
+    port: 'metrics', path: '/metrics', interval: '30s', scheme: 'https',
+    bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+    tlsConfig: { ca: { secret: { name: 'veneer-node-watcher-tls', key: 'ca.crt' } }, serverName: 'veneer-node-watcher.veneer-system.svc' },
+  }], 'Prometheus scrapes over HTTPS with its own token, checking the certificate against the cert-manager CA');
+  const roles = full.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[];
+  t.same(roles.map((r) => r.metadata?.name), ['veneer-node-watcher', 'veneer-node-watcher-metrics-reader']);
+  t.same(roles[0]?.rules, WATCHER_CLUSTER_RULES, 'the watcher: its old rights plus tokenreviews and subjectaccessreviews create (the test harness grants the same)');
+  t.same(roles[1]?.rules, METRICS_READER_RULES, 'metrics-reader: get /metrics');
+  t.match(find(full, 'ClusterRoleBinding', 'metrics-reader'), { roleRef: { name: 'veneer-node-watcher-metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }] });
+  t.notOk(find(template(FULL), 'ClusterRoleBinding', 'metrics-reader'), 'no binding unless metrics.readers names someone');
+
+  const plain = template([...FULL, '--set', 'nodeWatcher.metrics.secure=false']);
+  t.same((plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [r.metadata?.name, r.rules?.length]), [['veneer-node-watcher', 2]], 'metrics.secure=false: no review rights, no metrics-reader');
+  t.same((find(plain, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+  const own = template([...FULL, '--set', 'metrics.serviceMonitor.authorization.credentials.name=prom-token', '--set', 'metrics.serviceMonitor.authorization.credentials.key=token', '--set', 'metrics.serviceMonitor.tlsConfig.insecureSkipVerify=true']);
+  t.match((find(own, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ authorization: { credentials: { name: 'prom-token', key: 'token' } }, tlsConfig: { insecureSkipVerify: true } }]);
+  t.notMatch(JSON.stringify(find(own, 'ServiceMonitor')), /bearerTokenFile|ca\.crt/, 'a given authorization and tlsConfig replace the defaults');
+});
+
 t.test('values.schema.json stops a wrong value at install time, naming it', async (t) => {
-  const r = run(['template', 'x', chart, '--kube-version', '1.35.4', '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1']);
+  const r = run(['template', 'x', chart, '--kube-version', '1.35.4', '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1',
+    '--set', 'nodeWatcher.metrics.secure=maybe', '--set', 'nodeWatcher.metrics.authCacheTTL=forever', '--set', 'metrics.readers[0].kind=Pod']);
   t.not(r.status, 0);
+  t.match(r.stderr, /nodeWatcher\/metrics\/secure.*got string, want boolean/);
+  t.match(r.stderr, /nodeWatcher\/metrics\/authCacheTTL.*does not match pattern/);
+  t.match(r.stderr, /metrics\/readers\/0\/kind.*value must be one of/);
   t.match(r.stderr, /nodeWatcher\/maxConcurrentReconciles.*minimum: got 0, want 1/);
   t.match(r.stderr, /webhooks\/timeoutSeconds.*maximum: got 60, want 30/);
   t.match(r.stderr, /additional properties 'typo' not allowed/);
@@ -103,7 +136,8 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
   const kubeconfig = cp.writeKubeConfig();
   const notes = spawnSync(helm, ['install', 'x', chart, '--dry-run=client', '--namespace', NS], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
   t.match(notes.stdout, /installed but disabled.*--set nodeWatcher.enabled=true/s, 'NOTES.txt says how to enable it');
-  const full = template(FULL);
+  t.match(notes.stdout, /--clusterrole=x-veneer-node-watcher-metrics-reader --serviceaccount=NAMESPACE:SERVICEACCOUNT/, 'and how to let Prometheus scrape');
+  const full = template([...FULL, ...PROMETHEUS_READER]);
   for (const obj of full) {
     const err = await client.create(obj as k8s.KubernetesObject, undefined, 'All').then(() => undefined, (e: { body?: string }) => e.body ?? String(e));
     t.equal(err, undefined, `${obj.kind} ${obj.metadata.name} accepted (server-side dry run)`);
@@ -122,8 +156,9 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
   const { config } = loadConfig({
     file: join(dir, 'config.yaml'),
     env: { VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAMESPACE: NS, VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAME: 'veneer-node-watcher' },
-    flags: { '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--webhook-cert-file': certs.serving.certPath, '--webhook-key-file': certs.serving.keyPath, '--shutdown-delay': '0s' },
+    flags: { '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--health-port': String(await freePort()), '--webhook-cert-file': certs.serving.certPath, '--webhook-key-file': certs.serving.keyPath, '--shutdown-delay': '0s' },
   });
+  t.equal(config.metrics.secure, true, 'the chart\'s config: secure metrics');
   const watcher = await startWatcher({ config, kc, log: createLogger('silent'), host: '127.0.0.1' });
   t.teardown(() => watcher.stop());
   await watcher.caches?.synced();
@@ -136,4 +171,12 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
     await new Promise((r) => setTimeout(r, 100));
   }
   t.match(labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'cost-aware-compute-sp-global' }, 'recorded by the leader holding the chart\'s Lease');
+  // The watcher asks who a scraper is and whether it may get /metrics with the chart's own
+  // identity: the review rights come from the chart's ClusterRole, the scraper's from its
+  // metrics-reader role and binding (metrics.readers), nothing from this test.
+  const asPrometheus = await scrape(watcher.metricsPort, { caPem: certs.caPem, token: await cp.serviceAccountToken('monitoring', 'prometheus') });
+  t.equal(asPrometheus.status, 200, 'Prometheus\' ServiceAccount, bound by the chart, scrapes');
+  t.match(asPrometheus.body, /^veneer_nodewatcher_nodes_influenced_current\{capacity_type="compute-savings-plan"\} 1$/m);
+  t.equal((await scrape(watcher.metricsPort, { caPem: certs.caPem, token: await cp.serviceAccountToken('monitoring', 'grafana') })).status, 403, 'another ServiceAccount does not');
+  t.equal((await fetch(`http://127.0.0.1:${watcher.healthPort}/readyz`)).status, 200, 'the probes need no token');
 });

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 import { freePort } from './support/control-plane.ts';
+import { scrape } from './support/scrape.ts';
+import { makeWebhookCerts } from './support/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
 const lines = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
@@ -77,18 +79,22 @@ t.test('the runtime stage: production dependencies only, non-root, exec-form ent
 
 t.test('the image\'s entrypoint starts, serves health, and exits cleanly on SIGTERM as PID 1 would', async (t) => {
   const [, ...entryArgs] = runtime.entrypoint ?? [];
-  const metricsPort = await freePort();
-  const argv = [process.execPath, ...entryArgs, ...(runtime.cmd ?? []), '--metrics-port', String(metricsPort)];
+  const [healthPort, metricsPort] = [await freePort(), await freePort()];
+  // Secure metrics (the default) need the serving certificate the chart mounts.
+  const certs = await makeWebhookCerts(join(work, 'certs'));
+  const argv = [process.execPath, ...entryArgs, ...(runtime.cmd ?? []), '--health-port', String(healthPort), '--metrics-port', String(metricsPort),
+    '--webhook-cert-file', certs.serving.certPath, '--webhook-key-file', certs.serving.keyPath];
   const child = spawn('bash', ['-c', `${CLEAN} exec ${argv.map((a) => `'${a}'`).join(' ')}`], { cwd: at(runtime, '.'), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let healthy = false;
   for (let i = 0; i < 100 && !healthy; i++) {
-    healthy = await fetch(`http://127.0.0.1:${metricsPort}/healthz`).then((r) => r.ok, () => false);
+    healthy = await fetch(`http://127.0.0.1:${healthPort}/healthz`).then((r) => r.ok, () => false);
     if (!healthy) await new Promise((r) => setTimeout(r, 100));
   }
   t.ok(healthy, '/healthz answers');
+  t.equal((await scrape(metricsPort, { caPem: certs.caPem })).status, 401, '/metrics: HTTPS, and nothing without a token');
   t.match(out, /Node watcher disabled/);
   child.kill('SIGTERM');
   t.equal(await exited, 0);

@@ -6,6 +6,7 @@ import t from 'tap';
 import { freePort } from './support/control-plane.ts';
 import { startClusterEnv } from './support/watcher-env.ts';
 import { waitReady } from './support/fleet.ts';
+import { scrape } from './support/scrape.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());
@@ -28,14 +29,35 @@ function run(args: string[], extraEnv: Record<string, string> = {}): Proc {
   return { child, output: () => out, exited };
 }
 
-t.test('disabled (the default): says so, serves health and metrics, writes nothing', async (t) => {
-  const metricsPort = await freePort();
-  const p = run(['serve', '--metrics-port', String(metricsPort)]);
-  await waitReady(metricsPort, '/healthz');
+t.test('disabled (the default): says so, serves probes and secure metrics, writes nothing', async (t) => {
+  const [healthPort, metricsPort] = [await freePort(), await freePort()];
+  const p = run(['serve', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--webhook-cert-file', env.certs.serving.certPath, '--webhook-key-file', env.certs.serving.keyPath]);
+  await waitReady(healthPort, '/healthz');
   t.match(p.output(), /Node watcher disabled \(set nodeWatcher\.enabled=true to enable\)/);
-  t.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status, 200);
+  t.equal((await fetch(`http://127.0.0.1:${healthPort}/readyz`)).status, 200, 'probes: plain HTTP, no token');
+  const anonymous = await scrape(metricsPort, { caPem: env.certs.caPem });
+  t.equal(anonymous.status, 401, 'metrics: HTTPS, and nothing without a token');
+  t.equal(anonymous.headers['www-authenticate'], 'Bearer realm="veneer-node-watcher"');
   p.child.kill('SIGTERM');
   t.equal(await p.exited, 0, 'SIGTERM: clean exit');
+});
+
+t.test('metrics.secure=false: /metrics over plain HTTP to anyone, for scrapers inside a mesh', async (t) => {
+  const [healthPort, metricsPort] = [await freePort(), await freePort()];
+  const p = run(['serve', '--health-port', String(healthPort), '--metrics-port', String(metricsPort)], { VENEER_NODE_WATCHER_METRICS_SECURE: 'false' });
+  await waitReady(healthPort, '/healthz');
+  const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+  t.equal(res.status, 200);
+  t.match(await res.text(), /^# TYPE veneer_nodewatcher_nodes_labeled_total counter$/m);
+  t.equal((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status, 404, 'only /metrics on the metrics port');
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 0);
+});
+
+t.test('a serving certificate that cannot be read stops start-up when metrics are secure', async (t) => {
+  const p = run(['serve', '--health-port', String(await freePort()), '--metrics-port', String(await freePort()), '--webhook-cert-file', '/nonexistent/tls.crt']);
+  t.equal(await p.exited, 1);
+  t.match(p.output(), /cannot read serving certificate \/nonexistent\/tls.crt: ENOENT/);
 });
 
 t.test('a bad configuration stops start-up with exit code 2 and says what is wrong', async (t) => {
@@ -62,6 +84,8 @@ t.test('--help, --version and check-config through the real entry point', async 
   t.match(check.output(), /^nodeWatcher\.enabled\s+true\s+environment variable VENEER_NODE_WATCHER_ENABLED$/m);
   t.match(check.output(), /^nodeWatcher\.overlayCacheTTL\s+"30s"\s+flag --overlay-cache-ttl$/m);
   t.match(check.output(), /^nodeWatcher\.labelNamespace\s+"veneer.io"\s+default$/m);
+  t.match(check.output(), /^nodeWatcher\.metrics\.secure\s+true\s+default$/m);
+  t.match(check.output(), /^nodeWatcher\.health\.port\s+8081\s+default$/m);
   const dangling = run(['check-config', '--config']);
   t.equal(await dangling.exited, 2);
   t.match(dangling.output(), /flag --config needs a value/);

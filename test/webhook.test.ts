@@ -12,6 +12,7 @@ import { issueCert } from './support/pki.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { counter } from './support/fleet.ts';
+import { tlsHandshake } from './support/scrape.ts';
 
 const env = await startWatcherEnv({ users: [{ name: 'alice', groups: ['ops'] }] });
 t.teardown(() => env.stop());
@@ -28,7 +29,7 @@ for (let i = 0; watcher.caches!.overlays.index.size < 3 && i < 100; i++) await n
 const labelsOf = (n: k8s.V1Node) => n.metadata?.labels ?? {};
 
 async function scrape(): Promise<string> {
-  return (await fetch(`http://127.0.0.1:${watcher.opsPort}/metrics`)).text();
+  return (await fetch(`http://127.0.0.1:${watcher.metricsPort}/metrics`)).text();
 }
 
 t.test('kubelet CREATE with a known NodeClaim: the record is in the CREATE response itself', async (t) => {
@@ -176,15 +177,8 @@ t.test('a rotated certificate is served to new connections without a restart', a
 });
 
 t.test('TLS 1.2 is the minimum', async (t) => {
-  const attempt = (maxVersion: 'TLSv1.1' | 'TLSv1.2') => new Promise<string>((resolve) => {
-    const s = connect({ host: '127.0.0.1', port: watcher.webhookPort!, ca: env.certs.caPem, maxVersion, minVersion: 'TLSv1' }, () => {
-      resolve(s.getProtocol() ?? 'unknown');
-      s.end();
-    });
-    s.on('error', (e) => resolve(`refused: ${e.message}`));
-  });
-  t.equal(await attempt('TLSv1.2'), 'TLSv1.2');
-  t.match(await attempt('TLSv1.1'), /^refused/);
+  t.equal(await tlsHandshake(watcher.webhookPort!, env.certs.caPem, 'TLSv1.2'), 'TLSv1.2');
+  t.match(await tlsHandshake(watcher.webhookPort!, env.certs.caPem, 'TLSv1.1'), /^refused/);
 });
 
 t.test('the exposition passes promtool and carries the contracted names', async (t) => {

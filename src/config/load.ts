@@ -2,12 +2,10 @@
 // validated by one ajv schema built from SETTINGS. Every error names the field, where the
 // value came from, the value and the rule; all errors are reported at once.
 import { readFileSync } from 'node:fs';
-import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument, isMap, isScalar, type Node as YamlNode } from 'yaml';
-import { isValidDnsSubdomain } from '../engine/labels.ts';
-import { parseSelector } from '../engine/selector.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import { envName, flagName, SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
+import { FORMAT_RULES, validate } from './validator.ts';
 
 export type Source =
   | { kind: 'default' }
@@ -27,7 +25,8 @@ export interface Config {
   shutdownDelayMs: number;
   logLevel: string;
   webhook: { port: number; certFile: string; keyFile: string; deadlineMs: number; allowedUsers: string[]; allowedGroups: string[] };
-  metrics: { port: number };
+  metrics: { port: number; secure: boolean; authCacheTTLMs: number };
+  health: { port: number };
   leaderElection: { enabled: boolean; leaseName: string; leaseNamespace: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
 }
 
@@ -82,73 +81,6 @@ function coerce(schema: SettingSchema, raw: string): unknown {
   }
 }
 
-function jsonSchemaFor(s: SettingSchema): object {
-  switch (s.type) {
-    case 'boolean':
-      return { type: 'boolean' };
-    case 'integer':
-      return { type: 'integer', minimum: s.minimum, maximum: s.maximum };
-    case 'string-list':
-      return { type: 'array', items: { type: 'string', minLength: 1 } };
-    case 'duration':
-      return { type: 'string', durationMs: { minimum: s.minimumMs ?? 0, maximum: s.maximumMs ?? Number.MAX_SAFE_INTEGER } };
-    case 'string':
-      return { type: 'string', minLength: 1, ...(s.maxLength ? { maxLength: s.maxLength } : {}), ...(s.enum ? { enum: s.enum } : {}), ...(s.format ? { format: s.format } : {}) };
-  }
-}
-
-/** The ajv schema of the whole file: `nodeWatcher:` with nested groups, no unknown fields. */
-export function configJsonSchema(): object {
-  const root: { type: 'object'; additionalProperties: false; properties: Record<string, any> } = { type: 'object', additionalProperties: false, properties: {} };
-  for (const path of paths) {
-    const parts = path.split('.');
-    let node = root;
-    for (const part of parts.slice(0, -1)) {
-      node.properties[part] ??= { type: 'object', additionalProperties: false, properties: {} };
-      node = node.properties[part];
-    }
-    node.properties[parts.at(-1)!] = jsonSchemaFor(SETTINGS[path]);
-  }
-  return { type: 'object', additionalProperties: false, properties: { nodeWatcher: root } };
-}
-
-const FORMAT_RULES: Record<string, string> = {
-  'dns-subdomain': 'must be a DNS subdomain (lowercase letters, digits, "-" and "."; starting and ending with a letter or digit)',
-  'label-selector': 'must be a label selector such as "app.kubernetes.io/managed-by=veneer" or "tier in (a,b)"',
-};
-
-const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: false });
-ajv.addFormat('dns-subdomain', { type: 'string', validate: (v: string) => isValidDnsSubdomain(v) });
-ajv.addFormat('label-selector', {
-  type: 'string',
-  validate: (v: string) => {
-    try {
-      parseSelector(v);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-});
-ajv.addKeyword({
-  keyword: 'durationMs',
-  type: 'string',
-  errors: true,
-  validate: function durationMs(bounds: { minimum: number; maximum: number }, value: string) {
-    const ms = parseDuration(value);
-    const self = durationMs as unknown as { errors: Partial<ErrorObject>[] };
-    if (ms === undefined) {
-      self.errors = [{ keyword: 'durationMs', message: 'must be a duration such as 500ms, 60s, 5m or 1h', params: {} }];
-      return false;
-    }
-    if (ms < bounds.minimum || ms > bounds.maximum) {
-      self.errors = [{ keyword: 'durationMs', message: `must be between ${formatDuration(bounds.minimum)} and ${formatDuration(bounds.maximum)}`, params: {} }];
-      return false;
-    }
-    return true;
-  },
-});
-const validate = ajv.compile(configJsonSchema());
 
 interface FileValues {
   values: Map<string, { value: unknown; line: number }>;
@@ -236,7 +168,10 @@ export function loadConfig(input: LoadInput): LoadedConfig {
       problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
     }
   }
-  if (problems.length === 0) problems.push(...leaderElectionProblems(doc, origin));
+  if (problems.length === 0) {
+    const get = effective(doc, origin);
+    problems.push(...leaderElectionProblems(get), ...portProblems(get));
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   for (const path of paths) {
@@ -248,18 +183,40 @@ export function loadConfig(input: LoadInput): LoadedConfig {
   return { config: toConfig(values), sources, values };
 }
 
+/** A setting's value once validated (given or default) and where it came from, for cross-field rules. */
+type Effective = (p: SettingPath) => { value: unknown; from: string };
+
+function effective(doc: Record<string, any>, origin: Map<string, Source>): Effective {
+  return (p) => ({
+    value: `nodeWatcher.${p}`.split('.').reduce<any>((o, k) => o?.[k], doc) ?? SETTINGS[p].default,
+    from: describeSource(origin.get(`nodeWatcher.${p}`) ?? { kind: 'default' }),
+  });
+}
+
 /** client-go's rule: leaseDuration > renewDeadline > retryPeriod, or two leaders can overlap. */
-function leaderElectionProblems(doc: Record<string, any>, origin: Map<string, Source>): string[] {
-  const get = (p: SettingPath) => {
-    const given = `nodeWatcher.${p}`.split('.').reduce<any>((o, k) => o?.[k], doc);
-    return { ms: parseDuration(String(given ?? SETTINGS[p].default)) ?? 0, from: describeSource(origin.get(`nodeWatcher.${p}`) ?? { kind: 'default' }) };
+function leaderElectionProblems(get: Effective): string[] {
+  const ms = (p: SettingPath) => {
+    const { value, from } = get(p);
+    return { ms: parseDuration(String(value)) ?? 0, from };
   };
-  const lease = get('leaderElection.leaseDuration');
-  const renew = get('leaderElection.renewDeadline');
-  const retry = get('leaderElection.retryPeriod');
+  const lease = ms('leaderElection.leaseDuration');
+  const renew = ms('leaderElection.renewDeadline');
+  const retry = ms('leaderElection.retryPeriod');
   const out: string[] = [];
   if (lease.ms <= renew.ms) out.push(`nodeWatcher.leaderElection.leaseDuration (${formatDuration(lease.ms)}, from ${lease.from}) must be longer than renewDeadline (${formatDuration(renew.ms)}, from ${renew.from})`);
   if (renew.ms <= retry.ms) out.push(`nodeWatcher.leaderElection.renewDeadline (${formatDuration(renew.ms)}, from ${renew.from}) must be longer than retryPeriod (${formatDuration(retry.ms)}, from ${retry.from})`);
+  return out;
+}
+
+/** Two listeners on one port: the second would fail to bind, later and less clearly. */
+function portProblems(get: Effective): string[] {
+  const ports = (['webhook.port', 'metrics.port', 'health.port'] as const).map((path) => ({ path, ...get(path) }));
+  const out: string[] = [];
+  for (const [i, a] of ports.entries()) {
+    for (const b of ports.slice(i + 1)) {
+      if (a.value === b.value) out.push(`nodeWatcher.${a.path} (${a.value}, from ${a.from}) and nodeWatcher.${b.path} (${b.value}, from ${b.from}) must differ`);
+    }
+  }
   return out;
 }
 
@@ -284,7 +241,8 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       allowedUsers: v['webhook.allowedUsers'] as string[],
       allowedGroups: v['webhook.allowedGroups'] as string[],
     },
-    metrics: { port: v['metrics.port'] as number },
+    metrics: { port: v['metrics.port'] as number, secure: v['metrics.secure'] as boolean, authCacheTTLMs: ms('metrics.authCacheTTL') },
+    health: { port: v['health.port'] as number },
     leaderElection: {
       enabled: v['leaderElection.enabled'] as boolean,
       leaseName: v['leaderElection.leaseName'] as string,

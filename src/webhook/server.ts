@@ -1,4 +1,4 @@
-// Two listeners: the admission webhooks over HTTPS, and metrics and probes over plain HTTP.
+// The admission webhooks' HTTPS listener. Metrics and probes have their own (ops-servers.ts).
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -6,7 +6,7 @@ import { parseDuration } from '../config/duration.ts';
 import type { Metrics } from '../metrics.ts';
 import { mutate, type MutateDeps } from './mutate.ts';
 import { parseReview, allow } from './review.ts';
-import { type CertificateReloader, secureContextOptions } from './tls.ts';
+import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './tls.ts';
 import { validate, type ValidateDeps } from './validate.ts';
 
 /**
@@ -44,7 +44,7 @@ export interface RunningServer {
  * Reviews arrive whole in milliseconds, so headers get 5 s, the whole request 10 s, checked
  * every second.
  */
-const SLOW_CLIENT_LIMITS = { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 };
+export const SLOW_CLIENT_LIMITS = { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 };
 
 export async function startWebhookServer(o: WebhookServerOptions): Promise<RunningServer> {
   const app = Fastify({
@@ -127,11 +127,11 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
   app.post('/mutate-node', handle('mutate'));
   app.post('/validate-node', handle('validate'));
   await app.listen({ host: o.host, port: o.port });
-  o.tls.start(app.server as unknown as { setSecureContext(opts: object): void });
+  const detach = o.tls.attach(app.server as unknown as ReloadTarget);
   return {
     port: (app.server.address() as AddressInfo).port,
     close: async () => {
-      o.tls.stop();
+      detach();
       // close() ends idle keep-alive connections and waits for reviews in flight, which take
       // milliseconds. A connection opened but never used (the apiserver dials spares) counts as
       // busy and would hold shutdown until connectionTimeout: whatever is left after the drain
@@ -157,24 +157,4 @@ function operationLabel(operation: string): string {
 
 function webhookOf(req: FastifyRequest): string {
   return req.url.startsWith('/mutate') ? 'mutate' : req.url.startsWith('/validate') ? 'validate' : 'unknown';
-}
-
-export interface OpsServerOptions {
-  host: string;
-  port: number;
-  metrics: Metrics;
-  log: Logger;
-  ready(): boolean;
-}
-
-export async function startOpsServer(o: OpsServerOptions): Promise<RunningServer> {
-  const app = Fastify({ loggerInstance: o.log.child({}, { level: 'warn' }), requestTimeout: 10_000, http: SLOW_CLIENT_LIMITS });
-  app.get('/metrics', async (_req, reply) => {
-    reply.header('content-type', o.metrics.registry.contentType);
-    return o.metrics.registry.metrics();
-  });
-  app.get('/healthz', async () => 'ok');
-  app.get('/readyz', async (_req, reply) => (o.ready() ? 'ok' : reply.code(503).send('not ready')));
-  await app.listen({ host: o.host, port: o.port });
-  return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
 }

@@ -1,6 +1,8 @@
 // Serving certificate from files (what cert-manager mounts), switched without a restart when
 // the files change: a directory watch reacts at once, a poll catches what watches miss
-// (Secret volumes swap a symlink). New connections get the new certificate.
+// (Secret volumes swap a symlink). New connections get the new certificate. One reloader
+// serves every HTTPS listener that uses the pair (the webhooks and the metrics endpoint), so
+// they always present the same certificate.
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
@@ -66,7 +68,7 @@ export class CertificateReloader {
   private readonly metrics: Metrics;
   private readonly log: Logger;
   private readonly pollMs: number;
-  private target: ReloadTarget | undefined;
+  private readonly targets = new Set<ReloadTarget>();
   private timer: NodeJS.Timeout | undefined;
   private watchers: FSWatcher[] = [];
 
@@ -83,8 +85,17 @@ export class CertificateReloader {
     return this.current;
   }
 
-  start(target: ReloadTarget): void {
-    this.target = target;
+  /** Serves `target` from now on; the returned function stops that. Watching runs while any target is attached. */
+  attach(target: ReloadTarget): () => void {
+    this.targets.add(target);
+    if (this.targets.size === 1) this.watch();
+    return () => {
+      this.targets.delete(target);
+      if (this.targets.size === 0) this.stop();
+    };
+  }
+
+  private watch(): void {
     this.timer = setInterval(() => this.reload(), this.pollMs);
     this.timer.unref();
     for (const dir of new Set([dirname(this.files.certFile), dirname(this.files.keyFile)])) {
@@ -112,7 +123,7 @@ export class CertificateReloader {
     }
     if (next.fingerprint === this.current.fingerprint) return false;
     try {
-      this.target?.setSecureContext(secureContextOptions(next));
+      for (const target of this.targets) target.setSecureContext(secureContextOptions(next));
     } catch (err) {
       // A chain whose later certificates are still half written passes loadKeyPair but not
       // the TLS layer: keep serving the current one, the next event or poll retries.
@@ -127,6 +138,7 @@ export class CertificateReloader {
     return true;
   }
 
+  /** Stops watching the files (targets keep the pair they have). */
   stop(): void {
     clearInterval(this.timer);
     for (const w of this.watchers) w.close();

@@ -26,7 +26,7 @@ await fleet.sim.createNodeClaim({ name: 'fuzz-node', claimName: 'fuzz-claim', in
 // The inspector (loopback only) lets the test force a full GC and read the live heap.
 const replica = await spawnServe(cp, certs, WATCHER_USER, { '--leader-election-enabled': 'false' }, ['--inspect=127.0.0.1:0']);
 t.teardown(() => void replica.child.kill('SIGKILL'));
-await waitReady(replica.metricsPort);
+await waitReady(replica.healthPort);
 
 // ---- generators -------------------------------------------------------------------------
 
@@ -195,7 +195,7 @@ t.test(`${RUNS} generated bodies: no crash, no 5xx, every rejection a 400 or 413
   for (const run of [warmup, main]) for (const [s, n] of run.statuses) statuses.set(s, (statuses.get(s) ?? 0) + n);
   t.same([...statuses.keys()].filter((s) => s >= 500), [], 'no 5xx');
   t.equal(replica.child.exitCode, null, 'the process is still running');
-  t.equal((await fetch(`http://127.0.0.1:${replica.metricsPort}/healthz`)).status, 200, 'and healthy');
+  t.equal((await fetch(`http://127.0.0.1:${replica.healthPort}/healthz`)).status, 200, 'and healthy');
   const metrics = await metricsOf(replica.metricsPort);
   t.equal(counter(metrics, 'veneer_nodewatcher_labeling_errors_total', { error_type: 'webhook_internal' }), 0, 'no internal error on any input');
   const patched = counter(metrics, 'veneer_nodewatcher_admission_requests_total', { webhook: 'mutate', outcome: 'patched' });

@@ -19,7 +19,7 @@ await fleet.createOverlays();
 // The replica logs at debug, the most it ever says, for the key check at the end.
 const replica = await spawnServe(cp, certs, WATCHER_USER, { '--log-level': 'debug', '--leader-election-enabled': 'false' });
 t.teardown(() => void replica.child.kill('SIGKILL'));
-await waitReady(replica.metricsPort);
+await waitReady(replica.healthPort);
 t.teardown(await registerWebhooksAt(admin, certs.caPem, replica.webhookPort, 5));
 
 const figures: string[] = [];

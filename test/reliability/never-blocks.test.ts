@@ -102,7 +102,7 @@ t.teardown(() => console.error(`never-blocks figures:\n  ${figures.join('\n  ')}
 t.test('the webhook process is SIGKILLed in the middle of a burst', async (t) => {
   const replica = await spawnServe(cp, certs, 'veneer-watcher-a');
   t.teardown(() => void replica.child.kill('SIGKILL'));
-  await waitReady(replica.metricsPort);
+  await waitReady(replica.healthPort);
   await pointWebhooksAt(replica.webhookPort);
   const reviews = async () => counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_admission_requests_total', { webhook: 'mutate' });
   await probeUntilCalled(reviews);

@@ -50,7 +50,7 @@ async function burstWithFault(prefix: string, at: number, fault: () => Promise<v
 t.test('the watcher SIGKILLed and started again in the middle of a burst', async (t) => {
   const first = await spawnServe(cp, certs, WATCHER_USER);
   t.teardown(() => void first.child.kill('SIGKILL'));
-  await waitReady(first.metricsPort);
+  await waitReady(first.healthPort);
   await until('leadership', async () => /^veneer_nodewatcher_leader 1$/m.test(await metricsOf(first.metricsPort)), 30_000);
   let second: Awaited<ReturnType<typeof spawnServe>> | undefined;
   t.teardown(() => void second?.child.kill('SIGKILL'));
@@ -58,7 +58,7 @@ t.test('the watcher SIGKILLed and started again in the middle of a burst', async
     first.child.kill('SIGKILL');
     await first.exited;
     second = await spawnServe(cp, certs, WATCHER_USER);
-    await waitReady(second.metricsPort);
+    await waitReady(second.healthPort);
   });
   const took = await everyNodeRecordedOnce(t, 'killed', recoveredAt);
   figures.push(`watcher SIGKILLed and restarted: all ${BURST} recorded ${took} ms after the new process was ready (the old lease, 3 s, had to expire first)`);

@@ -41,7 +41,7 @@ t.test('leader failover under load: the gap is bounded by the lease, no node wri
   await until('a leads', () => leads(a.metricsPort), 30_000);
   const b = await spawnServe(cp, certs, REPLICAS[1]!);
   t.teardown(() => void b.child.kill('SIGKILL'));
-  await waitReady(b.metricsPort);
+  await waitReady(b.healthPort);
   const load = steadyLaunches('failover');
   await sleep(3000);
   a.child.kill('SIGKILL');
@@ -136,7 +136,7 @@ t.test('certificate rotation under load: no failed handshake, no failed review, 
     '--webhook-cert-file': join(volume.dir, 'tls.crt'), '--webhook-key-file': join(volume.dir, 'tls.key'), '--leader-election-enabled': 'false',
   });
   t.teardown(() => void replica.child.kill('SIGKILL'));
-  await waitReady(replica.metricsPort);
+  await waitReady(replica.healthPort);
   t.teardown(await registerWebhooksAt(admin, certs.caPem, replica.webhookPort, 5));
   const failOpens = async () => counter((await cp.get('/metrics')).body, 'apiserver_admission_webhook_fail_open_count', {});
   const failOpensBefore = await failOpens();
@@ -165,11 +165,11 @@ t.test('certificate rotation under load: no failed handshake, no failed review, 
 t.test('SIGTERM under load: readiness off at once, every in-flight review answered, prompt exit', async (t) => {
   const replica = await spawnServe(cp, certs, REPLICAS[1]!, { '--leader-election-enabled': 'false', '--shutdown-delay': '1s' });
   t.teardown(() => void replica.child.kill('SIGKILL'));
-  await waitReady(replica.metricsPort);
+  await waitReady(replica.healthPort);
   let notReadyAt = 0;
   const poller = (async () => {
     while (!notReadyAt) {
-      const status = await fetch(`http://127.0.0.1:${replica.metricsPort}/readyz`).then((r) => r.status, () => 0);
+      const status = await fetch(`http://127.0.0.1:${replica.healthPort}/readyz`).then((r) => r.status, () => 0);
       if (status !== 200) notReadyAt = Date.now();
       await sleep(50);
     }

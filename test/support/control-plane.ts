@@ -292,6 +292,11 @@ export class ControlPlane {
 
   /** Mints a token for a ServiceAccount through the TokenRequest API (creating the account). */
   async serviceAccountKubeConfig(namespace: string, name: string, expirationSeconds = 3600): Promise<k8s.KubeConfig> {
+    return this.kubeConfigForToken(await this.serviceAccountToken(namespace, name, expirationSeconds), `system:serviceaccount:${namespace}:${name}`);
+  }
+
+  /** A ServiceAccount token from the TokenRequest API, as a projected volume holds it (creating the account). */
+  async serviceAccountToken(namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
     const core = this.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(ignoreConflict);
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(ignoreConflict);
@@ -300,7 +305,7 @@ export class ControlPlane {
     });
     const token = tr.status?.token;
     if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
-    return this.kubeConfigForToken(token, `system:serviceaccount:${namespace}:${name}`);
+    return token;
   }
 
   /** Writes a kubeconfig file (admin unless a KubeConfig is given) and returns its path. */

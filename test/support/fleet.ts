@@ -118,6 +118,7 @@ export interface ServeProcess {
   child: ChildProcess;
   webhookPort: number;
   metricsPort: number;
+  healthPort: number;
   output(): string;
   exited: Promise<number | null>;
 }
@@ -135,7 +136,7 @@ export async function spawnServe(cp: ControlPlane, certs: WebhookCerts, user: st
   child.stdout?.on('data', (c) => (out += c));
   child.stderr?.on('data', (c) => (out += c));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, webhookPort: Number(all['--webhook-port']), metricsPort: Number(all['--metrics-port']), output: () => out, exited };
+  return { child, webhookPort: Number(all['--webhook-port']), metricsPort: Number(all['--metrics-port']), healthPort: Number(all['--health-port']), output: () => out, exited };
 }
 
 /** The sum of a metric's samples whose labels include `labels`, from a text exposition. */
@@ -153,6 +154,7 @@ export async function metricsOf(port: number): Promise<string> {
   return fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
 }
 
+/** Waits for a probe on the health port to answer 200. */
 export async function waitReady(port: number, path = '/readyz', ms = 30_000): Promise<void> {
   await until(`${path} on ${port}`, () => fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.status === 200, () => false), ms);
 }

@@ -20,6 +20,30 @@ export const WATCHER_USER = 'veneer-watcher';
 
 export const LEASE_NAMESPACE = 'veneer-system';
 
+/** The watcher's cluster-wide rights, as the chart's ClusterRole grants them (test/chart.test.ts compares). */
+export const WATCHER_CLUSTER_RULES: k8s.V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: ['karpenter.sh'], resources: ['nodeoverlays', 'nodeclaims'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+];
+
+/** What the chart's metrics-reader ClusterRole grants: the right to scrape the watcher. */
+export const METRICS_READER_RULES: k8s.V1PolicyRule[] = [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }];
+
+/** A metrics-reader ClusterRole, as the chart makes it, bound to `subjects` (Prometheus' ServiceAccount). */
+export async function grantMetricsReader(kc: k8s.KubeConfig, subjects: k8s.RbacV1Subject[]): Promise<void> {
+  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await rbac.createClusterRole({ body: { metadata: { name: 'veneer-node-watcher-metrics-reader' }, rules: METRICS_READER_RULES } });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: 'veneer-node-watcher-metrics-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'veneer-node-watcher-metrics-reader' },
+      subjects,
+    },
+  });
+}
+
 /** The watcher's rights: what the chart grants, nothing more. */
 export async function grantWatcherRole(kc: k8s.KubeConfig, subjects: k8s.RbacV1Subject[]): Promise<void> {
   const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
@@ -39,10 +63,7 @@ export async function grantWatcherRole(kc: k8s.KubeConfig, subjects: k8s.RbacV1S
   await rbac.createClusterRole({
     body: {
       metadata: { name: 'veneer-node-watcher' },
-      rules: [
-        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
-        { apiGroups: ['karpenter.sh'], resources: ['nodeoverlays', 'nodeclaims'], verbs: ['get', 'list', 'watch'] },
-      ],
+      rules: WATCHER_CLUSTER_RULES,
     },
   });
   await rbac.createClusterRoleBinding({
@@ -103,11 +124,18 @@ rules:
   - level: None
 `;
 
+/**
+ * Metrics are served over plain HTTP here: these tests and benchmarks scrape as a harness, not
+ * as a cluster identity, and the secure default would add TokenReviews to the API calls they
+ * count. test/metrics-auth.test.ts, test/chart.test.ts and test/serve.test.ts prove the default.
+ */
 export async function watcherFlags(certs: WebhookCerts, extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
     '--enabled': 'true',
     '--webhook-port': String(await freePort()),
     '--metrics-port': String(await freePort()),
+    '--metrics-secure': 'false',
+    '--health-port': String(await freePort()),
     '--shutdown-delay': '0s',
     '--webhook-cert-file': certs.serving.certPath,
     '--webhook-key-file': certs.serving.keyPath,

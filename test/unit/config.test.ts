@@ -26,6 +26,8 @@ t.test('defaults are the documented ones', async (t) => {
   const { config, sources } = loadConfig({});
   t.match(config, { enabled: false, labelNamespace: 'veneer.io', overlayCacheTTLMs: 60_000, maxConcurrentReconciles: 5, gracePeriodMs: 60_000, historyRetentionMs: 3_600_000 });
   t.match(config.webhook, { port: 9443, deadlineMs: 500 });
+  t.same(config.metrics, { port: 8443, secure: true, authCacheTTLMs: 60_000 }, 'metrics over HTTPS behind authentication by default');
+  t.same(config.health, { port: 8081 });
   t.match(config.leaderElection, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 });
   t.same(sources.enabled, { kind: 'default' });
 });
@@ -38,6 +40,9 @@ t.test('the contracted names of variables and flags', async (t) => {
   t.equal(envName('webhook.certFile'), 'VENEER_NODE_WATCHER_WEBHOOK_CERT_FILE');
   t.equal(flagName('overlayCacheTTL'), '--overlay-cache-ttl');
   t.equal(flagName('leaderElection.leaseName'), '--leader-election-lease-name');
+  t.equal(envName('metrics.secure'), 'VENEER_NODE_WATCHER_METRICS_SECURE');
+  t.equal(flagName('metrics.authCacheTTL'), '--metrics-auth-cache-ttl');
+  t.equal(envName('health.port'), 'VENEER_NODE_WATCHER_HEALTH_PORT');
 });
 
 t.test('precedence: flags > environment > file > defaults, with the source of each value', async (t) => {
@@ -110,5 +115,18 @@ t.test('leader election timings must nest as client-go requires', async (t) => {
   t.match(found, [
     /leaseDuration \(15s, from default\) must be longer than renewDeadline \(20s, from flag --leader-election-renew-deadline\)/,
     /renewDeadline \(20s, from flag --leader-election-renew-deadline\) must be longer than retryPeriod \(30s, from flag --leader-election-retry-period\)/,
+  ]);
+});
+
+t.test('metrics settings: the switch, the cache TTL bounds, and ports that must differ', async (t) => {
+  t.equal(loadConfig({ env: { VENEER_NODE_WATCHER_METRICS_SECURE: 'false' } }).config.metrics.secure, false);
+  t.match(problems(() => loadConfig({ flags: { '--metrics-secure': 'off', '--metrics-auth-cache-ttl': '1h' } })), [
+    /^nodeWatcher.metrics.secure = "off" \(from flag --metrics-secure\): must be boolean$/,
+    /^nodeWatcher.metrics.authCacheTTL = "1h" \(from flag --metrics-auth-cache-ttl\): must be between 1s and 10m$/,
+  ]);
+  t.same(problems(() => loadConfig({ env: { VENEER_NODE_WATCHER_HEALTH_PORT: '9443' }, flags: { '--metrics-port': '9443' } })), [
+    'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.metrics.port (9443, from flag --metrics-port) must differ',
+    'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
+    'nodeWatcher.metrics.port (9443, from flag --metrics-port) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
   ]);
 });

@@ -1,0 +1,78 @@
+// The one JSON schema of the config file, built from SETTINGS, and the ajv validator that
+// checks it: formats for DNS subdomains and label selectors, and a keyword for bounded
+// durations, so that each error can name the rule in words.
+import { Ajv, type ErrorObject } from 'ajv';
+import { isValidDnsSubdomain } from '../engine/labels.ts';
+import { parseSelector } from '../engine/selector.ts';
+import { formatDuration, parseDuration } from './duration.ts';
+import { SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
+
+const paths = Object.keys(SETTINGS) as SettingPath[];
+
+function jsonSchemaFor(s: SettingSchema): object {
+  switch (s.type) {
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'integer':
+      return { type: 'integer', minimum: s.minimum, maximum: s.maximum };
+    case 'string-list':
+      return { type: 'array', items: { type: 'string', minLength: 1 } };
+    case 'duration':
+      return { type: 'string', durationMs: { minimum: s.minimumMs ?? 0, maximum: s.maximumMs ?? Number.MAX_SAFE_INTEGER } };
+    case 'string':
+      return { type: 'string', minLength: 1, ...(s.maxLength ? { maxLength: s.maxLength } : {}), ...(s.enum ? { enum: s.enum } : {}), ...(s.format ? { format: s.format } : {}) };
+  }
+}
+
+/** The ajv schema of the whole file: `nodeWatcher:` with nested groups, no unknown fields. */
+export function configJsonSchema(): object {
+  const root: { type: 'object'; additionalProperties: false; properties: Record<string, any> } = { type: 'object', additionalProperties: false, properties: {} };
+  for (const path of paths) {
+    const parts = path.split('.');
+    let node = root;
+    for (const part of parts.slice(0, -1)) {
+      node.properties[part] ??= { type: 'object', additionalProperties: false, properties: {} };
+      node = node.properties[part];
+    }
+    node.properties[parts.at(-1)!] = jsonSchemaFor(SETTINGS[path]);
+  }
+  return { type: 'object', additionalProperties: false, properties: { nodeWatcher: root } };
+}
+
+export const FORMAT_RULES: Record<string, string> = {
+  'dns-subdomain': 'must be a DNS subdomain (lowercase letters, digits, "-" and "."; starting and ending with a letter or digit)',
+  'label-selector': 'must be a label selector such as "app.kubernetes.io/managed-by=veneer" or "tier in (a,b)"',
+};
+
+const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: false });
+ajv.addFormat('dns-subdomain', { type: 'string', validate: (v: string) => isValidDnsSubdomain(v) });
+ajv.addFormat('label-selector', {
+  type: 'string',
+  validate: (v: string) => {
+    try {
+      parseSelector(v);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+});
+ajv.addKeyword({
+  keyword: 'durationMs',
+  type: 'string',
+  errors: true,
+  validate: function durationMs(bounds: { minimum: number; maximum: number }, value: string) {
+    const ms = parseDuration(value);
+    const self = durationMs as unknown as { errors: Partial<ErrorObject>[] };
+    if (ms === undefined) {
+      self.errors = [{ keyword: 'durationMs', message: 'must be a duration such as 500ms, 60s, 5m or 1h', params: {} }];
+      return false;
+    }
+    if (ms < bounds.minimum || ms > bounds.maximum) {
+      self.errors = [{ keyword: 'durationMs', message: `must be between ${formatDuration(bounds.minimum)} and ${formatDuration(bounds.maximum)}`, params: {} }];
+      return false;
+    }
+    return true;
+  },
+});
+export const validate = ajv.compile(configJsonSchema());
