@@ -12,6 +12,7 @@
 // undici tears the session down when a PING goes unanswered for a whole interval.
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
+import { Agent as HttpsAgent } from 'node:https';
 import { Agent } from 'undici';
 
 /**
@@ -22,11 +23,28 @@ import { Agent } from 'undici';
 export const HTTP2_PING_INTERVAL_MS = 10_000;
 /**
  * client-go's HTTP/2 flow-control windows (4 MB per stream, 1 GB per connection) instead of
- * undici's (256 KB and 512 KB), which hold about a dozen 20 KB node events: a watch whose window
- * filled during a burst stopped the apiserver's sender, and the apiserver cut it
+ * undici's (256 KB and 512 KB, shared by every watch and call): a window that filled during a
+ * burst of 20 KB node events stopped the apiserver's sender, and the apiserver cut the watch
  * (apiserver_terminated_watchers_total). The stream window still bounds what one watch buffers.
+ * undici 8.13 reads the stream window from `h2Options.initialWindowSize`, not from
+ * `h2Options.settings.initialWindowSize` as its typings say.
  */
-const H2_OPTIONS = { pingInterval: HTTP2_PING_INTERVAL_MS, connectionWindowSize: 1 << 30, settings: { initialWindowSize: 4 << 20 } };
+const H2_OPTIONS = { pingInterval: HTTP2_PING_INTERVAL_MS, connectionWindowSize: 1 << 30, initialWindowSize: 4 << 20 };
+/**
+ * Watches get HTTP/1.1 connections of their own, read by Node's own HTTP client. On one HTTP/2
+ * connection the apiserver writes every stream from one loop, so a burst of big node events on
+ * one watch, or a large list or patch response, held up the others until the apiserver cut them
+ * for falling behind; with a connection each, as a plain HTTP/1.1 client has, it never did. Node's
+ * native parser also costs a fraction of undici's per event. (The HTTP/2 PING does not guard
+ * these connections: the watchdog restarts a watch that delivers nothing, bookmarks included.)
+ */
+const WATCHES = new WeakMap<object, HttpsAgent>();
+
+/** The agent for watches that goes with the dispatcher API calls use; none behind a proxy. */
+export function watchAgent(calls: unknown): HttpsAgent | undefined {
+  return calls ? WATCHES.get(calls) : undefined;
+}
+
 /** A request may hold the old dispatcher between choosing it and sending on it. */
 const RETIRE_AFTER_MS = 30_000;
 const SHARED = Symbol('veneer.sharedConnections');
@@ -53,11 +71,20 @@ export function shareConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
     const key = createHash('sha256').update(JSON.stringify([cluster?.name, cluster?.server, options])).digest('base64');
     if (current?.key !== key) {
       const old = current?.dispatcher;
-      const dispatcher = options.type === 'agent'
-        ? new Agent({ connect: options.connect, h2Options: H2_OPTIONS })
-        : clientDispatcher(cluster, agentOptions);
+      let dispatcher: Dispatcher | undefined;
+      if (options.type === 'agent') {
+        dispatcher = new Agent({ connect: options.connect, h2Options: H2_OPTIONS });
+        WATCHES.set(dispatcher, new HttpsAgent({ ...options.connect, keepAlive: true }));
+      } else {
+        dispatcher = clientDispatcher(cluster, agentOptions);
+      }
       current = { key, dispatcher };
-      if (old) setTimeout(() => void old.close().catch(() => {}), RETIRE_AFTER_MS).unref();
+      if (old) {
+        setTimeout(() => {
+          void old.close().catch(() => {});
+          WATCHES.get(old)?.destroy();
+        }, RETIRE_AFTER_MS).unref();
+      }
     }
     return current.dispatcher;
   };
