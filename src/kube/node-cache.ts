@@ -8,6 +8,7 @@
 // Every other node is known by its metadata alone (`all`: names for the webhook, labels for
 // the gauges), and a metadata event whose labels did not change is skipped without parsing
 // the object: that is every status heartbeat.
+import { hash } from 'node:crypto';
 import type { NodeView } from '../engine/index.ts';
 import { CAPACITY_TYPE_LABEL, NODEPOOL_LABEL } from '../engine/decide.ts';
 import { toNodeView, type NodeObject } from '../engine/node.ts';
@@ -42,38 +43,65 @@ function lister(deps: CacheDeps, accept: string, labelSelector?: string) {
   };
 }
 
-function between(line: string, open: string, close: string, from = 0): { value: string; end: number } | undefined {
-  const i = line.indexOf(open, from);
-  if (i === -1) return undefined;
-  const j = line.indexOf(close, i + open.length);
-  return j === -1 ? undefined : { value: line.slice(i + open.length, j), end: j };
+const MODIFIED = Buffer.from('{"type":"MODIFIED"');
+const NAME = Buffer.from('"name":"');
+const RESOURCE_VERSION = Buffer.from('"resourceVersion":"');
+const LABELS = Buffer.from('"labels":{');
+const ANNOTATIONS = Buffer.from('"annotations":');
+const MANAGED_FIELDS = Buffer.from('"managedFields":');
+const QUOTE = 0x22;
+const CLOSE_BRACE = 0x7d;
+
+/** Where the name, the resourceVersion and the labels object are in a metadata event's bytes. */
+function locate(line: Buffer): { name: string; resourceVersion: string; labels: Buffer } | undefined {
+  const value = (key: Buffer): string | undefined => {
+    const i = line.indexOf(key);
+    const j = i === -1 ? -1 : line.indexOf(QUOTE, i + key.length);
+    return j === -1 ? undefined : line.toString('latin1', i + key.length, j);
+  };
+  const name = value(NAME);
+  const resourceVersion = value(RESOURCE_VERSION);
+  const l = line.indexOf(LABELS);
+  const end = l === -1 ? -1 : line.indexOf(CLOSE_BRACE, l);
+  if (!name || !resourceVersion || end === -1) return undefined;
+  const annotations = line.indexOf(ANNOTATIONS);
+  const managed = line.indexOf(MANAGED_FIELDS);
+  if ((annotations !== -1 && annotations < end) || (managed !== -1 && managed < end)) return undefined;
+  return { name, resourceVersion, labels: line.subarray(l, end + 1) };
 }
 
 /**
- * Reads a MODIFIED metadata event just far enough to tell whether the node's labels changed.
- * Safe to read by position: Go encodes ObjectMeta in field order (name, uid, resourceVersion,
- * ..., labels, annotations, ..., managedFields), and names, resourceVersions, label keys and
- * label values can hold neither quotes nor braces.
+ * Skips metadata events that cannot change a node's labels, without decoding them. Safe to read
+ * by position: Go encodes ObjectMeta in field order (name, uid, resourceVersion, ..., labels,
+ * annotations, ..., managedFields), and names, resourceVersions, label keys and label values
+ * hold neither quotes nor braces. A node's labels are known by a hash of their bytes, taken
+ * whenever its event is decoded; after a relist every node is decoded once again.
  */
-export function unchangedLabels(line: string, known: (name: string) => NodeView | undefined): ParsedEvent | undefined {
-  if (!line.startsWith('{"type":"MODIFIED"')) return undefined;
-  const name = between(line, '"name":"', '"');
-  const rv = between(line, '"resourceVersion":"', '"');
-  const labels = between(line, '"labels":{', '}');
-  if (!name || !rv || !labels) return undefined;
-  const annotations = line.indexOf('"annotations":');
-  const managed = line.indexOf('"managedFields":');
-  if ((annotations !== -1 && annotations < labels.end) || (managed !== -1 && managed < labels.end)) return undefined;
-  const view = known(name.value);
-  if (!view) return undefined;
-  const now = JSON.parse(`{${labels.value}}`) as Record<string, string>;
-  const before = view.labels;
-  let count = 0;
-  for (const key in now) {
-    if (before[key] !== now[key]) return undefined;
-    count++;
+export class LabelSkipper {
+  private readonly seen = new Map<string, string>();
+
+  parse(line: Buffer): ParsedEvent {
+    const at = locate(line);
+    if (!at) {
+      // Decoded without a fingerprint: whatever was seen of this node no longer describes it.
+      const event = parseEvent(line);
+      this.seen.delete((event.object as NodeObject | undefined)?.metadata?.name ?? '');
+      return event;
+    }
+    const fingerprint = hash('sha1', at.labels, 'base64');
+    if (line.subarray(0, MODIFIED.length).equals(MODIFIED) && this.seen.get(at.name) === fingerprint) {
+      return { type: 'MODIFIED', resourceVersion: at.resourceVersion };
+    }
+    const event = parseEvent(line);
+    if (event.type === 'DELETED') this.seen.delete(at.name);
+    else this.seen.set(at.name, fingerprint);
+    return event;
   }
-  return count === Object.keys(before).length ? { type: 'MODIFIED', resourceVersion: rv.value } : undefined;
+
+  /** The store was replaced by a list: what was seen before may no longer be what it holds. */
+  forget(): void {
+    this.seen.clear();
+  }
 }
 
 export class NodeCache {
@@ -94,13 +122,14 @@ export class NodeCache {
       now: deps.now,
       ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     };
+    const skipper = new LabelSkipper();
     this.all = new Reflector({
       ...common,
       resource: 'nodes',
       accept: PARTIAL_METADATA,
       listPage: lister(deps, PARTIAL_METADATA_LIST),
-      parseEvent: (line) => unchangedLabels(line, (name) => this.all.store.get(name)) ?? parseEvent(line),
-      handlers: { upsert: () => {}, remove: () => {} },
+      parseEvent: (line) => skipper.parse(line),
+      handlers: { upsert: () => {}, remove: () => {}, listed: () => skipper.forget() },
     });
     const selector = undecidedSelector(influencedLabel);
     this.undecided = new Reflector({

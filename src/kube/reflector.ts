@@ -37,7 +37,7 @@ export interface ReflectorOptions<T> {
   /** The Accept header of the list and the watch (metadata-only views ask for less). */
   accept?: string;
   /** Reads one watch line; may leave out the object when it cannot change the store. */
-  parseEvent?: (line: string) => ParsedEvent;
+  parseEvent?: (line: Buffer) => ParsedEvent;
   listPage(continueToken: string | undefined): Promise<ListPage>;
   keyOf(obj: unknown): string;
   slim(obj: unknown): T;
@@ -200,7 +200,7 @@ export class Reflector<T> {
       timeoutSeconds: 300 + Math.floor(Math.random() * 300),
       labelSelector: this.o.labelSelector,
     };
-    const handle = (line: string) => {
+    const handle = (line: Buffer) => {
       const event = (this.o.parseEvent ?? parseEvent)(line);
       const at = this.now();
       this.lastEventAt = at;
@@ -237,7 +237,7 @@ export class Reflector<T> {
       events++;
       if (event.resourceVersion) rv = event.resourceVersion;
     };
-    const onLine = (line: string) => {
+    const onLine = (line: Buffer) => {
       try {
         handle(line);
       } catch (err) {
@@ -272,8 +272,8 @@ export interface ParsedEvent {
   resourceVersion?: string;
 }
 
-export function parseEvent(line: string): ParsedEvent {
-  const event = JSON.parse(line) as { type: string; object?: { metadata?: { resourceVersion?: string } } };
+export function parseEvent(line: Buffer): ParsedEvent {
+  const event = JSON.parse(line.toString('utf8')) as { type: string; object?: { metadata?: { resourceVersion?: string } } };
   return { type: event.type, object: event.object, resourceVersion: event.object?.metadata?.resourceVersion };
 }
 
