@@ -144,9 +144,10 @@ export async function runNodeCreateSuite(progress: Progress): Promise<SuiteResul
       targets: { create_ratio_vs_null_p50: '<= 1.05', create_ratio_vs_null_p99: '<= 1.10', create_ratio_vs_none_p50: 'reported (aim <= 1.25)', inline_share: '>= 0.99' },
       table: [
         ...ARMS.map((arm) => ({ what: `CREATE, ${arm} webhook`, p50_ms: r3(p(arm, 0.5)), p99_ms: r3(p(arm, 0.99)), n: latencies[arm]!.length, spread: '' })),
-        { what: `ours/null p50, per block of ${perBlock}`, p50_ms: Number.NaN, p99_ms: Number.NaN, n: blocks, spread: spread(blockRatios('null', 0.5)) },
-        { what: `ours/null p99, per block of ${perBlock}`, p50_ms: Number.NaN, p99_ms: Number.NaN, n: blocks, spread: spread(blockRatios('null', 0.99)) },
-        { what: `ours/none p50, per block of ${perBlock}`, p50_ms: Number.NaN, p99_ms: Number.NaN, n: blocks, spread: spread(blockRatios('none', 0.5)) },
+        // Ratio rows carry the median ratio in the column they compare, and no time.
+        { what: `ours/null p50 ratio, per block of ${perBlock}`, p50_ms: r3(median(blockRatios('null', 0.5))), p99_ms: '-', n: blocks, spread: spread(blockRatios('null', 0.5)) },
+        { what: `ours/null p99 ratio, per block of ${perBlock}`, p50_ms: '-', p99_ms: r3(median(blockRatios('null', 0.99))), n: blocks, spread: spread(blockRatios('null', 0.99)) },
+        { what: `ours/none p50 ratio, per block of ${perBlock}`, p50_ms: r3(median(blockRatios('none', 0.5))), p99_ms: '-', n: blocks, spread: spread(blockRatios('none', 0.5)) },
       ],
       raw: { create_latency_ms: latencies, inline, ours_creates: oursCount },
     };
@@ -181,8 +182,8 @@ export async function runWebhookServerSuite(progress: Progress): Promise<SuiteRe
       targets: { server_throughput_ratio: '>= 0.90', server_p99_ratio: '<= 1.20' },
       table: [
         ...(['ours', 'null'] as const).map((arm) => ({ what: `HTTPS server, ${arm}`, req_per_s: Math.round(med(arm, 'rps')), p99_ms: med(arm, 'p99'), spread: '' })),
-        { what: 'ours/null req/s, per round', req_per_s: Number.NaN, p99_ms: Number.NaN, spread: spread(perRound('rps')) },
-        { what: 'ours/null p99, per round', req_per_s: Number.NaN, p99_ms: Number.NaN, spread: spread(perRound('p99')) },
+        { what: 'ours/null req/s ratio, per round', req_per_s: r3(median(perRound('rps'))), p99_ms: '-', spread: spread(perRound('rps')) },
+        { what: 'ours/null p99 ratio, per round', req_per_s: '-', p99_ms: r3(median(perRound('p99'))), spread: spread(perRound('p99')) },
       ],
       raw: { autocannon: load },
     };

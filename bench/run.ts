@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { runNodeCreateSuite, runWebhookServerSuite } from './admission.ts';
 import { runClusterSuite } from './cluster.ts';
 import { runDecisionSuite } from './decision.ts';
+import { runScaleSuite } from './scale.ts';
 import type { SuiteResult } from './stats.ts';
 import { cdfSvg } from './plot.ts';
 
@@ -15,6 +16,7 @@ const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteR
   'node-create': runNodeCreateSuite,
   'webhook-server': runWebhookServerSuite,
   cluster: runClusterSuite,
+  scale: runScaleSuite,
 };
 /** The names for figures that come out of a shared run. */
 const aliases: Record<string, string[]> = {

@@ -22,7 +22,7 @@ const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 for (const o of [computeSavingsPlan(), reservedInstance('m5.xlarge', 'us-west-2')]) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
 const replica = await spawnServe(env.cp, env.certs, WATCHER_USER, { '--leader-election-enabled': 'false', '--log-level': 'warn' });
 t.teardown(() => void replica.child.kill('SIGKILL'));
-await waitReady(replica.metricsPort);
+await waitReady(replica.healthPort);
 
 const terminatedWatchers = async () => counter((await env.cp.get('/metrics')).body, 'apiserver_terminated_watchers_total', { resource: 'nodes' });
 const watcherMetric = async (name: string, labels: Record<string, string>) => counter(await metricsOf(replica.metricsPort), name, labels);

@@ -1,0 +1,162 @@
+// `scale`: a cluster shaped like a user's. 5,000 real-size nodes (about 20 KB as served) created
+// in bursts, then kubelet-like status churn as fast as this machine sustains, against `serve`
+// in its own process. Reports whether the apiserver ever had to cut the node watch, the
+// watcher's CPU per status update, its memory idle and at 5,000 nodes, and the CLI's start-up.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { shareConnections } from '../src/kube/connections.ts';
+import { veneerOverlaySet } from './decision.ts';
+import { median, type SuiteResult } from './stats.ts';
+import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../test/support/fleet.ts';
+import { inspectorUrl, liveHeapMb } from '../test/support/inspector.ts';
+import { heartbeatPatch, realNode } from '../test/support/real-node.ts';
+import { startClusterEnv, WATCHER_USER } from '../test/support/watcher-env.ts';
+
+type Progress = (msg: string) => void;
+const NODES = Number(process.env.VENEER_SCALE_NODES ?? 5000);
+const CHURN_WINDOWS = 4;
+const CHURN_WINDOW_MS = Number(process.env.VENEER_SCALE_WINDOW_MS ?? 30_000);
+const STRATEGIC = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+const ROOT = join(import.meta.dirname, '..');
+/** What users run: the compiled CLI (the image's entry point, and `npx veneer-node-watcher`). */
+const CLI = join(ROOT, 'dist', 'cli.js');
+const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
+const spread = (xs: number[], digits = 1) => `${round(Math.min(...xs), digits)}-${round(Math.max(...xs), digits)}`;
+
+function proc(pid: number): { rssMb: number; cpuMs: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime, fields 14 and 15 of stat, in clock ticks of 10 ms.
+  return { rssMb: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024, cpuMs: (Number(stat[11]) + Number(stat[12])) * 10 };
+}
+
+async function workers(n: number, work: (worker: number) => Promise<void>): Promise<void> {
+  await Promise.all(Array.from({ length: n }, (_, i) => work(i)));
+}
+
+function timeCommand(args: string[], runs: number): number[] {
+  return Array.from({ length: runs }, () => {
+    const start = performance.now();
+    execFileSync(process.execPath, [...RUNTIME_NODE_FLAGS, CLI, ...args], { stdio: 'ignore' });
+    return performance.now() - start;
+  });
+}
+
+/** `--help` and an offline `explain` of 200 real-size nodes: what a person waits for. */
+function cliFigures(progress: Progress) {
+  progress('scale: CLI start-up (--help) and offline explain of 200 real-size nodes, compiled as shipped');
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'ignore' });
+  const dir = mkdtempSync(join(tmpdir(), 'veneer-scale-'));
+  try {
+    const { overlays, types } = veneerOverlaySet(200);
+    const nodes = Array.from({ length: 200 }, (_, i) => realNode({ name: `explain-${i}`, index: i, instanceType: types[i % types.length] ?? 'm5.large' }));
+    writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
+    writeFileSync(join(dir, 'overlays.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: overlays }));
+    timeCommand(['--help'], 1);
+    return {
+      help: timeCommand(['--help'], 7),
+      explain: timeCommand(['explain', '--nodes', join(dir, 'nodes.json'), '--overlays', join(dir, 'overlays.json'), '-o', 'json'], 5),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
+  const cli = cliFigures(progress);
+  const env = await startClusterEnv();
+  try {
+    const admin = shareConnections(env.admin);
+    const core = admin.makeApiClient(k8s.CoreV1Api);
+    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+    const { overlays, types } = veneerOverlaySet(200);
+    await workers(10, async (w) => {
+      for (let i = w; i < overlays.length; i += 10) await custom.createClusterCustomObject({ ...OVERLAY_API, body: overlays[i] });
+    });
+    // The inspector is opened only at the end (SIGUSR1), so that it weighs on no RSS figure.
+    const replica = await spawnServe(env.cp, env.certs, WATCHER_USER, { '--leader-election-enabled': 'false', '--log-level': 'warn' }, ['--inspect-port=127.0.0.1:0']);
+    try {
+      await waitReady(replica.healthPort);
+      const pid = replica.child.pid ?? 0;
+      await sleep(10_000);
+      const idle = proc(pid).rssMb;
+      progress(`scale: idle RSS ${round(idle)} MB; creating ${NODES} real-size nodes in bursts of 500`);
+      const terminated = async () => counter((await env.cp.get('/metrics')).body, 'apiserver_terminated_watchers_total', { resource: 'nodes' });
+      const watcher = async (name: string, labels: Record<string, string> = {}) => counter(await metricsOf(replica.metricsPort), name, labels);
+      const cutBefore = await terminated();
+      const names = Array.from({ length: NODES }, (_, i) => `scale-${i}`);
+      const createStart = Date.now();
+      for (let b = 0; b < NODES; b += 500) {
+        let next = b;
+        await workers(50, async () => {
+          while (next < Math.min(b + 500, NODES)) {
+            const i = next++;
+            await core.createNode({ body: realNode({ name: names[i]!, index: i, instanceType: types[i % types.length] ?? 'm5.large' }) });
+          }
+        });
+      }
+      const createSeconds = (Date.now() - createStart) / 1000;
+      await until('every node recorded', async () => (await watcher('veneer_nodewatcher_nodes_labeled_total')) >= NODES, 600_000);
+      const cutCreating = (await terminated()) - cutBefore;
+      progress(`scale: ${NODES} nodes created in ${round(createSeconds)} s and recorded; ${cutCreating} node watches cut`);
+
+      const cpuPerUpdate: number[] = [];
+      const rates: number[] = [];
+      for (let w = 0; w < CHURN_WINDOWS; w++) {
+        let patches = 0;
+        const cpuBefore = proc(pid).cpuMs;
+        const deadline = Date.now() + CHURN_WINDOW_MS;
+        await workers(40, async (k) => {
+          for (let i = k + w * 7; Date.now() < deadline; i += 40) {
+            await core.patchNodeStatus({ name: names[i % NODES]!, body: heartbeatPatch() }, STRATEGIC);
+            patches++;
+          }
+        });
+        await sleep(1000);
+        cpuPerUpdate.push(((proc(pid).cpuMs - cpuBefore) * 1000) / patches);
+        rates.push(patches / (CHURN_WINDOW_MS / 1000));
+        progress(`scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(cpuPerUpdate.at(-1)!)} us of watcher CPU each`);
+      }
+      await sleep(5000);
+      const cutTotal = (await terminated()) - cutBefore;
+      const closed = await watcher('veneer_nodewatcher_watch_restarts_total', { reason: 'closed' });
+      const rss5000 = proc(pid).rssMb;
+      replica.child.kill('SIGUSR1');
+      await until('inspector URL', () => /ws:\/\/127\.0\.0\.1/.test(replica.output()), 10_000);
+      const heap5000 = await liveHeapMb(inspectorUrl(replica.output()));
+      return {
+        keys: {
+          terminated_watchers_real: cutTotal,
+          watch_closed_real: closed,
+          churn_cpu_us_per_update: round(median(cpuPerUpdate)),
+          rss_mb_idle: round(idle),
+          rss_mb_5000_real_nodes: round(rss5000),
+          heap_mb_5000_real_nodes: round(heap5000),
+          cli_help_ms: Math.round(median(cli.help)),
+          explain_200_ms: Math.round(median(cli.explain)),
+        },
+        targets: {
+          terminated_watchers_real: '0', watch_closed_real: '0', churn_cpu_us_per_update: '<= 60', rss_mb_idle: '<= 110',
+          rss_mb_5000_real_nodes: '<= 150', heap_mb_5000_real_nodes: 'reported', cli_help_ms: '<= 200', explain_200_ms: '<= 600',
+        },
+        table: [
+          { figure: 'node watches cut (creating / in total)', value: `${cutCreating} / ${cutTotal}`, spread: '-' },
+          { figure: 'status updates per second', value: Math.round(median(rates)), spread: spread(rates, 0) },
+          { figure: 'watcher CPU per update (us)', value: round(median(cpuPerUpdate)), spread: spread(cpuPerUpdate) },
+          { figure: `nodes created per second (${NODES} in bursts of 500)`, value: Math.round(NODES / createSeconds), spread: '-' },
+          { figure: '--help (ms)', value: Math.round(median(cli.help)), spread: spread(cli.help, 0) },
+          { figure: 'explain of 200 nodes (ms)', value: Math.round(median(cli.explain)), spread: spread(cli.explain, 0) },
+        ],
+        raw: { cpu_us_per_update: cpuPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
+      };
+    } finally {
+      replica.child.kill('SIGKILL');
+    }
+  } finally {
+    await env.cp.stop();
+  }
+}
