@@ -5,7 +5,7 @@ import type { NodeClaimView, NodeView } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { rfc3339 } from './labels.ts';
-import { combinedOperator, requirementPasses, type CombinedOperator, type RequirementSpec } from './requirements.ts';
+import { combinedOperator, requirementPasses, type CombinedOperator, type Requirement, type RequirementSpec } from './requirements.ts';
 import { labelValue } from './normalize.ts';
 
 /** One requirement as Karpenter compares it: combined per normalized key. */
@@ -49,19 +49,53 @@ export interface Explanation {
 }
 
 /**
- * Explains one node against overlays known only by their current state (files or a live
- * read): each overlay counts from its creationTimestamp, and decisions about launches before
- * `knownSince` are marked approximate, since earlier changes are unknown.
+ * Explains nodes against overlays known only by their current state (files or a live read):
+ * each overlay counts from its creationTimestamp, and decisions about launches before
+ * `knownSince` are marked approximate, since earlier changes are unknown. The overlay index is
+ * built once for every node explained.
  */
-export function explain(
-  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; overlays: readonly OverlayView[]; now: number; knownSince: number },
+export function explainer(
+  overlays: readonly OverlayView[],
+  time: { now: number; knownSince: number },
   settings: EngineSettings,
   policy: OverlayPolicy,
-): Explanation {
+): (node: NodeView, nodeClaim: NodeClaimView | undefined) => Explanation {
   const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
-  index.replaceAll(input.overlays, input.knownSince);
-  index.markSynced(input.knownSince);
+  index.replaceAll(overlays, time.knownSince);
+  index.markSynced(time.knownSince);
   const owned = new Set([...settings.keys.ownedLabels]);
+  // What does not depend on the node is worked out once.
+  const shown = overlays.map((o): ShownOverlay => ({
+    overlay: o,
+    ineligible: ineligibility(o, policy),
+    requirements: o.requirements.map((r) => ({
+      requirement: r,
+      fixed: {
+        key: r.key,
+        operator: combinedOperator(r),
+        values: [...r.values].sort(),
+        ...(r.gte !== undefined ? { gte: String(r.gte) } : {}),
+        ...(r.lte !== undefined ? { lte: String(r.lte) } : {}),
+        from: r.from.map((f) => ({ key: f.key, operator: f.operator, values: [...(f.values ?? [])] })),
+      },
+    })),
+  }));
+  return (node, nodeClaim) => explainOne({ node, nodeClaim, now: time.now }, shown, index, owned, settings);
+}
+
+interface ShownOverlay {
+  overlay: OverlayView;
+  ineligible: string | undefined;
+  requirements: { requirement: Requirement; fixed: Omit<RequirementExplanation, 'nodeValue' | 'pass'> }[];
+}
+
+function explainOne(
+  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; now: number },
+  shown: readonly ShownOverlay[],
+  index: OverlayIndex,
+  owned: ReadonlySet<string>,
+  settings: EngineSettings,
+): Explanation {
   const existing = Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => owned.has(k)));
   // An existing record is shown as it is, and the decision is made as if it were not there.
   const bare: NodeView = { ...input.node, labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))) };
@@ -69,22 +103,13 @@ export function explain(
   const at = launchTime(bare, input.nodeClaim, input.now);
   const labels = characteristics(bare, input.nodeClaim);
   const winner = decision.outcome === 'influenced' ? decision.overlay?.name : undefined;
-  const overlays = input.overlays.map((o): OverlayExplanation => {
-    const inactive = ineligibility(o, policy)
+  const overlays = shown.map(({ overlay: o, ineligible, requirements: reqs }): OverlayExplanation => {
+    const inactive = ineligible
       ?? (o.createdAt !== undefined && o.createdAt > at ? `created after the launch (${rfc3339(o.createdAt)})` : undefined)
       ?? (o.deletingAt !== undefined && o.deletingAt <= at ? `being deleted since ${rfc3339(o.deletingAt)}` : undefined);
-    const requirements = o.requirements.map((r): RequirementExplanation => {
-      const nodeValue = labelValue(labels, r.key);
-      return {
-        key: r.key,
-        operator: combinedOperator(r),
-        values: [...r.values].sort(),
-        ...(r.gte !== undefined ? { gte: String(r.gte) } : {}),
-        ...(r.lte !== undefined ? { lte: String(r.lte) } : {}),
-        from: r.from.map((f) => ({ key: f.key, operator: f.operator, values: [...(f.values ?? [])] })),
-        nodeValue: nodeValue ?? null,
-        pass: requirementPasses(r, nodeValue),
-      };
+    const requirements = reqs.map(({ requirement, fixed }): RequirementExplanation => {
+      const nodeValue = labelValue(labels, requirement.key);
+      return { ...fixed, nodeValue: nodeValue ?? null, pass: requirementPasses(requirement, nodeValue) };
     });
     return {
       name: o.name,

@@ -6,4 +6,4 @@ export { toNodeView, toNodeClaimView, nodeClaimFor, type NodeObject, type NodeCl
 export { recordKeys, type RecordKeys, type NodeRecord, type DecisionStory, type DecidedBy } from './record.ts';
 export { jsonPatch, mergePatch, type JsonPatchOp } from './patch.ts';
 export { parseSelector, type LabelSelector } from './selector.ts';
-export { explain, type Explanation, type OverlayExplanation, type RequirementExplanation } from './explain.ts';
+export { explainer, type Explanation, type OverlayExplanation, type RequirementExplanation } from './explain.ts';
