@@ -1,11 +1,11 @@
-// A watch (or list) request on the KubeConfig's shared connection, read as raw lines.
+// Lists and watches read as raw bytes. Lists go over the KubeConfig's shared HTTP/2
+// connection; each watch gets an HTTP/1.1 connection of its own (connections.ts says why).
 //
 // @kubernetes/client-node's Watch goes through fetch, a web stream and readline, and parses
 // every event into an object before anyone may look at it. At kubelet heartbeat rates that
 // parse is most of the watcher's CPU (an EKS node is ~20 KB as served, its metadata ~7 KB),
-// and a consumer that falls behind is cut by the apiserver. Here the body is read as it
-// arrives and each line handed over as a string, so that the caller can skip events it
-// already knows the answer to.
+// and a consumer that falls behind is cut by the apiserver. Here each event's bytes are handed
+// over as they arrive, so that the caller can skip events it already knows the answer to.
 import * as k8s from '@kubernetes/client-node';
 import { request } from 'undici';
 import { request as httpsRequest } from 'node:https';
@@ -41,8 +41,9 @@ async function prepare(kc: k8s.KubeConfig, req: StreamRequest) {
   return { url, headers: { ...ctx.getHeaders(), accept: req.accept ?? 'application/json' }, dispatcher: ctx.getDispatcher() };
 }
 
-async function open(kc: k8s.KubeConfig, req: StreamRequest): Promise<AsyncIterable<Buffer> & { text(): Promise<string>; json(): Promise<unknown> }> {
-  const { url, headers, dispatcher } = await prepare(kc, req);
+type Prepared = Awaited<ReturnType<typeof prepare>>;
+
+async function get({ url, headers, dispatcher }: Prepared, req: StreamRequest): Promise<AsyncIterable<Buffer> & { json(): Promise<unknown> }> {
   const res = await request(url, { method: 'GET', headers, dispatcher: dispatcher as never, signal: req.signal });
   if (res.statusCode !== 200) {
     const text = await res.body.text().catch(() => '');
@@ -53,9 +54,10 @@ async function open(kc: k8s.KubeConfig, req: StreamRequest): Promise<AsyncIterab
 
 /** A watch on a connection of its own (connections.ts says why), or the shared one behind a proxy. */
 async function openWatch(kc: k8s.KubeConfig, req: StreamRequest): Promise<AsyncIterable<Buffer>> {
-  const { url, headers, dispatcher } = await prepare(kc, req);
-  const agent = watchAgent(dispatcher);
-  if (!agent || url.protocol !== 'https:') return open(kc, req);
+  const prepared = await prepare(kc, req);
+  const { url, headers } = prepared;
+  const agent = watchAgent(prepared.dispatcher);
+  if (!agent || url.protocol !== 'https:') return get(prepared, req);
   return new Promise((resolve, reject) => {
     const r = httpsRequest(url, { method: 'GET', headers, agent, signal: req.signal }, (res) => {
       if (res.statusCode === 200) return resolve(res);
@@ -72,7 +74,7 @@ async function openWatch(kc: k8s.KubeConfig, req: StreamRequest): Promise<AsyncI
 
 /** GETs `path` and returns the parsed JSON body (a list page). */
 export async function getJson<T>(kc: k8s.KubeConfig, req: StreamRequest): Promise<T> {
-  return (await (await open(kc, req)).json()) as T;
+  return (await (await get(await prepare(kc, req), req)).json()) as T;
 }
 
 /**
