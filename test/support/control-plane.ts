@@ -47,6 +47,10 @@ interface Binaries {
   apiserver: string;
   etcd: string;
   helm: string;
+  certManager: string;
+  /** cert-manager's CRDs, from the module version its controllers were built from. */
+  certManagerCrds: string;
+  promtool: string;
 }
 
 const live = new Set<ControlPlane>();
@@ -87,7 +91,10 @@ function isAlive(pid: number): boolean {
 export function locateBinaries(): Binaries {
   const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
   const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-  const bins = { apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '' };
+  const bins = {
+    apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
+    certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '',
+  };
   for (const path of Object.values(bins)) {
     if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the local control plane`);
   }
