@@ -66,6 +66,16 @@ export class Fleet {
     await Promise.all(Array.from({ length: count }, (_, i) => this.sim.launchPersistently(this.shape(prefix, from + i))));
   }
 
+  /** Launches nodes `concurrency` at a time until `stop()` is called; returns how many. */
+  steady(prefix: string, concurrency = 4): { stop(): Promise<number> } {
+    let running = true;
+    let next = 0;
+    const workers = Array.from({ length: concurrency }, async () => {
+      while (running) await this.sim.launchPersistently(this.shape(prefix, next++));
+    });
+    return { stop: async () => { running = false; await Promise.all(workers); return next; } };
+  }
+
   async labels(prefix: string): Promise<Map<string, Record<string, string>>> {
     const out = new Map<string, Record<string, string>>();
     for (const n of (await this.core.listNode()).items) {
