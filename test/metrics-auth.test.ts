@@ -9,12 +9,12 @@ import { startWatcher } from '../src/watcher.ts';
 import { accessReviews, REVIEW_TIMEOUT_MS } from '../src/kube/access-review.ts';
 import { shareConnections } from '../src/kube/connections.ts';
 import { MetricsAuth } from '../src/metrics-auth.ts';
-import { viaPort } from './support/control-plane.ts';
-import { counter } from './support/fleet.ts';
+import { viaPort } from '../kit/control-plane.ts';
+import { counter } from '../kit/fleet.ts';
 import { StallProxy } from './support/stall-proxy.ts';
-import { scrape, tlsHandshake } from './support/scrape.ts';
+import { scrape, tlsHandshake } from '../kit/scrape.ts';
 import { promtool } from './support/prometheus.ts';
-import { grantMetricsReader, startClusterEnv, WATCHER_USER, watcherFlags } from './support/watcher-env.ts';
+import { grantMetricsReader, startClusterEnv, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());

@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { RUNTIME_NODE_FLAGS } from '../../src/node-flags.ts';
 import { NS, RELEASE } from '../support/chart.ts';
-import type { ControlPlane } from '../support/control-plane.ts';
-import { until } from '../support/fleet.ts';
+import type { ControlPlane } from '../../kit/control-plane.ts';
+import { until } from '../../kit/fleet.ts';
 import { POD_IP } from '../support/netns.ts';
-import { scrape } from '../support/scrape.ts';
-import { ManagedProcess } from '../support/process.ts';
+import { scrape } from '../../kit/scrape.ts';
+import { ManagedProcess } from '../../kit/process.ts';
 import { SecretVolume } from '../support/secret-volume.ts';
 
 const POD_NAME = `${RELEASE}-0`;

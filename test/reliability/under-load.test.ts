@@ -5,10 +5,10 @@ import t from 'tap';
 import { request } from 'node:https';
 import { connect, type TLSSocket } from 'node:tls';
 import { join } from 'node:path';
-import { issueCert } from '../support/pki.ts';
+import { issueCert } from '../../kit/pki.ts';
 import { SecretVolume, tlsFiles } from '../support/secret-volume.ts';
-import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
-import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY } from '../support/watcher-env.ts';
+import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
+import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY } from '../../kit/watcher-env.ts';
 
 const REPLICAS = ['veneer-watcher-a', 'veneer-watcher-b'];
 const LEASE_MS = 3000;

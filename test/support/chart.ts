@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { locateBinaries } from './control-plane.ts';
+import { locateBinaries } from '../../kit/control-plane.ts';
 import { promtool } from './prometheus.ts';
 
 export const CHART = join(import.meta.dirname, '..', '..', 'charts', 'veneer-node-watcher');

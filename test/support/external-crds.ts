@@ -4,8 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { installCertManagerCRDs } from './cert-manager.ts';
-import { waitEstablished } from './karpenter.ts';
+import { installCertManagerCRDs } from '../../kit/cert-manager.ts';
+import { waitEstablished } from '../../kit/karpenter-crds.ts';
 
 const PROMETHEUS_OPERATOR = {
   module: 'github.com/prometheus-operator/prometheus-operator@v0.82.2',

@@ -3,7 +3,7 @@
 // so a reader sees the old set of files or the new one, never a mix.
 import { mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KeyPair } from './pki.ts';
+import type { KeyPair } from '../../kit/pki.ts';
 
 export class SecretVolume {
   readonly dir: string;

@@ -1,10 +1,10 @@
-// cert-manager for the test control plane: its own controllers and cainjector (kit/cert-manager,
+// cert-manager for the local control plane: its own controllers and cainjector (kit/cert-manager,
 // built by scripts/control-plane.sh), with the CRDs of the module version they were built from.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { type ControlPlane, locateBinaries } from './control-plane.ts';
-import { waitEstablished } from './karpenter.ts';
+import { waitEstablished } from './karpenter-crds.ts';
 import { ManagedProcess } from './process.ts';
 import { until } from './fleet.ts';
 

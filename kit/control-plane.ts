@@ -1,7 +1,7 @@
-// A real etcd + kube-apiserver on loopback for tests. Every process it starts dies with the
-// test process (setpriv --pdeathsig) and every directory it makes is removed on stop, on
-// exit and on SIGINT/SIGTERM; directories left by a test process that was SIGKILLed are
-// swept by the next start.
+// A real etcd + kube-apiserver on loopback for the tests, the demo and the benchmarks. Every
+// process it starts dies with the process that started it (setpriv --pdeathsig) and every
+// directory it makes is removed on stop, on exit and on SIGINT/SIGTERM; directories left by a
+// process that was SIGKILLed are swept by the next start.
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { freePort, httpGet, ManagedProcess, sleep } from './process.ts';
 
 export { freePort };
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const scratchRoot = join(tmpdir(), 'veneer-control-plane');
 
 export interface TokenUser {

@@ -1,5 +1,5 @@
-// Child processes for the test control plane: each dies with the test process, however the
-// test process dies (setpriv --pdeathsig), and its output goes to a log file.
+// Child processes for the local control plane: each dies with the process that started it,
+// however that one dies (setpriv --pdeathsig), and its output goes to a log file.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
