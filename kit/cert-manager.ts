@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { type ControlPlane, locateBinaries } from './control-plane.ts';
+import { binary, type ControlPlane } from './control-plane.ts';
 import { waitEstablished } from './karpenter-crds.ts';
 import { ManagedProcess } from './process.ts';
 import { until } from './fleet.ts';
@@ -24,7 +24,7 @@ interface CertificateObject {
 }
 
 export async function installCertManagerCRDs(kc: k8s.KubeConfig): Promise<void> {
-  const dir = locateBinaries().certManagerCrds;
+  const dir = binary('certManagerCrds');
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   const names: string[] = [];
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
@@ -39,7 +39,7 @@ export async function installCertManagerCRDs(kc: k8s.KubeConfig): Promise<void> 
 export async function startCertManager(cp: ControlPlane): Promise<ManagedProcess> {
   await installCertManagerCRDs(cp.adminKubeConfig());
   const kubeconfig = cp.writeKubeConfig(cp.adminKubeConfig(), 'kubeconfig-cert-manager');
-  const proc = new ManagedProcess('cert-manager', locateBinaries().certManager, ['--kubeconfig', kubeconfig], join(cp.dir, 'cert-manager.log'));
+  const proc = new ManagedProcess('cert-manager', binary('certManager'), ['--kubeconfig', kubeconfig], join(cp.dir, 'cert-manager.log'));
   proc.start();
   // kit/cert-manager logs this once every controller and cainjector have started.
   await until('cert-manager started', () => {

@@ -88,17 +88,16 @@ function isAlive(pid: number): boolean {
   }
 }
 
-export function locateBinaries(): Binaries {
+/** The cached path of one of the programs scripts/control-plane.sh builds; each is checked when asked for, as the demo builds only two. */
+export function binary(name: keyof Binaries): string {
   const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
   const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-  const bins = {
+  const bins: Binaries = {
     apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
     certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '',
   };
-  for (const path of Object.values(bins)) {
-    if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the local control plane`);
-  }
-  return bins;
+  if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
+  return bins[name];
 }
 
 interface ControlPlaneParts {
@@ -142,7 +141,7 @@ export class ControlPlane {
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
     installExitHooks();
     sweepStaleDirs();
-    const bins = locateBinaries();
+    const bins = { apiserver: binary('apiserver'), etcd: binary('etcd') };
     mkdirSync(scratchRoot, { recursive: true });
     const dir = join(scratchRoot, `${process.pid}-${randomBytes(4).toString('hex')}`);
     mkdirSync(dir, { recursive: true });

@@ -23,7 +23,7 @@ const step = (msg: string) => console.log(`[demo +${((Date.now() - t0) / 1000).t
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 step('local control plane: building kube-apiserver and etcd if not cached (the first build takes about 10 minutes)');
-execFileSync('bash', [join(root, 'scripts', 'control-plane.sh')], { stdio: 'inherit' });
+execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), 'etcd', 'kube-apiserver'], { stdio: 'inherit' });
 step('starting etcd and kube-apiserver');
 const cp = await ControlPlane.start({ users: [{ name: 'veneer-watcher' }] });
 let watcherStop: (() => Promise<void>) | undefined;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { locateBinaries } from '../../kit/control-plane.ts';
+import { binary } from '../../kit/control-plane.ts';
 import { promtool } from './prometheus.ts';
 
 export const CHART = join(import.meta.dirname, '..', '..', 'charts', 'veneer-node-watcher');
@@ -16,7 +16,7 @@ export type Obj = { apiVersion: string; kind: string; metadata: { name: string; 
 
 export interface RuleGroup { name: string; rules: { alert?: string; record?: string; expr: string; for?: string }[] }
 
-export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) => spawnSync(locateBinaries().helm, args, { encoding: 'utf8', env });
+export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) => spawnSync(binary('helm'), args, { encoding: 'utf8', env });
 
 /** `helm template` of the chart as release veneer-node-watcher in veneer-system. */
 export function template(extra: string[] = [], release = RELEASE): Obj[] {

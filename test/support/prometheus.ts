@@ -1,9 +1,9 @@
 // promtool, built from the Go module proxy by scripts/control-plane.sh, and the series a
 // Prometheus would have stored from scrapes of the watcher's /metrics.
 import { spawnSync } from 'node:child_process';
-import { locateBinaries } from '../../kit/control-plane.ts';
+import { binary } from '../../kit/control-plane.ts';
 
-export const promtool = (args: string[], input?: string) => spawnSync(locateBinaries().promtool, args, { encoding: 'utf8', ...(input === undefined ? {} : { input }) });
+export const promtool = (args: string[], input?: string) => spawnSync(binary('promtool'), args, { encoding: 'utf8', ...(input === undefined ? {} : { input }) });
 
 export interface Scrape {
   minute: number;
