@@ -159,14 +159,13 @@ build_karpenter_oracle() {
 }
 
 build_cert_manager() {
+  mkdir -p "$CM_DIR"
   # Builds of earlier wrapper sources are never used again.
   find "$CACHE_ROOT" -maxdepth 1 -name 'cert-manager-*' ! -path "$CM_DIR" -exec rm -rf {} +
-  mkdir -p "$CM_DIR"
   # go.mod and go.sum are committed and tidy: the build must not change them.
   with_progress "cert-manager $CM_VERSION (kit/cert-manager): compile" \
     bash -c "cd '$CM_SRC' && GOFLAGS='-mod=readonly -buildvcs=false' go build -p 2 -trimpath -ldflags '-s -w' -o '$CM_BIN.tmp.$$' ."
-  # The CRDs come from the very module version the controllers were built from. (set -e does
-  # not apply here either: see with_progress.)
+  # The CRDs come from the very module version the controllers were built from.
   local module_dir
   module_dir="$(cd "$CM_SRC" && GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)" \
     && rm -rf "$CM_DIR/crds" && mkdir -p "$CM_DIR/crds" \
