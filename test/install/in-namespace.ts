@@ -49,6 +49,9 @@ const webhookCAs = async () => [
   ...((await registrations.readValidatingWebhookConfiguration({ name: RELEASE })).webhooks ?? []),
 ].map((w) => Buffer.from(w.clientConfig.caBundle ?? '', 'base64').toString());
 const secretData = async () => Object.fromEntries(Object.entries((await core.readNamespacedSecret({ name: SECRET, namespace: NS })).data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+// The watcher's /metrics at the end of each phase, on the minute timeline a Prometheus would have
+// stored: the bypassed phase 40 minutes after the others, so that the alert's 30-minute window
+// holds it alone, as it would a webhook broken since the last upgrade.
 const scrapes: Scrape[] = [];
 // A dry-run CREATE of a node the mutating webhook records: is it being answered?
 const PROBE = { metadata: { name: 'probe', labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } };
