@@ -180,7 +180,7 @@ build_promtool() {
     env GOBIN="$(dirname "$PROMTOOL_BIN")" go install -p 2 -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
 }
 
-log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 30-40 minutes on 2 cores)"
+log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 25-40 minutes on 2 cores)"
 for name in "${WANTED[@]}"; do
   [ -x "${BIN_OF[$name]}" ] || "build_${name//-/_}"
 done
