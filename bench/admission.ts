@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { mutatingWebhookConfiguration } from '../src/webhook/registration.ts';
-import { freePort } from '../test/support/control-plane.ts';
-import { KarpenterSim } from '../test/support/karpenter-sim.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../test/support/veneer.ts';
-import { startClusterEnv, WATCHER_USER, watcherFlags } from '../test/support/watcher-env.ts';
+import { freePort } from '../kit/control-plane.ts';
+import { KarpenterSim } from '../kit/karpenter-sim.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
+import { startClusterEnv, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 

@@ -7,8 +7,8 @@ import * as k8s from '@kubernetes/client-node';
 import { veneerOverlaySet } from './decision.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
-import { karpenterNode } from '../test/support/veneer.ts';
-import { startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from '../test/support/watcher-env.ts';
+import { karpenterNode } from '../kit/veneer.ts';
+import { startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
 
 type Progress = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

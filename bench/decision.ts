@@ -1,7 +1,7 @@
 // The decision engine's cost at 10..10,000 Veneer-like overlays: one Compute SP (weight 10),
 // EC2 Instance SPs per family and region (20) and RIs per instance type and region (30).
 import { decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type OverlayObject } from '../src/engine/index.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../test/support/veneer.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { median, type SuiteResult } from './stats.ts';
 
 const REGIONS = ['us-east-1', 'us-west-2', 'eu-west-1', 'ap-southeast-1'];

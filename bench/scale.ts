@@ -11,10 +11,10 @@ import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 import { shareConnections } from '../src/kube/connections.ts';
 import { veneerOverlaySet } from './decision.ts';
 import { median, type SuiteResult } from './stats.ts';
-import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../test/support/fleet.ts';
-import { inspectorUrl, liveHeapMb } from '../test/support/inspector.ts';
-import { heartbeatPatch, realNode } from '../test/support/real-node.ts';
-import { startClusterEnv, WATCHER_USER } from '../test/support/watcher-env.ts';
+import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../kit/fleet.ts';
+import { inspectorUrl, liveHeapMb } from '../kit/inspector.ts';
+import { heartbeatPatch, realNode } from '../kit/real-node.ts';
+import { startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
 
 type Progress = (msg: string) => void;
 const NODES = Number(process.env.VENEER_SCALE_NODES ?? 5000);

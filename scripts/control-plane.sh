@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, etcd, helm and the Karpenter oracle (test/karpenter-oracle: Karpenter's
-# own matching code, the judge of the decision engine) from the Go module proxy into a cache
-# outside the repo. Idempotent: when every binary is cached it only prints their paths.
+# Builds the local control plane's programs from the Go module proxy into a cache outside the
+# repo: kube-apiserver, etcd, helm, cert-manager (kit/cert-manager: its controllers and cainjector,
+# with its CRDs), promtool, and the Karpenter oracle (test/karpenter-oracle: Karpenter's own
+# matching code, the judge of the decision engine). Idempotent: when every one is cached it only
+# prints their paths.
 #
 # Why a wrapper module: k8s.io/kubernetes replaces every staging module with ./staging/...,
 # so `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` cannot work. A throw-away module
@@ -20,34 +22,47 @@ APISERVER_BIN="$K8S_DIR/kube-apiserver"
 ETCD_BIN="$ETCD_DIR/etcd"
 HELM_DIR="$CACHE_ROOT/helm-$HELM_VERSION"
 HELM_BIN="$HELM_DIR/helm"
-# The oracle is built from this repository's sources: its cache key is their hash, so an edit
-# rebuilds it and an old build is never used by mistake.
+# promtool checks the metrics exposition and tests the alert rules.
+PROMETHEUS_VERSION="${VENEER_PROMETHEUS_VERSION:-v0.316.0}"
+PROMTOOL_BIN="$CACHE_ROOT/promtool-$PROMETHEUS_VERSION/promtool"
+# cert-manager and the oracle are built from this repository's sources: the cache key is their
+# hash, so an edit rebuilds them and an old build is never used by mistake.
 ORACLE_SRC="$(cd "$(dirname "$0")/.." && pwd)/test/karpenter-oracle"
 KARPENTER_VERSION="$(awk '$1 == "sigs.k8s.io/karpenter" { print $2 }' "$ORACLE_SRC/go.mod")"
 ORACLE_HASH="$(cat "$ORACLE_SRC/go.mod" "$ORACLE_SRC/go.sum" "$ORACLE_SRC/main.go" | sha256sum | cut -c1-12)"
 ORACLE_BIN="$CACHE_ROOT/karpenter-oracle-$KARPENTER_VERSION-$ORACLE_HASH/karpenter-oracle"
+CM_SRC="$(cd "$(dirname "$0")/.." && pwd)/kit/cert-manager"
+CM_VERSION="$(awk '$1 == "github.com/cert-manager/cert-manager" { print $2 }' "$CM_SRC/go.mod")"
+CM_HASH="$(cat "$CM_SRC/go.mod" "$CM_SRC/go.sum" "$CM_SRC/main.go" | sha256sum | cut -c1-12)"
+CM_DIR="$CACHE_ROOT/cert-manager-$CM_VERSION-$CM_HASH"
+CM_BIN="$CM_DIR/cert-manager"
 
 log() { printf '[control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ "${1:-}" = "--print-env" ]; then
-  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_KARPENTER_ORACLE=%s\n' "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$ORACLE_BIN"
+  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_KARPENTER_ORACLE=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\n' \
+    "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$ORACLE_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN"
   exit 0
 fi
 
-if [ -x "$APISERVER_BIN" ] && [ -x "$ETCD_BIN" ] && [ -x "$HELM_BIN" ] && [ -x "$ORACLE_BIN" ]; then
-  log "cached: $APISERVER_BIN"
-  log "cached: $ETCD_BIN"
-  log "cached: $HELM_BIN"
-  log "cached: $ORACLE_BIN"
+# Programs by name, in build order; arguments name a subset (the demo needs only the first two).
+declare -A BIN_OF=([etcd]="$ETCD_BIN" [kube-apiserver]="$APISERVER_BIN" [helm]="$HELM_BIN"
+  [karpenter-oracle]="$ORACLE_BIN" [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN")
+PROGRAMS=(etcd kube-apiserver helm karpenter-oracle cert-manager promtool)
+WANTED=("${@:-${PROGRAMS[@]}}")
+for name in "${WANTED[@]}"; do
+  [ -n "${BIN_OF[$name]:-}" ] || { log "unknown program $name (one of: ${PROGRAMS[*]})"; exit 2; }
+done
+all_cached() {
+  local name
+  for name in "${WANTED[@]}"; do [ -x "${BIN_OF[$name]}" ] || return 1; done
+}
+if all_cached; then
+  for name in "${WANTED[@]}"; do log "cached: ${BIN_OF[$name]}"; done
   exit 0
 fi
 
-if ! command -v go >/dev/null 2>&1; then
-  log "ERROR: Go is not installed (or not on PATH). The local control plane is compiled from the"
-  log "Go module proxy and needs Go >= 1.25: install it (Debian: apt-get install golang-go, or the"
-  log "official toolchain) and run this script again."
-  exit 3
-fi
+bash "$(dirname "$0")/system-tools.sh" --go
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod"
 
@@ -66,7 +81,7 @@ with_progress() {
   log "$what: done in $((SECONDS - start)) s"
 }
 
-build_apiserver() {
+build_kube_apiserver() {
   local work; work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
   local minor="${K8S_VERSION#v1.}"          # 35.4
@@ -135,7 +150,7 @@ build_helm() {
     env GOBIN="$HELM_DIR" go install -p 2 -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
-build_oracle() {
+build_karpenter_oracle() {
   mkdir -p "$(dirname "$ORACLE_BIN")"
   # go.mod and go.sum are committed and tidy: the build must not change them.
   with_progress "karpenter-oracle (sigs.k8s.io/karpenter $KARPENTER_VERSION): compile" \
@@ -143,12 +158,30 @@ build_oracle() {
   mv "$ORACLE_BIN.tmp.$$" "$ORACLE_BIN"
 }
 
-log "cold build into $CACHE_ROOT (first time only: expect 10-25 minutes on 2 cores)"
-[ -x "$ETCD_BIN" ] || build_etcd
-[ -x "$APISERVER_BIN" ] || build_apiserver
-[ -x "$HELM_BIN" ] || build_helm
-[ -x "$ORACLE_BIN" ] || build_oracle
-log "ready: $APISERVER_BIN"
-log "ready: $ETCD_BIN"
-log "ready: $HELM_BIN"
-log "ready: $ORACLE_BIN"
+build_cert_manager() {
+  mkdir -p "$CM_DIR"
+  # Builds of earlier wrapper sources are never used again.
+  find "$CACHE_ROOT" -maxdepth 1 -name 'cert-manager-*' ! -path "$CM_DIR" -exec rm -rf {} +
+  # go.mod and go.sum are committed and tidy: the build must not change them.
+  with_progress "cert-manager $CM_VERSION (kit/cert-manager): compile" \
+    bash -c "cd '$CM_SRC' && GOFLAGS='-mod=readonly -buildvcs=false' go build -p 2 -trimpath -ldflags '-s -w' -o '$CM_BIN.tmp.$$' ."
+  # The CRDs come from the very module version the controllers were built from.
+  local module_dir
+  module_dir="$(cd "$CM_SRC" && GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)" \
+    && rm -rf "$CM_DIR/crds" && mkdir -p "$CM_DIR/crds" \
+    && cp "$module_dir"/deploy/crds/*.yaml "$CM_DIR/crds/" && chmod u+w "$CM_DIR"/crds/*.yaml \
+    || { log "cert-manager: copying its CRDs FAILED"; exit 1; }
+  mv "$CM_BIN.tmp.$$" "$CM_BIN"
+}
+
+build_promtool() {
+  mkdir -p "$(dirname "$PROMTOOL_BIN")"
+  with_progress "promtool (github.com/prometheus/prometheus $PROMETHEUS_VERSION): go install" \
+    env GOBIN="$(dirname "$PROMTOOL_BIN")" go install -p 2 -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+}
+
+log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 25-40 minutes on 2 cores)"
+for name in "${WANTED[@]}"; do
+  [ -x "${BIN_OF[$name]}" ] || "build_${name//-/_}"
+done
+for name in "${WANTED[@]}"; do log "ready: ${BIN_OF[$name]}"; done

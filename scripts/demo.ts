@@ -10,11 +10,11 @@ import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
-import { ControlPlane, freePort } from '../test/support/control-plane.ts';
-import { KarpenterSim } from '../test/support/karpenter-sim.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../test/support/veneer.ts';
-import { scrape } from '../test/support/scrape.ts';
-import { grantMetricsReader, grantWatcherRole, waitForMutatingWebhook } from '../test/support/watcher-env.ts';
+import { ControlPlane, freePort } from '../kit/control-plane.ts';
+import { KarpenterSim } from '../kit/karpenter-sim.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
+import { scrape } from '../kit/scrape.ts';
+import { grantMetricsReader, grantWatcherRole, waitForMutatingWebhook } from '../kit/watcher-env.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
@@ -23,7 +23,7 @@ const step = (msg: string) => console.log(`[demo +${((Date.now() - t0) / 1000).t
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 step('local control plane: building kube-apiserver and etcd if not cached (the first build takes about 10 minutes)');
-execFileSync('bash', [join(root, 'scripts', 'control-plane.sh')], { stdio: 'inherit' });
+execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), 'etcd', 'kube-apiserver'], { stdio: 'inherit' });
 step('starting etcd and kube-apiserver');
 const cp = await ControlPlane.start({ users: [{ name: 'veneer-watcher' }] });
 let watcherStop: (() => Promise<void>) | undefined;
@@ -36,7 +36,7 @@ process.once('SIGINT', () => void teardown().then(() => process.exit(130)));
 try {
   const admin = cp.adminKubeConfig();
   step('installing the NodeOverlay and NodeClaim CRDs and the watcher\'s RBAC');
-  const { installKarpenterCRDs } = await import('../test/support/karpenter.ts');
+  const { installKarpenterCRDs } = await import('../kit/karpenter-crds.ts');
   await installKarpenterCRDs(admin);
   await grantWatcherRole(admin, [{ kind: 'User', name: 'veneer-watcher', apiGroup: 'rbac.authorization.k8s.io' }]);
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 helm="$(bash "$root/scripts/control-plane.sh" --print-env | sed -n 's/^VENEER_HELM=//p')"
-[ -x "$helm" ] || bash "$root/scripts/control-plane.sh" >&2
+[ -x "$helm" ] || bash "$root/scripts/control-plane.sh" helm >&2
 render() {
   "$helm" template veneer-node-watcher "$root/charts/veneer-node-watcher" \
     --namespace veneer-system --kube-version 1.35.4 --set nodeWatcher.enabled=true

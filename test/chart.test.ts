@@ -1,46 +1,39 @@
 // The Helm chart and the plain manifests, proven with a real helm, promtool and apiserver, and
-// the watcher running under the chart's own ServiceAccount and RBAC.
-import { execFileSync, spawnSync } from 'node:child_process';
+// the watcher running under the chart's own ServiceAccount and RBAC. The real install, with
+// cert-manager's own controllers and the webhooks called through the Service, is
+// test/install.test.ts.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
-import { ControlPlane, freePort, locateBinaries } from './support/control-plane.ts';
+import { CHART as chart, find, helm as run, KUBE_VERSION, NS, ruleGroups, template, testRules } from './support/chart.ts';
+import { promtool } from './support/prometheus.ts';
+import { ControlPlane, freePort } from '../kit/control-plane.ts';
 import { installExternalCRDs } from './support/external-crds.ts';
-import { installKarpenterCRDs } from './support/karpenter.ts';
-import { KarpenterSim } from './support/karpenter-sim.ts';
-import { computeSavingsPlan } from './support/veneer.ts';
-import { scrape } from './support/scrape.ts';
-import { makeWebhookCerts, METRICS_READER_RULES, WATCHER_CLUSTER_RULES } from './support/watcher-env.ts';
+import { installKarpenterCRDs } from '../kit/karpenter-crds.ts';
+import { KarpenterSim } from '../kit/karpenter-sim.ts';
+import { computeSavingsPlan } from '../kit/veneer.ts';
+import { scrape } from '../kit/scrape.ts';
+import { makeWebhookCerts, METRICS_READER_RULES, WATCHER_CLUSTER_RULES } from '../kit/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
-const chart = join(root, 'charts', 'veneer-node-watcher');
-const { helm } = locateBinaries();
-const NS = 'veneer-system';
 const FULL = ['--set', 'nodeWatcher.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true'];
 const PROMETHEUS_READER = ['--set', 'metrics.readers[0].kind=ServiceAccount', '--set', 'metrics.readers[0].name=prometheus', '--set', 'metrics.readers[0].namespace=monitoring'];
 
-type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
-const run = (args: string[]) => spawnSync(helm, args, { encoding: 'utf8' });
-const template = (extra: string[] = []): Obj[] => {
-  const r = run(['template', 'veneer-node-watcher', chart, '--namespace', NS, '--kube-version', '1.35.4', ...extra]);
-  if (r.status !== 0) throw new Error(r.stderr);
-  return parseAllDocuments(r.stdout).map((d) => d.toJSON() as Obj).filter(Boolean);
-};
-const find = (objs: Obj[], kind: string, suffix = '') => objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
 
 t.test('helm lint, and template with default and with full values', async (t) => {
-  const lint = run(['lint', chart, '--kube-version', '1.35.4', ...FULL]);
+  const lint = run(['lint', chart, '--kube-version', KUBE_VERSION, ...FULL]);
   t.equal(lint.status, 0, lint.stdout + lint.stderr);
   const defaults = template();
   t.notOk(find(defaults, 'MutatingWebhookConfiguration'), 'disabled by default: no webhook registered');
-  t.match(run(['template', 'x', chart, '--kube-version', '1.35.4']).stdout, /kind: Deployment/);
+  t.match(run(['template', 'x', chart, '--kube-version', KUBE_VERSION]).stdout, /kind: Deployment/);
   const full = template(FULL);
   for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'PodDisruptionBudget', 'Certificate', 'Issuer', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ServiceMonitor', 'PrometheusRule']) {
     t.ok(find(full, kind), kind);
@@ -81,8 +74,8 @@ t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for bot
 });
 
 t.test('values.schema.json stops a wrong value at install time, naming it', async (t) => {
-  const r = run(['template', 'x', chart, '--kube-version', '1.35.4', '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1',
-    '--set', 'nodeWatcher.metrics.secure=maybe', '--set', 'nodeWatcher.metrics.authCacheTTL=forever', '--set', 'metrics.readers[0].kind=Pod']);
+  const r = run(['template', 'x', chart, '--kube-version', KUBE_VERSION, '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1',
+    '--set', 'nodeWatcher.metrics.secure=maybe', '--set', 'nodeWatcher.metrics.authCacheTTL=forever', '--set', 'metrics.readers[0].kind=Pod', '--set', 'metrics.prometheusRule.webhookBypass.percent=100']);
   t.not(r.status, 0);
   t.match(r.stderr, /nodeWatcher\/metrics\/secure.*got string, want boolean/);
   t.match(r.stderr, /nodeWatcher\/metrics\/authCacheTTL.*does not match pattern/);
@@ -90,6 +83,7 @@ t.test('values.schema.json stops a wrong value at install time, naming it', asyn
   t.match(r.stderr, /nodeWatcher\/maxConcurrentReconciles.*minimum: got 0, want 1/);
   t.match(r.stderr, /webhooks\/timeoutSeconds.*maximum: got 60, want 30/);
   t.match(r.stderr, /additional properties 'typo' not allowed/);
+  t.match(r.stderr, /webhookBypass\/percent.*maximum: got 100, want 99/);
 });
 
 t.test('the chart\'s webhooks are exactly the ones the code registers', async (t) => {
@@ -116,13 +110,18 @@ t.test('the rendered config file is valid for the watcher', async (t) => {
   t.match(config, { enabled: true, labelNamespace: 'veneer.io', maxConcurrentReconciles: 5 });
 });
 
-t.test('promtool accepts the PrometheusRule', async (t) => {
-  const rule = find(template(FULL), 'PrometheusRule') as unknown as { spec: { groups: { rules: { alert: string }[] }[] } };
-  t.same(rule.spec.groups[0]?.rules.map((r) => r.alert), ['VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherNoLeader']);
+t.test('promtool accepts the PrometheusRule, and every alert fires on the series it is for and only on them', async (t) => {
+  const groups = ruleGroups();
+  t.same(groups[0]?.rules.map((r) => r.alert ?? r.record), ['source:veneer_nodewatcher_nodes_labeled:increase30m', 'VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherWebhookBypassed', 'VeneerNodeWatcherNoLeader']);
   const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
-  writeFileSync(join(dir, 'rules.yaml'), stringify(rule.spec));
-  const out = execFileSync('promtool', ['check', 'rules', join(dir, 'rules.yaml')], { encoding: 'utf8' });
-  t.match(out, /SUCCESS: 5 rules found/);
+  writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
+  const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
+  t.match(check.stdout, /SUCCESS: 7 rules found/, check.stderr);
+  const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
+  const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
+  t.same([...tested].sort(), groups.flatMap((g) => g.rules.flatMap((r) => r.alert ?? [])).sort(), 'the test file covers every alert');
+  const unit = testRules(tests);
+  t.equal(unit.status, 0, 'promtool test rules: every case passes', { output: unit.output });
 });
 
 t.test('on a real apiserver: every object accepted, and the watcher works with the chart\'s own rights', async (t) => {
@@ -134,7 +133,7 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
   const client = k8s.KubernetesObjectApi.makeApiClient(admin);
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const kubeconfig = cp.writeKubeConfig();
-  const notes = spawnSync(helm, ['install', 'x', chart, '--dry-run=client', '--namespace', NS], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
+  const notes = run(['install', 'x', chart, '--dry-run=client', '--namespace', NS], { ...process.env, KUBECONFIG: kubeconfig });
   t.match(notes.stdout, /installed but disabled.*--set nodeWatcher.enabled=true/s, 'NOTES.txt says how to enable it');
   t.match(notes.stdout, /--clusterrole=x-veneer-node-watcher-metrics-reader --serviceaccount=NAMESPACE:SERVICEACCOUNT/, 'and how to let Prometheus scrape');
   const full = template([...FULL, ...PROMETHEUS_READER]);

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
-import { freePort } from './support/control-plane.ts';
-import { scrape } from './support/scrape.ts';
-import { makeWebhookCerts } from './support/watcher-env.ts';
+import { freePort } from '../kit/control-plane.ts';
+import { scrape } from '../kit/scrape.ts';
+import { makeWebhookCerts } from '../kit/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
 const lines = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));

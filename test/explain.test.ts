@@ -8,9 +8,9 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Explanation } from '../src/engine/index.ts';
-import { KarpenterSim } from './support/karpenter-sim.ts';
-import { computeSavingsPlan, karpenterNode, reservedInstance } from './support/veneer.ts';
-import { startClusterEnv } from './support/watcher-env.ts';
+import { KarpenterSim } from '../kit/karpenter-sim.ts';
+import { computeSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
+import { startClusterEnv } from '../kit/watcher-env.ts';
 
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
 const fixtures = join(import.meta.dirname, 'fixtures', 'kubectl');

@@ -3,8 +3,8 @@
 import { existsSync } from 'node:fs';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { ControlPlane } from './support/control-plane.ts';
-import { installKarpenterCRDs } from './support/karpenter.ts';
+import { ControlPlane } from '../kit/control-plane.ts';
+import { installKarpenterCRDs } from '../kit/karpenter-crds.ts';
 
 const cp = await ControlPlane.start({ users: [{ name: 'developer', groups: ['developers'] }] });
 t.teardown(() => cp.stop());

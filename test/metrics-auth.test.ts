@@ -2,7 +2,6 @@
 // which answers the TokenReviews and SubjectAccessReviews itself: real ServiceAccount tokens
 // from the TokenRequest API, RBAC deciding, the apiserver's own request counters as the proof
 // that the cache keeps API calls per scrape near zero.
-import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
@@ -10,11 +9,12 @@ import { startWatcher } from '../src/watcher.ts';
 import { accessReviews, REVIEW_TIMEOUT_MS } from '../src/kube/access-review.ts';
 import { shareConnections } from '../src/kube/connections.ts';
 import { MetricsAuth } from '../src/metrics-auth.ts';
-import { viaPort } from './support/control-plane.ts';
-import { counter } from './support/fleet.ts';
+import { viaPort } from '../kit/control-plane.ts';
+import { counter } from '../kit/fleet.ts';
 import { StallProxy } from './support/stall-proxy.ts';
-import { scrape, tlsHandshake } from './support/scrape.ts';
-import { grantMetricsReader, startClusterEnv, WATCHER_USER, watcherFlags } from './support/watcher-env.ts';
+import { scrape, tlsHandshake } from '../kit/scrape.ts';
+import { promtool } from './support/prometheus.ts';
+import { grantMetricsReader, startClusterEnv, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());
@@ -61,8 +61,9 @@ t.test('401 without a token or with a bad one, 403 without the right, the exposi
   t.match(prometheus.headers['content-type'], /^text\/plain; version=0.0.4/);
   t.match(prometheus.body, /^veneer_nodewatcher_metrics_auth_total\{result="forbidden"\} 1$/m);
   t.match(prometheus.body, /^veneer_nodewatcher_metrics_auth_total\{result="unauthenticated"\} 2$/m);
-  const out = execFileSync('promtool', ['check', 'metrics'], { input: prometheus.body, encoding: 'utf8' });
-  t.equal(out.trim(), '', 'promtool has nothing to say about the exposition served behind auth');
+  const check = promtool(['check', 'metrics'], prometheus.body);
+  t.equal(check.status, 0, check.stderr);
+  t.equal(check.stdout.trim(), '', 'promtool has nothing to say about the exposition served behind auth');
 });
 
 t.test('the probes answer without a token; the metrics port serves GET /metrics and nothing else, over TLS 1.2+', async (t) => {

@@ -7,9 +7,9 @@ import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
 import { shareConnections } from '../src/kube/connections.ts';
 import { LabelSkipper, NodeCache } from '../src/kube/node-cache.ts';
-import { ControlPlane } from './support/control-plane.ts';
-import { until } from './support/fleet.ts';
-import { heartbeatPatch, realNode } from './support/real-node.ts';
+import { ControlPlane } from '../kit/control-plane.ts';
+import { until } from '../kit/fleet.ts';
+import { heartbeatPatch, realNode } from '../kit/real-node.ts';
 
 const INFLUENCED = 'veneer.io/overlay-influenced';
 

@@ -4,9 +4,9 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../src/watcher.ts';
 import type { DecisionStory } from '../src/engine/index.ts';
-import { reservedInstance } from './support/veneer.ts';
-import { Fleet, OVERLAY_API as overlayApi, sleep, until } from './support/fleet.ts';
-import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from './support/watcher-env.ts';
+import { reservedInstance } from '../kit/veneer.ts';
+import { Fleet, OVERLAY_API as overlayApi, sleep, until } from '../kit/fleet.ts';
+import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../kit/watcher-env.ts';
 
 const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });
 t.teardown(() => env.cp.stop());

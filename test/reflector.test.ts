@@ -4,7 +4,7 @@ import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
 import { type ListPage, Reflector } from '../src/kube/reflector.ts';
-import { ControlPlane, viaPort } from './support/control-plane.ts';
+import { ControlPlane, viaPort } from '../kit/control-plane.ts';
 import { StallProxy } from './support/stall-proxy.ts';
 import { shareConnections } from '../src/kube/connections.ts';
 

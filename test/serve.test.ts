@@ -3,10 +3,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
-import { freePort } from './support/control-plane.ts';
-import { startClusterEnv } from './support/watcher-env.ts';
-import { waitReady } from './support/fleet.ts';
-import { scrape } from './support/scrape.ts';
+import { freePort } from '../kit/control-plane.ts';
+import { startClusterEnv } from '../kit/watcher-env.ts';
+import { waitReady } from '../kit/fleet.ts';
+import { scrape } from '../kit/scrape.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());

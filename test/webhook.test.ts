@@ -1,18 +1,18 @@
 // The admission webhooks, proven the only way that counts: the real apiserver calls them over
 // TLS and stores what they return.
-import { execFileSync } from 'node:child_process';
 import { request } from 'node:https';
 import { connect } from 'node:tls';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from './support/veneer.ts';
-import { KarpenterSim, mergePatch } from './support/karpenter-sim.ts';
-import { startWatcherEnv, WATCHER_USER, writeFileAtomic } from './support/watcher-env.ts';
-import { issueCert } from './support/pki.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
+import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
+import { startWatcherEnv, WATCHER_USER, writeFileAtomic } from '../kit/watcher-env.ts';
+import { issueCert } from '../kit/pki.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { counter } from './support/fleet.ts';
-import { tlsHandshake } from './support/scrape.ts';
+import { counter } from '../kit/fleet.ts';
+import { tlsHandshake } from '../kit/scrape.ts';
+import { promtool } from './support/prometheus.ts';
 
 const env = await startWatcherEnv({ users: [{ name: 'alice', groups: ['ops'] }] });
 t.teardown(() => env.stop());
@@ -196,6 +196,7 @@ t.test('the exposition passes promtool and carries the contracted names', async 
     t.equal(counter(text, 'veneer_nodewatcher_nodes_influenced_current', { capacity_type: capacityType }), count, `nodes_influenced_current{capacity_type="${capacityType}"} matches the cluster`);
   }
   t.notMatch(text, /ip-10-0-0/, 'no node names in metrics');
-  const out = execFileSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-  t.equal(out.trim(), '', 'promtool has nothing to say');
+  const check = promtool(['check', 'metrics'], text);
+  t.equal(check.status, 0, check.stderr);
+  t.equal(check.stdout.trim(), '', 'promtool has nothing to say');
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { decide, jsonPatch, mergePatch, toNodeClaimView, toNodeView, type Decision, type DecisionStory } from '../../src/engine/index.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, nodeClaimFor, reservedInstance } from '../support/veneer.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, nodeClaimFor, reservedInstance } from '../../kit/veneer.ts';
 import { indexWith, iso, settings, T0, withStatus } from './fixtures.ts';
 
 const veneerSet = () => [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('m5.xlarge', 'us-west-2')];

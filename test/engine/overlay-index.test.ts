@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { decide, toNodeView, toOverlayView, type OverlayObject } from '../../src/engine/index.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../support/veneer.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { iso, newIndex, settings, T0, withCreation } from './fixtures.ts';
 
 const ri = () => withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0);

@@ -8,9 +8,9 @@
 import t from 'tap';
 import { Agent, request } from 'node:https';
 import fc from 'fast-check';
-import { inspectorUrl, liveHeapMb } from '../support/inspector.ts';
-import { counter, Fleet, metricsOf, spawnServe, waitReady } from '../support/fleet.ts';
-import { startClusterEnv, WATCHER_USER } from '../support/watcher-env.ts';
+import { inspectorUrl, liveHeapMb } from '../../kit/inspector.ts';
+import { counter, Fleet, metricsOf, spawnServe, waitReady } from '../../kit/fleet.ts';
+import { startClusterEnv, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { isValidLabelValue } from '../../src/engine/labels.ts';
 
 const RUNS = Number(process.env.VENEER_FUZZ_RUNS ?? 3000);

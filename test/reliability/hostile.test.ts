@@ -6,9 +6,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
 import { request } from 'node:https';
-import { issueCert } from '../support/pki.ts';
-import { counter, Fleet, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
-import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, writeFileAtomic } from '../support/watcher-env.ts';
+import { issueCert } from '../../kit/pki.ts';
+import { counter, Fleet, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
+import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, writeFileAtomic } from '../../kit/watcher-env.ts';
 import { isValidLabelValue, toLabelValue } from '../../src/engine/labels.ts';
 
 const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });

@@ -5,10 +5,10 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { makeCA, issueCert } from '../support/pki.ts';
+import { makeCA, issueCert } from '../../kit/pki.ts';
 import { FaultServer, UNTRUSTED_VALUE, type Fault } from '../support/fault-server.ts';
-import { counter, Fleet, metricsOf, spawnServe, until, waitReady } from '../support/fleet.ts';
-import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../support/watcher-env.ts';
+import { counter, Fleet, metricsOf, spawnServe, until, waitReady } from '../../kit/fleet.ts';
+import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/registration.ts';
 
 const TIMEOUT_SECONDS = 2;

@@ -2,10 +2,10 @@
 // to the watcher or the control plane in the middle of a burst. No webhook is registered here,
 // so every record is the reconciler's; the audit log proves no node is ever written twice.
 import t, { type Test } from 'tap';
-import { Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
+import { Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { StallProxy } from '../support/stall-proxy.ts';
 import { HTTP2_PING_INTERVAL_MS } from '../../src/kube/connections.ts';
-import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../support/watcher-env.ts';
+import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../../kit/watcher-env.ts';
 
 /** The bound this suite holds the watcher to: every node recorded this long after recovery. */
 const RECORDED_WITHIN_MS = 30_000;

@@ -5,10 +5,10 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { shareConnections } from '../../src/kube/connections.ts';
-import { computeSavingsPlan, reservedInstance } from '../support/veneer.ts';
-import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
-import { heartbeatPatch, realNode } from '../support/real-node.ts';
-import { startClusterEnv, WATCHER_USER } from '../support/watcher-env.ts';
+import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
+import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
+import { heartbeatPatch, realNode } from '../../kit/real-node.ts';
+import { startClusterEnv, WATCHER_USER } from '../../kit/watcher-env.ts';
 
 const NODES = Number(process.env.VENEER_REAL_SIZE_NODES ?? 300);
 const CHURN_MS = Number(process.env.VENEER_REAL_SIZE_CHURN_MS ?? 20_000);

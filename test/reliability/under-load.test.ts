@@ -2,13 +2,13 @@
 // leader dies, the certificate is rotated the way the kubelet updates a Secret volume, and a
 // replica is told to stop (SIGTERM). None of them may cost a record, a review or a handshake.
 import t from 'tap';
-import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { connect, type TLSSocket } from 'node:tls';
 import { join } from 'node:path';
-import { issueCert } from '../support/pki.ts';
-import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../support/fleet.ts';
-import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY } from '../support/watcher-env.ts';
+import { issueCert } from '../../kit/pki.ts';
+import { SecretVolume, tlsFiles } from '../support/secret-volume.ts';
+import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
+import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY } from '../../kit/watcher-env.ts';
 
 const REPLICAS = ['veneer-watcher-a', 'veneer-watcher-b'];
 const LEASE_MS = 3000;
@@ -25,16 +25,6 @@ t.teardown(() => console.error(`under-load figures:\n  ${figures.join('\n  ')}`)
 
 const leads = async (port: number) => /^veneer_nodewatcher_leader 1$/m.test(await metricsOf(port));
 
-/** Launches nodes `concurrency` at a time until `stop()` is called; returns how many. */
-function steadyLaunches(prefix: string, concurrency = 4): { stop(): Promise<number> } {
-  let running = true;
-  let next = 0;
-  const workers = Array.from({ length: concurrency }, async () => {
-    while (running) await fleet.sim.launchPersistently(fleet.shape(prefix, next++));
-  });
-  return { stop: async () => { running = false; await Promise.all(workers); return next; } };
-}
-
 t.test('leader failover under load: the gap is bounded by the lease, no node written twice', async (t) => {
   const a = await spawnServe(cp, certs, REPLICAS[0]!);
   t.teardown(() => void a.child.kill('SIGKILL'));
@@ -42,7 +32,7 @@ t.test('leader failover under load: the gap is bounded by the lease, no node wri
   const b = await spawnServe(cp, certs, REPLICAS[1]!);
   t.teardown(() => void b.child.kill('SIGKILL'));
   await waitReady(b.healthPort);
-  const load = steadyLaunches('failover');
+  const load = fleet.steady('failover');
   await sleep(3000);
   a.child.kill('SIGKILL');
   const killedAt = Date.now();
@@ -69,29 +59,6 @@ t.test('leader failover under load: the gap is bounded by the lease, no node wri
   b.child.kill('SIGTERM');
   t.equal(await b.exited, 0, 'b stops cleanly on SIGTERM');
 });
-
-/** The kubelet's Secret volume: files behind a `..data` symlink that is swapped atomically. */
-class SecretVolume {
-  readonly dir: string;
-  private generation = 0;
-
-  constructor(dir: string) {
-    this.dir = dir;
-    mkdirSync(dir, { recursive: true });
-  }
-
-  write(pair: { certPath: string; keyPath: string }): void {
-    const data = `..${Date.now()}_${this.generation++}`;
-    mkdirSync(join(this.dir, data));
-    writeFileSync(join(this.dir, data, 'tls.crt'), readFileSync(pair.certPath));
-    writeFileSync(join(this.dir, data, 'tls.key'), readFileSync(pair.keyPath));
-    symlinkSync(data, join(this.dir, '..data_tmp'));
-    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
-    for (const f of ['tls.crt', 'tls.key']) {
-      try { symlinkSync(join('..data', f), join(this.dir, f)); } catch { /* already links to ..data */ }
-    }
-  }
-}
 
 interface Reviewed { ok: number; refused: number; failures: string[]; fingerprints: Set<string> }
 
@@ -131,9 +98,9 @@ function reviewsOnNewConnections(port: number, concurrency = 4, sending: () => b
 
 t.test('certificate rotation under load: no failed handshake, no failed review, no restart', async (t) => {
   const volume = new SecretVolume(join(cp.dir, 'secret-volume'));
-  volume.write(certs.serving);
+  volume.write(tlsFiles(certs.serving));
   const replica = await spawnServe(cp, certs, REPLICAS[0]!, {
-    '--webhook-cert-file': join(volume.dir, 'tls.crt'), '--webhook-key-file': join(volume.dir, 'tls.key'), '--leader-election-enabled': 'false',
+    '--webhook-cert-file': volume.path('tls.crt'), '--webhook-key-file': volume.path('tls.key'), '--leader-election-enabled': 'false',
   });
   t.teardown(() => void replica.child.kill('SIGKILL'));
   await waitReady(replica.healthPort);
@@ -142,11 +109,11 @@ t.test('certificate rotation under load: no failed handshake, no failed review, 
   const failOpensBefore = await failOpens();
   const reloadsBefore = counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_cert_reloads_total', { result: 'success' });
   const clients = reviewsOnNewConnections(replica.webhookPort);
-  const load = steadyLaunches('rotation', 2);
+  const load = fleet.steady('rotation', 2);
   const rotations = 5;
   for (let i = 0; i < rotations; i++) {
     await sleep(600);
-    volume.write(await issueCert(certs.ca, join(cp.dir, `rotation-${i}`), 'serving', { commonName: 'veneer-node-watcher', usage: 'server', ipAddresses: ['127.0.0.1'], days: 30 }));
+    volume.write(tlsFiles(await issueCert(certs.ca, join(cp.dir, `rotation-${i}`), 'serving', { commonName: 'veneer-node-watcher', usage: 'server', ipAddresses: ['127.0.0.1'], days: 30 })));
   }
   await sleep(1000);
   const [reviewed, launched] = [await clients.stop(), await load.stop()];

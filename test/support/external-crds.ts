@@ -4,12 +4,13 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { waitEstablished } from './karpenter.ts';
+import { installCertManagerCRDs } from '../../kit/cert-manager.ts';
+import { waitEstablished } from '../../kit/karpenter-crds.ts';
 
-const SOURCES = [
-  { module: 'github.com/cert-manager/cert-manager@v1.16.5', files: ['deploy/crds/crd-certificates.yaml', 'deploy/crds/crd-issuers.yaml', 'deploy/crds/crd-clusterissuers.yaml'] },
-  { module: 'github.com/prometheus-operator/prometheus-operator@v0.82.2', files: ['example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml', 'example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml'] },
-];
+const PROMETHEUS_OPERATOR = {
+  module: 'github.com/prometheus-operator/prometheus-operator@v0.82.2',
+  files: ['example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml', 'example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml'],
+};
 
 function moduleDir(module: string): string {
   const out = execFileSync('go', ['mod', 'download', '-json', module], { encoding: 'utf8', env: { ...process.env, GOFLAGS: '-mod=mod' }, cwd: '/' });
@@ -17,17 +18,14 @@ function moduleDir(module: string): string {
 }
 
 export async function installExternalCRDs(kc: k8s.KubeConfig): Promise<void> {
+  await installCertManagerCRDs(kc);
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   const names: string[] = [];
-  for (const source of SOURCES) {
-    const dir = moduleDir(source.module);
-    for (const file of source.files) {
-      // cert-manager's copies carry Helm template text in their labels: drop the labels.
-      const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, file), 'utf8'));
-      crd.metadata = { name: crd.metadata?.name ?? '' };
-      await api.createCustomResourceDefinition({ body: crd });
-      names.push(crd.metadata.name ?? '');
-    }
+  const dir = moduleDir(PROMETHEUS_OPERATOR.module);
+  for (const file of PROMETHEUS_OPERATOR.files) {
+    const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, file), 'utf8'));
+    await api.createCustomResourceDefinition({ body: crd });
+    names.push(crd.metadata?.name ?? '');
   }
   await waitEstablished(api, names, Date.now() + 30_000);
 }

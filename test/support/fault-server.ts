@@ -4,7 +4,7 @@
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
-import type { KeyPair } from './pki.ts';
+import type { KeyPair } from '../../kit/pki.ts';
 
 export type Fault = 'hang' | 'garbage' | 'certificate';
 

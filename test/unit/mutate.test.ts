@@ -3,7 +3,7 @@ import t from 'tap';
 import { recordKeys } from '../../src/engine/index.ts';
 import { mutate, type MutateDeps } from '../../src/webhook/mutate.ts';
 import type { AdmissionReview } from '../../src/webhook/review.ts';
-import { karpenterNode, reservedInstance } from '../support/veneer.ts';
+import { karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { indexWith, T0 } from '../engine/fixtures.ts';
 
 const review = (object: object, operation = 'CREATE'): AdmissionReview => ({

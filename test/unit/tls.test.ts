@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { loadKeyPair } from '../../src/webhook/tls.ts';
-import { issueCert, makeCA } from '../support/pki.ts';
+import { issueCert, makeCA } from '../../kit/pki.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'veneer-tls-'));
 const ca = await makeCA(join(dir, 'ca'), 'test-ca');

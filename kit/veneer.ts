@@ -1,7 +1,7 @@
-// Objects shaped like the ones Veneer and Karpenter create, for tests and benchmarks.
-import type { OverlayObject } from '../../src/engine/overlay.ts';
-import type { NodeClaimObject, NodeObject } from '../../src/engine/node.ts';
-import type { RequirementSpec } from '../../src/engine/requirements.ts';
+// Objects shaped like the ones Veneer and Karpenter create, for the demo, tests and benchmarks.
+import type { OverlayObject } from '../src/engine/overlay.ts';
+import type { NodeClaimObject, NodeObject } from '../src/engine/node.ts';
+import type { RequirementSpec } from '../src/engine/requirements.ts';
 
 const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] };
 

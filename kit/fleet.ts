@@ -8,7 +8,7 @@ import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from './
 import { KarpenterSim } from './karpenter-sim.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { watcherFlags, type WebhookCerts } from './watcher-env.ts';
-import { RUNTIME_NODE_FLAGS } from '../../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 
 export const TYPES = ['m5.xlarge', 'm5.large', 'c6i.large', 'r6g.2xlarge'] as const;
 
@@ -64,6 +64,16 @@ export class Fleet {
   /** The same, each step retried as Karpenter and the kubelet retry, for faults that fail requests. */
   async persistentBurst(prefix: string, count: number, from = 0): Promise<void> {
     await Promise.all(Array.from({ length: count }, (_, i) => this.sim.launchPersistently(this.shape(prefix, from + i))));
+  }
+
+  /** Launches nodes `concurrency` at a time until `stop()` is called; returns how many. */
+  steady(prefix: string, concurrency = 4): { stop(): Promise<number> } {
+    let running = true;
+    let next = 0;
+    const workers = Array.from({ length: concurrency }, async () => {
+      while (running) await this.sim.launchPersistently(this.shape(prefix, next++));
+    });
+    return { stop: async () => { running = false; await Promise.all(workers); return next; } };
   }
 
   async labels(prefix: string): Promise<Map<string, Record<string, string>>> {
@@ -127,7 +137,7 @@ export interface ServeProcess {
 export async function spawnServe(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ServeProcess> {
   const all = await watcherFlags(certs, flags);
   const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
-  const cli = join(import.meta.dirname, '..', '..', 'src', 'cli.ts');
+  const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
   const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, ...nodeFlags, cli, 'serve', ...Object.entries(all).flat()], {
     env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,10 +1,11 @@
-// Installs the test copies of Karpenter's CRDs and waits until the apiserver serves them.
+// Installs Karpenter's NodeOverlay and NodeClaim CRDs (copies in kit/crds) and waits until the
+// apiserver serves them.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 
-const crdDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'crds');
+const crdDir = join(dirname(fileURLToPath(import.meta.url)), 'crds');
 export const crdFiles = ['karpenter.sh_nodeoverlays.yaml', 'karpenter.sh_nodeclaims.yaml'].map((f) => join(crdDir, f));
 
 const resources = ['/apis/karpenter.sh/v1alpha1/nodeoverlays', '/apis/karpenter.sh/v1/nodeclaims'];

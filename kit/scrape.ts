@@ -12,6 +12,9 @@ export interface ScrapeResult {
 export interface ScrapeOptions {
   caPem: string;
   token?: string;
+  /** Where the pod is (127.0.0.1 by default), and the name its certificate must carry. */
+  host?: string;
+  servername?: string;
   path?: string;
   method?: string;
 }
@@ -19,8 +22,9 @@ export interface ScrapeOptions {
 export function scrape(port: number, o: ScrapeOptions): Promise<ScrapeResult> {
   return new Promise((resolve, reject) => {
     const req = request({
-      host: '127.0.0.1',
+      host: o.host ?? '127.0.0.1',
       port,
+      ...(o.servername ? { servername: o.servername } : {}),
       path: o.path ?? '/metrics',
       method: o.method ?? 'GET',
       ca: o.caPem,

@@ -1,5 +1,5 @@
-// Child processes for the test control plane: each dies with the test process, however the
-// test process dies (setpriv --pdeathsig), and its output goes to a log file.
+// Child processes for the local control plane: each dies with the process that started it,
+// however that one dies (setpriv --pdeathsig), and its output goes to a log file.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -23,14 +23,16 @@ export class ManagedProcess {
   private readonly bin: string;
   private readonly args: string[];
   private readonly logPath: string;
+  private readonly env: NodeJS.ProcessEnv;
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
 
-  constructor(name: string, bin: string, args: string[], logPath: string) {
+  constructor(name: string, bin: string, args: string[], logPath: string, env: NodeJS.ProcessEnv = process.env) {
     this.name = name;
     this.bin = bin;
     this.args = args;
     this.logPath = logPath;
+    this.env = env;
   }
 
   start(): void {
@@ -38,6 +40,7 @@ export class ManagedProcess {
     // setpriv makes the kernel kill the child when this process dies, however it dies.
     const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', this.bin, ...this.args], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: this.env,
     });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);

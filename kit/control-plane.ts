@@ -1,7 +1,7 @@
-// A real etcd + kube-apiserver on loopback for tests. Every process it starts dies with the
-// test process (setpriv --pdeathsig) and every directory it makes is removed on stop, on
-// exit and on SIGINT/SIGTERM; directories left by a test process that was SIGKILLed are
-// swept by the next start.
+// A real etcd + kube-apiserver on loopback for the tests, the demo and the benchmarks. Every
+// process it starts dies with the process that started it (setpriv --pdeathsig) and every
+// directory it makes is removed on stop, on exit and on SIGINT/SIGTERM; directories left by a
+// process that was SIGKILLed are swept by the next start.
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { freePort, httpGet, ManagedProcess, sleep } from './process.ts';
 
 export { freePort };
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const scratchRoot = join(tmpdir(), 'veneer-control-plane');
 
 export interface TokenUser {
@@ -47,6 +47,10 @@ interface Binaries {
   apiserver: string;
   etcd: string;
   helm: string;
+  certManager: string;
+  /** cert-manager's CRDs, from the module version its controllers were built from. */
+  certManagerCrds: string;
+  promtool: string;
 }
 
 const live = new Set<ControlPlane>();
@@ -84,14 +88,16 @@ function isAlive(pid: number): boolean {
   }
 }
 
-export function locateBinaries(): Binaries {
+/** The cached path of one of the programs scripts/control-plane.sh builds; each is checked when asked for, as the demo builds only two. */
+export function binary(name: keyof Binaries): string {
   const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
   const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-  const bins = { apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '' };
-  for (const path of Object.values(bins)) {
-    if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the local control plane`);
-  }
-  return bins;
+  const bins: Binaries = {
+    apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
+    certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '',
+  };
+  if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
+  return bins[name];
 }
 
 interface ControlPlaneParts {
@@ -135,7 +141,7 @@ export class ControlPlane {
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
     installExitHooks();
     sweepStaleDirs();
-    const bins = locateBinaries();
+    const bins = { apiserver: binary('apiserver'), etcd: binary('etcd') };
     mkdirSync(scratchRoot, { recursive: true });
     const dir = join(scratchRoot, `${process.pid}-${randomBytes(4).toString('hex')}`);
     mkdirSync(dir, { recursive: true });

@@ -3,18 +3,18 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { loadConfig, type Config } from '../../src/config/load.ts';
-import { createLogger } from '../../src/log.ts';
-import { startWatcher, type RunningWatcher } from '../../src/watcher.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/registration.ts';
+import { loadConfig, type Config } from '../src/config/load.ts';
+import { createLogger } from '../src/log.ts';
+import { startWatcher, type RunningWatcher } from '../src/watcher.ts';
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { ControlPlane, freePort, type TokenUser, viaPort } from './control-plane.ts';
-import { installKarpenterCRDs } from './karpenter.ts';
+import { installKarpenterCRDs } from './karpenter-crds.ts';
 import type { KeyPair } from './pki.ts';
 import { execFileSync } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const WATCHER_USER = 'veneer-watcher';
 

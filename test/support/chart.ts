@@ -1,0 +1,47 @@
+// The Helm chart rendered by the real helm, and the tools run on what it renders.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import { binary } from '../../kit/control-plane.ts';
+import { promtool } from './prometheus.ts';
+
+export const CHART = join(import.meta.dirname, '..', '..', 'charts', 'veneer-node-watcher');
+export const RELEASE = 'veneer-node-watcher';
+export const NS = 'veneer-system';
+export const KUBE_VERSION = '1.35.4';
+
+export type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string> }; [k: string]: unknown };
+
+export interface RuleGroup { name: string; rules: { alert?: string; record?: string; expr: string; for?: string }[] }
+
+export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) => spawnSync(binary('helm'), args, { encoding: 'utf8', env });
+
+/** `helm template` of the chart as release veneer-node-watcher in veneer-system. */
+export function template(extra: string[] = [], release = RELEASE): Obj[] {
+  const r = helm(['template', release, CHART, '--namespace', NS, '--kube-version', KUBE_VERSION, ...extra]);
+  if (r.status !== 0) throw new Error(r.stderr);
+  return parseAllDocuments(r.stdout).map((d) => d.toJSON() as Obj).filter(Boolean);
+}
+
+export const find = (objs: Obj[], kind: string, suffix = '') => objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
+
+/** The chart's PrometheusRule groups, as a Prometheus rule file would hold them. */
+export function ruleGroups(): RuleGroup[] {
+  const rule = find(template(['--set', 'metrics.prometheusRule.enabled=true']), 'PrometheusRule') as unknown as { spec: { groups: RuleGroup[] } };
+  return rule.spec.groups;
+}
+
+/** `promtool test rules` of `tests` (a test file's content) against the chart's rules. */
+export function testRules(tests: string): { status: number | null; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
+  writeFileSync(join(dir, 'rules.yaml'), stringify({ groups: ruleGroups() }));
+  writeFileSync(join(dir, 'rules.test.yaml'), tests);
+  try {
+    const r = promtool(['test', 'rules', join(dir, 'rules.test.yaml')]);
+    return { status: r.status, output: r.stdout + r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
