@@ -76,7 +76,7 @@ with_progress() {
     sleep 30
     kill -0 "$pid" 2>/dev/null && log "$what: still working ($((SECONDS - start)) s)"
   done
-  # Callers run as `[ -x BIN ] || build_x`, where set -e does not apply: fail loudly here.
+  # set -e would stop the script too, but without saying which step failed.
   wait "$pid" || { local rc=$?; log "$what: FAILED (exit $rc)"; exit "$rc"; }
   log "$what: done in $((SECONDS - start)) s"
 }
