@@ -51,6 +51,8 @@ interface Binaries {
   /** cert-manager's CRDs, from the module version its controllers were built from. */
   certManagerCrds: string;
   promtool: string;
+  /** test/karpenter-oracle: Karpenter's own matching code, the decision engine's judge. */
+  karpenterOracle: string;
 }
 
 const live = new Set<ControlPlane>();
@@ -95,6 +97,7 @@ export function binary(name: keyof Binaries): string {
   const bins: Binaries = {
     apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
     certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '',
+    karpenterOracle: env.VENEER_KARPENTER_ORACLE ?? '',
   };
   if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
   return bins[name];

@@ -1,10 +1,9 @@
 // A client for test/karpenter-oracle: Karpenter's own pkg/scheduling, built from the Go module
 // proxy by scripts/control-plane.sh, asked one JSON line at a time.
-import { spawn, type ChildProcessWithoutNullStreams, execFileSync } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { join } from 'node:path';
-import { existsSync } from 'node:fs';
 import type { RequirementSpec } from '../../src/engine/requirements.ts';
+import { binary } from '../../kit/control-plane.ts';
 
 export interface OracleOverlay {
   name: string;
@@ -22,20 +21,12 @@ export interface OracleTables {
   normalizedLabelValues: Record<string, Record<string, string>>;
 }
 
-export function oraclePath(): string {
-  const root = join(import.meta.dirname, '..', '..');
-  const out = execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
-  const path = /^VENEER_KARPENTER_ORACLE=(.*)$/m.exec(out)?.[1] ?? '';
-  if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run control-plane\` to build the Karpenter oracle`);
-  return path;
-}
-
 export class KarpenterOracle {
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly waiting: { resolve: (line: string) => void; reject: (e: Error) => void }[] = [];
   private stderr = '';
 
-  constructor(bin = oraclePath()) {
+  constructor(bin = binary('karpenterOracle')) {
     this.child = spawn(bin, [], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     createInterface({ input: this.child.stdout }).on('line', (line) => this.waiting.shift()?.resolve(line));
