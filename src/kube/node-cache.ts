@@ -22,7 +22,7 @@ const PAGE = 500;
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
 
 /** The label selector of nodes that may still need a record: Karpenter's, not spot or reserved, without one. */
-export function undecidedSelector(influencedLabel: string): string {
+function undecidedSelector(influencedLabel: string): string {
   return `${NODEPOOL_LABEL},${CAPACITY_TYPE_LABEL} notin (spot,reserved),!${influencedLabel}`;
 }
 

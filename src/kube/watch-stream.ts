@@ -22,7 +22,8 @@ export interface StreamRequest {
   signal: AbortSignal;
 }
 
-export class HttpError extends Error {
+/** A non-200 answer; its statusCode is what the reflector reads (410: relist). */
+class HttpError extends Error {
   readonly statusCode: number;
   constructor(statusCode: number, message: string) {
     super(message);
