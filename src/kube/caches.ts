@@ -7,7 +7,7 @@ import {
   type NodeClaimLookup, type NodeClaimView, type OverlayObject,
 } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
-import { type ListPage, Reflector } from './reflector.ts';
+import { type ListBody, LIST_PAGE_SIZE, Reflector, toListPage } from './reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { withDeadline } from './call-options.ts';
 
@@ -19,24 +19,14 @@ export interface CacheDeps {
   watchdogMs?: number;
 }
 
-const PAGE = 500;
 const LIST_OPTIONS = withDeadline();
-
-interface ListBody {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: unknown[];
-}
-
-function page(body: ListBody): ListPage {
-  return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
-}
 
 const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
 
 function customLister(kc: k8s.KubeConfig, group: string, version: string, plural: string, labelSelector?: string) {
   const api = kc.makeApiClient(k8s.CustomObjectsApi);
   return async (token: string | undefined) =>
-    page((await api.listClusterCustomObject({ group, version, plural, limit: PAGE, ...(token ? { _continue: token } : {}), ...(labelSelector ? { labelSelector } : {}) }, LIST_OPTIONS)) as ListBody);
+    toListPage((await api.listClusterCustomObject({ group, version, plural, limit: LIST_PAGE_SIZE, ...(token ? { _continue: token } : {}), ...(labelSelector ? { labelSelector } : {}) }, LIST_OPTIONS)) as ListBody);
 }
 
 export interface OverlayCacheOptions {

@@ -12,12 +12,10 @@ import { hash } from 'node:crypto';
 import type { NodeView } from '../engine/index.ts';
 import { CAPACITY_TYPE_LABEL, NODEPOOL_LABEL } from '../engine/decide.ts';
 import { toNodeView, type NodeObject } from '../engine/node.ts';
-import { parseEvent, type ListPage, type ParsedEvent, Reflector } from './reflector.ts';
+import { type ListBody, LIST_PAGE_SIZE, type ListPage, parseEvent, type ParsedEvent, Reflector, toListPage } from './reflector.ts';
 import type { CacheDeps } from './caches.ts';
 import { getJson, PARTIAL_METADATA_LIST, PARTIAL_METADATA } from './watch-stream.ts';
 import { API_CALL_TIMEOUT_MS } from './call-options.ts';
-
-const PAGE = 500;
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
 
@@ -26,20 +24,15 @@ function undecidedSelector(influencedLabel: string): string {
   return `${NODEPOOL_LABEL},${CAPACITY_TYPE_LABEL} notin (spot,reserved),!${influencedLabel}`;
 }
 
-interface ListBody {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: unknown[];
-}
-
 function lister(deps: CacheDeps, accept: string, labelSelector?: string) {
   return async (token: string | undefined): Promise<ListPage> => {
     const body = await getJson<ListBody>(deps.kc, {
       path: '/api/v1/nodes',
-      query: { limit: PAGE, continue: token, labelSelector },
+      query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector },
       accept,
       signal: AbortSignal.timeout(API_CALL_TIMEOUT_MS),
     });
-    return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
+    return toListPage(body);
   };
 }
 

@@ -16,6 +16,19 @@ export interface ListPage {
   continueToken: string | undefined;
 }
 
+/** Items per list page: a page of 500 real-size nodes is ~10 MB, of metadata ~3.5 MB. */
+export const LIST_PAGE_SIZE = 500;
+
+/** A list response as the apiserver sends it. */
+export interface ListBody {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: unknown[];
+}
+
+export function toListPage(body: ListBody): ListPage {
+  return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
+}
+
 export interface ReflectorHandlers<T> {
   /** A new or changed object (ADDED, MODIFIED, or found by a list). */
   upsert(item: T, at: number): void;
