@@ -1,13 +1,13 @@
 // Wires the watcher from its configuration: caches, webhooks, metrics and probes, and the
 // reconciler. The same function runs in `serve`, in the demo and in the tests.
-import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from './config/load.ts';
 import { nodeClaimFor, recordKeys, scope, type EngineSettings } from './engine/index.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ClusterCaches } from './kube/caches.ts';
-import { shareConnections } from './kube/connections.ts';
+import { whoAmI } from './kube/access-review.ts';
+import type { KubeClient } from './kube/client.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -17,7 +17,7 @@ import { CertificateReloader } from './webhook/tls.ts';
 
 export interface WatcherOptions {
   config: Config;
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   log: Logger;
   metrics?: Metrics;
   /** Listen address; the container listens on all interfaces, tests on loopback. */
@@ -41,10 +41,9 @@ export interface RunningWatcher {
   stop(): Promise<void>;
 }
 
-async function whoAmI(kc: k8s.KubeConfig, log: Logger): Promise<string | undefined> {
+async function ownUsername(client: KubeClient, log: Logger): Promise<string | undefined> {
   try {
-    const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: {} });
-    return review.status?.userInfo?.username;
+    return await whoAmI(client);
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'could not learn the watcher\'s own identity; only configured identities may change records');
     return undefined;
@@ -53,7 +52,6 @@ async function whoAmI(kc: k8s.KubeConfig, log: Logger): Promise<string | undefin
 
 export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const { config, log } = o;
-  shareConnections(o.kc);
   const metrics = o.metrics ?? createMetrics();
   const host = o.host ?? '0.0.0.0';
   const now = o.now ?? Date.now;
@@ -61,7 +59,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 
   // The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too.
   const loadTls = () => new CertificateReloader({ certFile: config.webhook.certFile, keyFile: config.webhook.keyFile }, metrics, log, o.certPollMs);
-  const opsOptions = { host, config, kc: o.kc, metrics, log };
+  const opsOptions = { host, config, client: o.client, metrics, log };
 
   if (!config.enabled) {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
@@ -78,7 +76,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const settings: EngineSettings = { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs };
   const tls = loadTls();
   const caches = new ClusterCaches(
-    { kc: o.kc, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
+    { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
   );
@@ -96,11 +94,11 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     }
     metrics.nodesPending.set(pending);
   };
-  const reconciler = new Reconciler({ caches, kc: o.kc, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const reconciler = new Reconciler({ caches, client: o.client, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const le = config.leaderElection;
   const elector = le.enabled
     ? new LeaderElector({
-        kc: o.kc,
+        client: o.client,
         namespace: le.leaseNamespace,
         name: le.leaseName,
         identity: o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`,
@@ -154,7 +152,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     metrics.leader.set(1);
     reconciler.startProcessing();
   }
-  void whoAmI(o.kc, log).then((u) => (selfUsername = u));
+  void ownUsername(o.client, log).then((u) => (selfUsername = u));
   const listening = webhook;
   const opsServer = ops;
   log.info({ webhookPort: listening.port, metricsPort: opsServer.metricsPort, metricsSecure: config.metrics.secure, healthPort: opsServer.healthPort, labelNamespace: config.labelNamespace }, 'node watcher started');
