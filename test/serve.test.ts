@@ -85,6 +85,9 @@ t.test('a bad configuration stops start-up with exit code 2 and says what is wro
   t.equal(await p.exited, 2);
   t.match(p.output(), /nodeWatcher\.labelNamespace = "Not Valid" \(from environment variable VENEER_NODE_WATCHER_LABEL_NAMESPACE\): must be a DNS subdomain/);
   t.match(p.output(), /nodeWatcher\.maxConcurrentReconciles = 0 \(from flag --max-concurrent-reconciles\): must be >= 1/);
+  const nowhere = run(['serve', '--health-port', String(await freePort()), '--metrics-port', String(await freePort()), '--metrics-secure', 'false'], { KUBECONFIG: '', HOME: env.cp.dir });
+  t.equal(await nowhere.exited, 1);
+  t.match(nowhere.output(), /no cluster to talk to: set KUBECONFIG, run in a pod, or create ~\/\.kube\/config/, 'no cluster configuration: says where it looked');
   const unknown = run(['launch']);
   t.equal(await unknown.exited, 2);
   t.match(unknown.output(), /unknown command "launch"/);
