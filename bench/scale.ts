@@ -2,7 +2,7 @@
 // in bursts, then kubelet-like status churn as fast as this machine sustains, against `serve`
 // in its own process. Reports whether the apiserver ever had to cut the node watch, the
 // watcher's CPU per status update, its memory idle and at 5,000 nodes, and the CLI's start-up.
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +78,7 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       for (let i = w; i < overlays.length; i += 10) await custom.createClusterCustomObject({ ...OVERLAY_API, body: overlays[i] });
     });
     // The inspector is opened only at the end (SIGUSR1), so that it weighs on no RSS figure.
+    let floor: ChildProcess | undefined;
     const replica = await spawnServe(env.cp, env.certs, WATCHER_USER, { '--leader-election-enabled': 'false', '--log-level': 'warn' }, ['--inspect-port=127.0.0.1:0']);
     try {
       await waitReady(replica.healthPort);
@@ -104,11 +105,18 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       const cutCreating = (await terminated()) - cutBefore;
       progress(`scale: ${NODES} nodes created in ${round(createSeconds)} s and recorded; ${cutCreating} node watches cut`);
 
+      floor = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(ROOT, 'bench', 'watch-floor.ts')], {
+        env: { ...process.env, KUBECONFIG: env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'kubeconfig-floor') }, stdio: 'ignore',
+      });
+      const floorPid = floor.pid ?? 0;
+      await sleep(10_000); // its first list of every node is not part of any window
       const cpuPerUpdate: number[] = [];
+      const floorPerUpdate: number[] = [];
       const rates: number[] = [];
       for (let w = 0; w < CHURN_WINDOWS; w++) {
         let patches = 0;
         const cpuBefore = proc(pid).cpuMs;
+        const floorBefore = proc(floorPid).cpuMs;
         const deadline = Date.now() + CHURN_WINDOW_MS;
         await workers(40, async (k) => {
           for (let i = k + w * 7; Date.now() < deadline; i += 40) {
@@ -118,9 +126,11 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
         });
         await sleep(1000);
         cpuPerUpdate.push(((proc(pid).cpuMs - cpuBefore) * 1000) / patches);
+        floorPerUpdate.push(((proc(floorPid).cpuMs - floorBefore) * 1000) / patches);
         rates.push(patches / (CHURN_WINDOW_MS / 1000));
-        progress(`scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(cpuPerUpdate.at(-1)!)} us of watcher CPU each`);
+        progress(`scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(cpuPerUpdate.at(-1)!)} us of watcher CPU each (a do-nothing watch client: ${round(floorPerUpdate.at(-1)!)} us)`);
       }
+      const overFloor = cpuPerUpdate.map((c, i) => c / floorPerUpdate[i]!);
       await sleep(5000);
       const cutTotal = (await terminated()) - cutBefore;
       const closed = await watcher('veneer_nodewatcher_watch_restarts_total', { reason: 'closed' });
@@ -133,6 +143,8 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           terminated_watchers_real: cutTotal,
           watch_closed_real: closed,
           churn_cpu_us_per_update: round(median(cpuPerUpdate)),
+          churn_cpu_floor_us_per_update: round(median(floorPerUpdate)),
+          churn_cpu_over_floor: round(median(overFloor), 2),
           rss_mb_idle: round(idle),
           rss_mb_5000_real_nodes: round(rss5000),
           heap_mb_5000_real_nodes: round(heap5000),
@@ -140,20 +152,23 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           explain_200_ms: Math.round(median(cli.explain)),
         },
         targets: {
-          terminated_watchers_real: '0', watch_closed_real: '0', churn_cpu_us_per_update: '<= 60', rss_mb_idle: '<= 110',
+          terminated_watchers_real: '0', watch_closed_real: '0', churn_cpu_us_per_update: '<= 60', churn_cpu_floor_us_per_update: 'reported', churn_cpu_over_floor: 'reported', rss_mb_idle: '<= 110',
           rss_mb_5000_real_nodes: '<= 150', heap_mb_5000_real_nodes: 'reported', cli_help_ms: '<= 200', explain_200_ms: '<= 600',
         },
         table: [
           { figure: 'node watches cut (creating / in total)', value: `${cutCreating} / ${cutTotal}`, spread: '-' },
           { figure: 'status updates per second', value: Math.round(median(rates)), spread: spread(rates, 0) },
           { figure: 'watcher CPU per update (us)', value: round(median(cpuPerUpdate)), spread: spread(cpuPerUpdate) },
+          { figure: 'a do-nothing watch client beside it, same events (us)', value: round(median(floorPerUpdate)), spread: spread(floorPerUpdate) },
+          { figure: 'watcher over the do-nothing client (ratio, per window)', value: round(median(overFloor), 2), spread: spread(overFloor, 2) },
           { figure: `nodes created per second (${NODES} in bursts of 500)`, value: Math.round(NODES / createSeconds), spread: '-' },
           { figure: '--help (ms)', value: Math.round(median(cli.help)), spread: spread(cli.help, 0) },
           { figure: 'explain of 200 nodes (ms)', value: Math.round(median(cli.explain)), spread: spread(cli.explain, 0) },
         ],
-        raw: { cpu_us_per_update: cpuPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
+        raw: { cpu_us_per_update: cpuPerUpdate, floor_cpu_us_per_update: floorPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
       };
     } finally {
+      floor?.kill('SIGKILL');
       replica.child.kill('SIGKILL');
     }
   } finally {
