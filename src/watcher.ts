@@ -11,6 +11,10 @@ import { shareConnections } from './kube/connections.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { EventRecorder } from './events/recorder.ts';
+import { EVENT_NAMESPACE } from './events/node-event.ts';
+import { exportOverlayNodes } from './overlay-gauge.ts';
+import { withDeadline } from './kube/call-options.ts';
 import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
 import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
@@ -81,6 +85,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     { kc: o.kc, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
+    config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );
   metrics.atScrape.nodeCounts = () => {
     metrics.nodesInfluenced.reset();
@@ -96,21 +101,38 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     }
     metrics.nodesPending.set(pending);
   };
+  exportOverlayNodes(metrics, {
+    nodes: () => caches.nodes.nodes(),
+    active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined).map((v) => v.overlay),
+  }, settings.keys, config.metrics.maxOverlaySeries);
   const reconciler = new Reconciler({ caches, kc: o.kc, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
+  const eventsApi = o.kc.makeApiClient(k8s.EventsV1Api);
+  const events = new EventRecorder({
+    post: async (body) => void (await eventsApi.createNamespacedEvent({ namespace: EVENT_NAMESPACE, body: body as unknown as k8s.EventsV1Event }, withDeadline())),
+    keys: settings.keys, enabled: config.events.enabled, ratePerSecond: config.events.ratePerSecond, instance: identity, metrics, log, now,
+  });
+  caches.nodes.onMetadata((node) => events.seen(node));
   const le = config.leaderElection;
   const elector = le.enabled
     ? new LeaderElector({
         kc: o.kc,
         namespace: le.leaseNamespace,
         name: le.leaseName,
-        identity: o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`,
+        identity,
         leaseDurationMs: le.leaseDurationMs,
         renewDeadlineMs: le.renewDeadlineMs,
         retryPeriodMs: le.retryPeriodMs,
         metrics,
         log,
-        onStartedLeading: () => reconciler.startProcessing(),
-        onStoppedLeading: () => reconciler.stopProcessing(),
+        onStartedLeading: () => {
+          reconciler.startProcessing();
+          events.lead(caches.nodes.nodes());
+        },
+        onStoppedLeading: () => {
+          events.follow();
+          return reconciler.stopProcessing();
+        },
       })
     : undefined;
   let selfUsername: string | undefined;
@@ -153,6 +175,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   else {
     metrics.leader.set(1);
     reconciler.startProcessing();
+    events.lead(caches.nodes.nodes());
   }
   void whoAmI(o.kc, log).then((u) => (selfUsername = u));
   const listening = webhook;
@@ -174,6 +197,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       // Releasing the lease lets another replica take over at once instead of after leaseDuration.
       await elector?.stop();
       await reconciler.stop();
+      await events.stop();
       await caches.stop();
       await opsServer.close();
     }),
