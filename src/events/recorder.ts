@@ -44,6 +44,8 @@ export class EventRecorder {
   /** Node key -> when its record was written, while that is fresh. */
   private readonly announced = new Map<string, number>();
   private readonly pending = new Map<string, { node: NodeView; attempts: number }>();
+  /** The node being posted: its labels may change meanwhile (Karpenter's registration), and a second post would only earn a 409. */
+  private posting: string | undefined;
   private leading = false;
   private stopped = false;
   private draining: Promise<void> | undefined;
@@ -61,7 +63,7 @@ export class EventRecorder {
   seen(node: NodeView): void {
     if (!this.o.enabled || !this.leading || this.stopped) return;
     const key = node.uid ?? node.name;
-    if (this.announced.has(key) || this.pending.has(key)) return;
+    if (this.announced.has(key) || this.pending.has(key) || this.posting === key) return;
     const writtenAt = this.writtenAt(node);
     if (writtenAt === undefined || this.now() - writtenAt > FRESH_MS) return;
     if (this.pending.size >= MAX_PENDING) {
@@ -101,7 +103,8 @@ export class EventRecorder {
       if (!this.leading || this.stopped) return;
       const [key, item] = next.value;
       this.pending.delete(key);
-      await this.postOne(key, item);
+      this.posting = key;
+      await this.postOne(key, item).finally(() => (this.posting = undefined));
     }
   }
 

@@ -52,6 +52,23 @@ t.test('the leader posts once per node, only for records written lately', async 
   await r.stop();
 });
 
+t.test('a node whose labels change while its Event is being posted is not posted twice', async (t) => {
+  let calls = 0;
+  let release: () => void = () => {};
+  const { r } = recorder(() => {
+    calls++;
+    return new Promise<void>((resolve) => (release = resolve));
+  });
+  r.lead([recorded('registering')]);
+  await sleep(10);
+  const registered = recorded('registering');
+  r.seen({ ...registered, labels: { ...registered.labels, 'karpenter.sh/registered': 'true' } });
+  release();
+  await sleep(10);
+  t.equal(calls, 1);
+  await r.stop();
+});
+
 t.test('409 means another replica or run posted it; other failures are retried, then given up', async (t) => {
   const calls = new Map<string, number>();
   const { r, count } = recorder(async (e) => {
