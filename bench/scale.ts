@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
-import { shareConnections } from '../src/kube/connections.ts';
+import { shareConnections } from '../kit/shared-connections.ts';
 import { veneerOverlaySet } from './decision.ts';
 import { median, type SuiteResult } from './stats.ts';
 import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../kit/fleet.ts';

@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
-import { issueCert, makeCA } from './pki.ts';
+import { KubeClient } from '../src/kube/client.ts';
+import { kubeconfigAccess } from '../src/kube/kubeconfig.ts';
+import { issueCert, type KeyPair, makeCA } from './pki.ts';
 import { freePort, httpGet, ManagedProcess, sleep } from './process.ts';
 
 export { freePort };
@@ -110,6 +112,7 @@ interface ControlPlaneParts {
   apiserver: ManagedProcess;
   port: number;
   caPem: string;
+  ca: KeyPair;
   tokens: Map<string, string>;
   auditLogPath: string | undefined;
   startTimeoutMs: number;
@@ -120,6 +123,7 @@ export class ControlPlane {
   readonly server: string;
   readonly port: number;
   readonly caPem: string;
+  private readonly ca: KeyPair;
   private readonly etcd: ManagedProcess;
   private readonly etcdHealthUrl: string;
   private readonly apiserver: ManagedProcess;
@@ -133,6 +137,7 @@ export class ControlPlane {
     this.port = parts.port;
     this.server = `https://127.0.0.1:${parts.port}`;
     this.caPem = parts.caPem;
+    this.ca = parts.ca;
     this.etcd = parts.etcd;
     this.etcdHealthUrl = parts.etcdHealthUrl;
     this.apiserver = parts.apiserver;
@@ -203,6 +208,7 @@ export class ControlPlane {
       `--tls-cert-file=${serving.certPath}`,
       `--tls-private-key-file=${serving.keyPath}`,
       `--token-auth-file=${tokenFile}`,
+      `--client-ca-file=${ca.certPath}`,
       '--authorization-mode=RBAC',
       `--service-account-issuer=https://127.0.0.1:${securePort}`,
       `--service-account-key-file=${saPubPath}`,
@@ -221,6 +227,7 @@ export class ControlPlane {
       apiserver,
       port: securePort,
       caPem: readFileSync(ca.certPath, 'utf8'),
+      ca,
       tokens,
       auditLogPath,
       startTimeoutMs: opts.startTimeoutMs ?? 90_000,
@@ -317,6 +324,11 @@ export class ControlPlane {
     return token;
   }
 
+  /** A client certificate the apiserver accepts as `user` (its CommonName) in `groups`. */
+  async clientCertificate(user: string, groups: string[] = []): Promise<KeyPair> {
+    return issueCert(this.ca, join(this.dir, 'pki', 'clients'), `${user}-${randomBytes(3).toString('hex')}`, { commonName: user, organizations: groups, usage: 'client' });
+  }
+
   /** Writes a kubeconfig file (admin unless a KubeConfig is given) and returns its path. */
   writeKubeConfig(kc: k8s.KubeConfig = this.adminKubeConfig(), fileName = 'kubeconfig'): string {
     const path = join(this.dir, fileName);
@@ -369,6 +381,11 @@ export class ControlPlane {
 
 function ignoreConflict(err: unknown): void {
   if ((err as { code?: number }).code !== 409) throw err;
+}
+
+/** The watcher's own client (src/kube/client.ts), as the same user of the same cluster. */
+export function clientFor(kc: k8s.KubeConfig): KubeClient {
+  return new KubeClient(kubeconfigAccess(JSON.parse(kc.exportConfig())));
 }
 
 /** The same kubeconfig, reaching the apiserver at another local port (a proxy in front of it). */

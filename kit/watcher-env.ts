@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher, type RunningWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
-import { ControlPlane, freePort, type TokenUser, viaPort } from './control-plane.ts';
+import { clientFor, ControlPlane, freePort, type TokenUser, viaPort } from './control-plane.ts';
 import { installKarpenterCRDs } from './karpenter-crds.ts';
 import type { KeyPair } from './pki.ts';
 import { execFileSync } from 'node:child_process';
@@ -158,7 +158,7 @@ export async function launchWatcher(cp: ControlPlane, certs: WebhookCerts, user:
   const { config } = loadConfig({ flags: await watcherFlags(certs, flags) });
   const log = createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
   const kc = opts.apiServerPort ? viaPort(cp.userKubeConfig(user), opts.apiServerPort) : cp.userKubeConfig(user);
-  const watcher = await startWatcher({ config, kc, log, host: '127.0.0.1', certPollMs: 200, identity: user, ...(opts.watchdogMs ? { watchdogMs: opts.watchdogMs } : {}) });
+  const watcher = await startWatcher({ config, client: clientFor(kc), log, host: '127.0.0.1', certPollMs: 200, identity: user, ...(opts.watchdogMs ? { watchdogMs: opts.watchdogMs } : {}) });
   await watcher.caches?.synced();
   return { watcher, config };
 }

@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
-import { ControlPlane, freePort } from '../kit/control-plane.ts';
+import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { scrape } from '../kit/scrape.ts';
@@ -52,7 +52,7 @@ try {
       '--webhook-cert-file': join(certDir, 'tls.crt'), '--webhook-key-file': join(certDir, 'tls.key'), '--shutdown-delay': '0s',
     },
   });
-  const watcher = await startWatcher({ config, kc: cp.userKubeConfig('veneer-watcher'), log: createLogger('warn'), host: '127.0.0.1' });
+  const watcher = await startWatcher({ config, client: clientFor(cp.userKubeConfig('veneer-watcher')), log: createLogger('warn'), host: '127.0.0.1' });
   watcherStop = watcher.stop;
   await watcher.caches?.synced();
 

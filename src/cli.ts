@@ -99,12 +99,12 @@ export function parseArgs(argv: string[]): Parsed {
 }
 
 async function serve(loaded: LoadedConfig): Promise<void> {
-  const [k8s, { createLogger }, { startWatcher }] = await Promise.all([import('@kubernetes/client-node'), import('./log.ts'), import('./watcher.ts')]);
+  const [{ KubeClient }, { loadClusterAccess }, { createLogger }, { startWatcher }] = await Promise.all([
+    import('./kube/client.ts'), import('./kube/kubeconfig.ts'), import('./log.ts'), import('./watcher.ts'),
+  ]);
   const { config } = loaded;
   const log = createLogger(config.logLevel);
-  const kc = new k8s.KubeConfig();
-  kc.loadFromDefault();
-  const watcher = await startWatcher({ config, kc, log });
+  const watcher = await startWatcher({ config, client: new KubeClient(loadClusterAccess()), log });
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -11,7 +11,7 @@
 // API calls.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { failureKind, httpStatus } from './kube/call-options.ts';
+import { failureKind, httpStatus } from './kube/failures.ts';
 import type { AccessReviews } from './kube/access-review.ts';
 
 export type Verdict =

@@ -3,11 +3,11 @@
 // with the webhooks' certificate and behind Kubernetes authentication and authorization
 // (metrics-auth.ts), unless metrics.secure is false.
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type * as k8s from '@kubernetes/client-node';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config/load.ts';
 import { accessReviews } from './kube/access-review.ts';
+import type { KubeClient } from './kube/client.ts';
 import { METRICS_PATH, MetricsAuth, type Verdict } from './metrics-auth.ts';
 import type { Metrics } from './metrics.ts';
 import { type RunningServer, SLOW_CLIENT_LIMITS } from './webhook/server.ts';
@@ -16,7 +16,7 @@ import { type CertificateReloader, type ReloadTarget, secureContextOptions } fro
 export interface OpsListenersOptions {
   host: string;
   config: Config;
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   metrics: Metrics;
   log: Logger;
   /** The webhooks' certificate; required when metrics.secure is true. */
@@ -82,7 +82,7 @@ async function startMetricsServer(o: OpsListenersOptions): Promise<RunningServer
   const app = (secure && o.tls
     ? Fastify({ ...common, https: { ...secureContextOptions(o.tls.keyPair), ...SLOW_CLIENT_LIMITS } })
     : Fastify({ ...common, http: SLOW_CLIENT_LIMITS })) as unknown as FastifyInstance;
-  const auth = secure ? new MetricsAuth({ reviews: accessReviews(o.kc), allowTTLMs: authCacheTTLMs, log: o.log }) : undefined;
+  const auth = secure ? new MetricsAuth({ reviews: accessReviews(o.client), allowTTLMs: authCacheTTLMs, log: o.log }) : undefined;
   const authorize = async (req: FastifyRequest, reply: FastifyReply) => {
     const verdict = await auth!.check(req.headers.authorization);
     o.metrics.metricsAuth.inc({ result: verdict.result });

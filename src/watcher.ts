@@ -1,27 +1,26 @@
 // Wires the watcher from its configuration: caches, webhooks, metrics and probes, and the
 // reconciler. The same function runs in `serve`, in the demo and in the tests.
-import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from './config/load.ts';
 import { nodeClaimFor, recordKeys, scope, type EngineSettings } from './engine/index.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ClusterCaches } from './kube/caches.ts';
-import { shareConnections } from './kube/connections.ts';
+import { whoAmI } from './kube/access-review.ts';
+import type { KubeClient } from './kube/client.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { EventRecorder } from './events/recorder.ts';
 import { EVENT_NAMESPACE } from './events/node-event.ts';
 import { exportOverlayNodes } from './overlay-gauge.ts';
-import { withDeadline } from './kube/call-options.ts';
 import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
 import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
 
 export interface WatcherOptions {
   config: Config;
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   log: Logger;
   metrics?: Metrics;
   /** Listen address; the container listens on all interfaces, tests on loopback. */
@@ -45,10 +44,9 @@ export interface RunningWatcher {
   stop(): Promise<void>;
 }
 
-async function whoAmI(kc: k8s.KubeConfig, log: Logger): Promise<string | undefined> {
+async function ownUsername(client: KubeClient, log: Logger): Promise<string | undefined> {
   try {
-    const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: {} });
-    return review.status?.userInfo?.username;
+    return await whoAmI(client);
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'could not learn the watcher\'s own identity; only configured identities may change records');
     return undefined;
@@ -57,7 +55,6 @@ async function whoAmI(kc: k8s.KubeConfig, log: Logger): Promise<string | undefin
 
 export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const { config, log } = o;
-  shareConnections(o.kc);
   const metrics = o.metrics ?? createMetrics();
   const host = o.host ?? '0.0.0.0';
   const now = o.now ?? Date.now;
@@ -65,7 +62,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 
   // The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too.
   const loadTls = () => new CertificateReloader({ certFile: config.webhook.certFile, keyFile: config.webhook.keyFile }, metrics, log, o.certPollMs);
-  const opsOptions = { host, config, kc: o.kc, metrics, log };
+  const opsOptions = { host, config, client: o.client, metrics, log };
 
   if (!config.enabled) {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
@@ -82,7 +79,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const settings: EngineSettings = { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs };
   const tls = loadTls();
   const caches = new ClusterCaches(
-    { kc: o.kc, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
+    { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
     config.events.enabled ? settings.keys.decisionAnnotation : undefined,
@@ -105,18 +102,17 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     nodes: () => caches.nodes.nodes(),
     active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined).map((v) => v.overlay),
   }, settings.keys, config.metrics.maxOverlaySeries);
-  const reconciler = new Reconciler({ caches, kc: o.kc, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const reconciler = new Reconciler({ caches, client: o.client, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
-  const eventsApi = o.kc.makeApiClient(k8s.EventsV1Api);
   const events = new EventRecorder({
-    post: async (body) => void (await eventsApi.createNamespacedEvent({ namespace: EVENT_NAMESPACE, body: body as unknown as k8s.EventsV1Event }, withDeadline())),
+    post: async (body) => void (await o.client.call('POST', `/apis/events.k8s.io/v1/namespaces/${EVENT_NAMESPACE}/events`, { body })),
     keys: settings.keys, enabled: config.events.enabled, ratePerSecond: config.events.ratePerSecond, instance: identity, metrics, log, now,
   });
   caches.nodes.onMetadata((node) => events.seen(node));
   const le = config.leaderElection;
   const elector = le.enabled
     ? new LeaderElector({
-        kc: o.kc,
+        client: o.client,
         namespace: le.leaseNamespace,
         name: le.leaseName,
         identity,
@@ -177,7 +173,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     reconciler.startProcessing();
     events.lead(caches.nodes.nodes());
   }
-  void whoAmI(o.kc, log).then((u) => (selfUsername = u));
+  void ownUsername(o.client, log).then((u) => (selfUsername = u));
   const listening = webhook;
   const opsServer = ops;
   log.info({ webhookPort: listening.port, metricsPort: opsServer.metricsPort, metricsSecure: config.metrics.secure, healthPort: opsServer.healthPort, labelNamespace: config.labelNamespace }, 'node watcher started');

@@ -15,7 +15,7 @@ import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { CHART as chart, find, helm as run, KUBE_VERSION, NS, ruleGroups, template, testRules } from './support/chart.ts';
 import { promtool } from './support/prometheus.ts';
-import { ControlPlane, freePort } from '../kit/control-plane.ts';
+import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { installExternalCRDs } from './support/external-crds.ts';
 import { installKarpenterCRDs } from '../kit/karpenter-crds.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
@@ -175,7 +175,7 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
     flags: { '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--health-port': String(await freePort()), '--webhook-cert-file': certs.serving.certPath, '--webhook-key-file': certs.serving.keyPath, '--shutdown-delay': '0s' },
   });
   t.equal(config.metrics.secure, true, 'the chart\'s config: secure metrics');
-  const watcher = await startWatcher({ config, kc, log: createLogger('silent'), host: '127.0.0.1' });
+  const watcher = await startWatcher({ config, client: clientFor(kc), log: createLogger('silent'), host: '127.0.0.1' });
   t.teardown(() => watcher.stop());
   await watcher.caches?.synced();
   await admin.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays', body: computeSavingsPlan() });

@@ -4,7 +4,7 @@
 // stage's commands run with this machine's npm, and the runtime stage's node is Node 24 from
 // the npm package `node`, standing in for distroless's /nodejs/bin/node.
 import { execSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -84,7 +84,10 @@ t.test('the image\'s entrypoint starts, serves health, and exits cleanly on SIGT
   const certs = await makeWebhookCerts(join(work, 'certs'));
   const argv = [process.execPath, ...entryArgs, ...(runtime.cmd ?? []), '--health-port', String(healthPort), '--metrics-port', String(metricsPort),
     '--webhook-cert-file', certs.serving.certPath, '--webhook-key-file', certs.serving.keyPath];
-  const child = spawn('bash', ['-c', `${CLEAN} exec ${argv.map((a) => `'${a}'`).join(' ')}`], { cwd: at(runtime, '.'), stdio: ['ignore', 'pipe', 'pipe'] });
+  // A pod always has a cluster to talk to; a disabled watcher never calls it before a token needs reviewing.
+  const kubeconfig = join(work, 'kubeconfig');
+  writeFileSync(kubeconfig, JSON.stringify({ clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }], contexts: [{ name: 'c', context: { cluster: 'c' } }], 'current-context': 'c' }));
+  const child = spawn('bash', ['-c', `${CLEAN} export KUBECONFIG='${kubeconfig}'; exec ${argv.map((a) => `'${a}'`).join(' ')}`], { cwd: at(runtime, '.'), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

@@ -7,9 +7,8 @@ import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/watcher.ts';
 import { accessReviews, REVIEW_TIMEOUT_MS } from '../src/kube/access-review.ts';
-import { shareConnections } from '../src/kube/connections.ts';
 import { MetricsAuth } from '../src/metrics-auth.ts';
-import { viaPort } from '../kit/control-plane.ts';
+import { clientFor, viaPort } from '../kit/control-plane.ts';
 import { counter } from '../kit/fleet.ts';
 import { StallProxy } from './support/stall-proxy.ts';
 import { scrape, tlsHandshake } from '../kit/scrape.ts';
@@ -22,7 +21,7 @@ const { cp, admin, certs } = env;
 let logged = '';
 const { config } = loadConfig({ flags: await watcherFlags(certs, { '--metrics-secure': 'true' }) });
 const watcher = await startWatcher({
-  config, kc: cp.userKubeConfig(WATCHER_USER), host: '127.0.0.1', identity: WATCHER_USER,
+  config, client: clientFor(cp.userKubeConfig(WATCHER_USER)), host: '127.0.0.1', identity: WATCHER_USER,
   log: createLogger('debug', { write: (line: string) => void (logged += line) }),
 });
 t.teardown(() => watcher.stop());
@@ -125,9 +124,9 @@ t.test('the apiserver unreachable: 503 for a token not yet known, cached tokens 
 
 t.test('the apiserver silent (a connection dropped without a FIN): 503 within the review deadline, not a hung scrape', async (t) => {
   const proxy = new StallProxy(cp.port);
-  const kc = shareConnections(viaPort(cp.userKubeConfig(WATCHER_USER), await proxy.listen()));
+  const client = clientFor(viaPort(cp.userKubeConfig(WATCHER_USER), await proxy.listen()));
   t.teardown(() => proxy.close());
-  const auth = new MetricsAuth({ reviews: accessReviews(kc), allowTTLMs: 60_000, log: createLogger('silent') });
+  const auth = new MetricsAuth({ reviews: accessReviews(client), allowTTLMs: 60_000, log: createLogger('silent') });
   t.match(await auth.check(`Bearer ${await mint('prometheus')}`), { result: 'allowed' }, 'through the proxy, while it passes traffic');
   proxy.stall();
   const started = Date.now();

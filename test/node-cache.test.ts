@@ -5,9 +5,8 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
-import { shareConnections } from '../src/kube/connections.ts';
 import { LabelSkipper, NodeCache } from '../src/kube/node-cache.ts';
-import { ControlPlane } from '../kit/control-plane.ts';
+import { clientFor, ControlPlane } from '../kit/control-plane.ts';
 import { until } from '../kit/fleet.ts';
 import { heartbeatPatch, realNode } from '../kit/real-node.ts';
 
@@ -39,10 +38,12 @@ t.test('a metadata event is skipped only when its labels are the bytes last deco
 t.test('against the apiserver: heartbeats skipped, records move nodes out of the full view and back', async (t) => {
   const cp = await ControlPlane.start();
   t.teardown(() => cp.stop());
-  const kc = shareConnections(cp.adminKubeConfig());
+  const kc = cp.adminKubeConfig();
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const metrics = createMetrics();
-  const cache = new NodeCache({ kc, metrics, log: createLogger('silent'), now: Date.now }, INFLUENCED);
+  const client = clientFor(kc);
+  t.teardown(() => client.close());
+  const cache = new NodeCache({ client, metrics, log: createLogger('silent'), now: Date.now }, INFLUENCED);
   const moves: string[] = [];
   cache.subscribe((node, kind) => moves.push(`${kind} ${node.name}`));
   await core.createNode({ body: realNode({ name: 'before-start', index: 1 }) });

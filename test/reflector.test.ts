@@ -4,9 +4,8 @@ import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
 import { type ListPage, Reflector } from '../src/kube/reflector.ts';
-import { ControlPlane, viaPort } from '../kit/control-plane.ts';
+import { clientFor, ControlPlane, viaPort } from '../kit/control-plane.ts';
 import { StallProxy } from './support/stall-proxy.ts';
-import { shareConnections } from '../src/kube/connections.ts';
 
 // Compaction every 2 s, and watches served by etcd itself (no watch cache), let a test make a
 // resourceVersion expire (410 Gone) for real.
@@ -14,6 +13,8 @@ const cp = await ControlPlane.start({ extraApiServerArgs: ['--etcd-compaction-in
 t.teardown(() => cp.stop());
 const kc = cp.adminKubeConfig();
 const core = kc.makeApiClient(k8s.CoreV1Api);
+const client = clientFor(kc);
+t.teardown(() => client.close());
 const log = createLogger('silent');
 
 const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 30_000) => {
@@ -31,7 +32,7 @@ function configMapReflector(opts: { watchdogMs?: number; relistIntervalMs?: numb
   let lists = 0;
   const reflector = new Reflector<string>({
     resource: 'configmaps',
-    kc,
+    client,
     watchPath: '/api/v1/namespaces/default/configmaps',
     listPage: async (token): Promise<ListPage> => {
       const list = await core.listNamespacedConfigMap({ namespace: 'default', ...(token ? { _continue: token } : {}), limit: 2 });
@@ -121,18 +122,19 @@ t.test('the apiserver restarting mid-watch: the reflector comes back by itself',
   await r.reflector.stop();
 });
 
-t.test('one connection pool: API calls share keep-alive connections', async (t) => {
+t.test('connections: API calls share one, each watch has its own', async (t) => {
   const proxy = new StallProxy(Number(new URL(cp.server).port));
   t.teardown(() => proxy.close());
-  const port = await proxy.listen();
-  const connectionsFor20Calls = async (kc: k8s.KubeConfig) => {
-    const before = proxy.accepted;
-    const api = kc.makeApiClient(k8s.CoreV1Api);
-    for (let i = 0; i < 20; i++) await api.listNamespace();
-    return proxy.accepted - before;
-  };
-  const plain = await connectionsFor20Calls(viaPort(cp.adminKubeConfig(), port));
-  const shared = await connectionsFor20Calls(shareConnections(viaPort(cp.adminKubeConfig(), port)));
-  t.ok(plain >= 10, `the client alone opened ${plain} connections (if not, it pools by itself now and shareConnections can go)`);
-  t.ok(shared <= 2, `with shareConnections: ${shared}`);
+  const own = clientFor(viaPort(cp.adminKubeConfig(), await proxy.listen()));
+  t.teardown(() => own.close());
+  for (let i = 0; i < 20; i++) await own.call('GET', '/api/v1/namespaces');
+  t.equal(proxy.accepted, 1, '20 calls on one connection');
+  const watches = [new AbortController(), new AbortController()];
+  const streams = await Promise.all(watches.map((w) => own.stream('/api/v1/namespaces', { watch: true }, 'application/json', w.signal)));
+  await own.call('GET', '/api/v1/namespaces');
+  t.equal(proxy.accepted, 3, 'two watches, a connection each; the next call back on the shared one');
+  for (const w of watches) w.abort();
+  t.equal(streams.length, 2);
+  const answer = await own.call('GET', '/api/v1/namespaces/no-such-namespace').then(() => undefined, (e: unknown) => e);
+  t.match(answer, { name: 'ApiError', statusCode: 404, reason: 'NotFound', message: /^404 namespaces "no-such-namespace" not found/ }, 'a Status answer read as an ApiError');
 });

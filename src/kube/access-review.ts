@@ -1,9 +1,8 @@
 // The two questions delegated authentication and authorization put to the apiserver, as
 // kube-rbac-proxy and controller-runtime's metrics filter do: whose is this bearer token
 // (TokenReview), and may that user get this path (SubjectAccessReview). Both ride the watcher's
-// one shared connection (connections.ts) with a deadline of their own.
-import * as k8s from '@kubernetes/client-node';
-import { withDeadline } from './call-options.ts';
+// one shared connection (client.ts) with a deadline of their own.
+import { API_CALL_TIMEOUT_MS, type KubeClient } from './client.ts';
 
 export interface UserInfo {
   username: string;
@@ -25,23 +24,34 @@ export interface AccessReviews {
  */
 export const REVIEW_TIMEOUT_MS = 5_000;
 
-export function accessReviews(kc: k8s.KubeConfig): AccessReviews {
-  const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
-  const authz = kc.makeApiClient(k8s.AuthorizationV1Api);
-  const options = withDeadline(undefined, REVIEW_TIMEOUT_MS);
+interface TokenReviewStatus { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } }
+interface SubjectAccessReviewStatus { allowed?: boolean; denied?: boolean }
+
+/** Creates a review (a kind whose plural is its lower-cased name plus "s") and returns its status. */
+async function review<S>(client: KubeClient, group: string, kind: string, spec: object, timeoutMs = REVIEW_TIMEOUT_MS): Promise<S | undefined> {
+  const answer = await client.call<{ status?: S }>('POST', `/apis/${group}/v1/${kind.toLowerCase()}s`, { body: { apiVersion: `${group}/v1`, kind, spec }, timeoutMs });
+  return answer.status;
+}
+
+/** The user the client itself authenticates as (SelfSubjectReview). */
+export async function whoAmI(client: KubeClient): Promise<string | undefined> {
+  return (await review<{ userInfo?: { username?: string } }>(client, 'authentication.k8s.io', 'SelfSubjectReview', {}, API_CALL_TIMEOUT_MS))?.userInfo?.username;
+}
+
+export function accessReviews(client: KubeClient): AccessReviews {
   return {
     async authenticate(token) {
       // No audiences: the token must be meant for the apiserver itself, as a ServiceAccount's is.
-      const review = await authn.createTokenReview({ body: { spec: { token } } }, options);
-      const user = review.status?.user;
-      if (review.status?.authenticated !== true || !user?.username) return undefined;
+      const status = await review<TokenReviewStatus>(client, 'authentication.k8s.io', 'TokenReview', { token });
+      const user = status?.user;
+      if (status?.authenticated !== true || !user?.username) return undefined;
       return { username: user.username, ...(user.uid ? { uid: user.uid } : {}), ...(user.groups ? { groups: user.groups } : {}), ...(user.extra ? { extra: user.extra } : {}) };
     },
     async authorize(user, verb, path) {
-      const review = await authz.createSubjectAccessReview({
-        body: { spec: { user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, nonResourceAttributes: { path, verb } } },
-      }, options);
-      return review.status?.allowed === true && review.status.denied !== true;
+      const status = await review<SubjectAccessReviewStatus>(client, 'authorization.k8s.io', 'SubjectAccessReview', {
+        user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, nonResourceAttributes: { path, verb },
+      });
+      return status?.allowed === true && status.denied !== true;
     },
   };
 }

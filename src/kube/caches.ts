@@ -1,33 +1,26 @@
 // The watcher's view of the cluster: overlays (with history), NodeClaims and Nodes, each fed
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
-import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
   OverlayIndex, parseSelector, toNodeClaimView, toOverlayView,
   type NodeClaimLookup, type NodeClaimView, type OverlayObject,
 } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
-import { type ListBody, LIST_PAGE_SIZE, Reflector, toListPage } from './reflector.ts';
+import { lister, Reflector } from './reflector.ts';
 import { NodeCache } from './node-cache.ts';
-import { withDeadline } from './call-options.ts';
+import type { KubeClient } from './client.ts';
 
 export interface CacheDeps {
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   metrics: Metrics;
   log: Logger;
   now: () => number;
   watchdogMs?: number;
 }
 
-const LIST_OPTIONS = withDeadline();
-
+const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
+const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
 const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
-
-function customLister(kc: k8s.KubeConfig, group: string, version: string, plural: string, labelSelector?: string) {
-  const api = kc.makeApiClient(k8s.CustomObjectsApi);
-  return async (token: string | undefined) =>
-    toListPage((await api.listClusterCustomObject({ group, version, plural, limit: LIST_PAGE_SIZE, ...(token ? { _continue: token } : {}), ...(labelSelector ? { labelSelector } : {}) }, LIST_OPTIONS)) as ListBody);
-}
 
 export interface OverlayCacheOptions {
   selector: string;
@@ -44,10 +37,10 @@ export class OverlayCache {
     this.index = new OverlayIndex({ policy: { selector: parseSelector(opts.selector), requireOverlayReady: opts.requireOverlayReady }, retentionMs: opts.retentionMs });
     this.reflector = new Reflector({
       resource: 'nodeoverlays',
-      kc: deps.kc,
-      watchPath: '/apis/karpenter.sh/v1alpha1/nodeoverlays',
+      client: deps.client,
+      watchPath: OVERLAYS_PATH,
       labelSelector: opts.selector,
-      listPage: customLister(deps.kc, 'karpenter.sh', 'v1alpha1', 'nodeoverlays', opts.selector),
+      listPage: lister(deps.client, OVERLAYS_PATH, { labelSelector: opts.selector }),
       keyOf: nameOf,
       slim: (obj) => toOverlayView(obj as OverlayObject),
       handlers: {
@@ -77,9 +70,9 @@ export class NodeClaimCache implements NodeClaimLookup {
   constructor(deps: CacheDeps) {
     this.reflector = new Reflector({
       resource: 'nodeclaims',
-      kc: deps.kc,
-      watchPath: '/apis/karpenter.sh/v1/nodeclaims',
-      listPage: customLister(deps.kc, 'karpenter.sh', 'v1', 'nodeclaims'),
+      client: deps.client,
+      watchPath: NODECLAIMS_PATH,
+      listPage: lister(deps.client, NODECLAIMS_PATH),
       keyOf: nameOf,
       slim: (obj) => toNodeClaimView(obj as Parameters<typeof toNodeClaimView>[0]),
       handlers: {

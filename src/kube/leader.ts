@@ -3,13 +3,14 @@
 // for leaseDuration (judged on its own clock, so clock skew between nodes does not matter);
 // a leader that cannot renew within renewDeadline steps down; a graceful stop releases the
 // lease so that a successor takes over at once.
-import * as k8s from '@kubernetes/client-node';
+import type { KubeClient } from './client.ts';
+import { httpStatus } from './failures.ts';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
 import { sleep } from './backoff.ts';
 
 export interface LeaderElectionOptions {
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   namespace: string;
   name: string;
   identity: string;
@@ -24,11 +25,20 @@ export interface LeaderElectionOptions {
 }
 
 // Lease times are MicroTime: the apiserver rejects the millisecond form a plain Date gives.
-const microTime = (ms: number) => new k8s.V1MicroTime(ms);
+const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+interface Lease { metadata?: { name?: string; namespace?: string; resourceVersion?: string }; spec?: LeaseSpec }
 
 export class LeaderElector {
   private readonly o: LeaderElectionOptions;
-  private readonly api: k8s.CoordinationV1Api;
+  private readonly path: string;
   private readonly stopController = new AbortController();
   private leading = false;
   private lastRenew = 0;
@@ -37,7 +47,7 @@ export class LeaderElector {
 
   constructor(opts: LeaderElectionOptions) {
     this.o = opts;
-    this.api = opts.kc.makeApiClient(k8s.CoordinationV1Api);
+    this.path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(opts.namespace)}/leases`;
     opts.metrics.leader.set(0);
   }
 
@@ -103,7 +113,7 @@ export class LeaderElector {
     else await this.o.onStoppedLeading();
   }
 
-  private spec(now: number, transitions: number, acquire: boolean, previous?: k8s.V1LeaseSpec): k8s.V1LeaseSpec {
+  private spec(now: number, transitions: number, acquire: boolean, previous?: LeaseSpec): LeaseSpec {
     return {
       holderIdentity: this.o.identity,
       leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
@@ -116,12 +126,12 @@ export class LeaderElector {
   private async tryAcquireOrRenew(): Promise<boolean> {
     const now = Date.now();
     const { namespace, name } = this.o;
-    let lease: k8s.V1Lease;
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ name, namespace });
+      lease = await this.read();
     } catch (err) {
-      if ((err as { code?: number }).code !== 404) throw err;
-      await this.api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.spec(now, 0, true) } });
+      if (httpStatus(err) !== 404) throw err;
+      await this.o.client.call('POST', this.path, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: this.spec(now, 0, true) } });
       return true;
     }
     const spec = lease.spec ?? {};
@@ -133,17 +143,21 @@ export class LeaderElector {
     if (held && !mine && !expired) return false;
     const transitions = (spec.leaseTransitions ?? 0) + (mine ? 0 : 1);
     // replace carries the resourceVersion we read: if anyone wrote in between, we get 409 and lose.
-    await this.api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: this.spec(now, transitions, !mine, spec) } });
+    await this.replace({ ...lease, spec: this.spec(now, transitions, !mine, spec) });
     return true;
   }
 
+  private read(): Promise<Lease> {
+    return this.o.client.call<Lease>('GET', `${this.path}/${encodeURIComponent(this.o.name)}`);
+  }
+
+  private async replace(lease: Lease): Promise<void> {
+    await this.o.client.call('PUT', `${this.path}/${encodeURIComponent(this.o.name)}`, { body: lease });
+  }
+
   private async release(): Promise<void> {
-    const lease = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
+    const lease = await this.read();
     if (lease.spec?.holderIdentity !== this.o.identity) return;
-    await this.api.replaceNamespacedLease({
-      name: this.o.name,
-      namespace: this.o.namespace,
-      body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(Date.now()) } },
-    });
+    await this.replace({ ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(Date.now()) } });
   }
 }

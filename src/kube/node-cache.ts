@@ -12,10 +12,9 @@ import { hash } from 'node:crypto';
 import type { NodeView } from '../engine/index.ts';
 import { CAPACITY_TYPE_LABEL, NODEPOOL_LABEL } from '../engine/decide.ts';
 import { toNodeView, type NodeObject } from '../engine/node.ts';
-import { type ListBody, LIST_PAGE_SIZE, type ListPage, parseEvent, type ParsedEvent, Reflector, toListPage } from './reflector.ts';
+import { lister, parseEvent, type ParsedEvent, Reflector } from './reflector.ts';
 import type { CacheDeps } from './caches.ts';
-import { getJson, PARTIAL_METADATA_LIST, PARTIAL_METADATA } from './watch-stream.ts';
-import { API_CALL_TIMEOUT_MS } from './call-options.ts';
+import { PARTIAL_METADATA_LIST, PARTIAL_METADATA } from './watch-stream.ts';
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
 
@@ -24,18 +23,7 @@ function undecidedSelector(influencedLabel: string): string {
   return `${NODEPOOL_LABEL},${CAPACITY_TYPE_LABEL} notin (spot,reserved),!${influencedLabel}`;
 }
 
-function lister(deps: CacheDeps, accept: string, labelSelector?: string) {
-  return async (token: string | undefined): Promise<ListPage> => {
-    const body = await getJson<ListBody>(deps.kc, {
-      path: '/api/v1/nodes',
-      query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector },
-      accept,
-      signal: AbortSignal.timeout(API_CALL_TIMEOUT_MS),
-    });
-    return toListPage(body);
-  };
-}
-
+const NODES_PATH = '/api/v1/nodes';
 const MODIFIED = Buffer.from('{"type":"MODIFIED"');
 const NAME = Buffer.from('"name":"');
 const RESOURCE_VERSION = Buffer.from('"resourceVersion":"');
@@ -108,8 +96,8 @@ export class NodeCache {
   /** `storyAnnotation`: keep the decision annotation in the metadata view (for the Events). */
   constructor(deps: CacheDeps, influencedLabel: string, storyAnnotation?: string) {
     const common = {
-      kc: deps.kc,
-      watchPath: '/api/v1/nodes',
+      client: deps.client,
+      watchPath: NODES_PATH,
       keyOf: (obj: unknown) => (obj as NodeObject).metadata?.name ?? '',
       slim: (obj: unknown) => toNodeView(obj as NodeObject),
       metrics: deps.metrics,
@@ -122,7 +110,7 @@ export class NodeCache {
       ...common,
       resource: 'nodes',
       accept: PARTIAL_METADATA,
-      listPage: lister(deps, PARTIAL_METADATA_LIST),
+      listPage: lister(deps.client, NODES_PATH, { accept: PARTIAL_METADATA_LIST }),
       slim: (obj: unknown) => toNodeView(obj as NodeObject, storyAnnotation),
       parseEvent: (line) => skipper.parse(line),
       handlers: { upsert: (node) => this.metadataListeners.forEach((l) => l(node)), remove: () => {}, listed: () => skipper.forget() },
@@ -132,7 +120,7 @@ export class NodeCache {
       ...common,
       resource: 'undecided-nodes',
       labelSelector: selector,
-      listPage: lister(deps, 'application/json', selector),
+      listPage: lister(deps.client, NODES_PATH, { labelSelector: selector }),
       handlers: {
         upsert: (node) => this.listeners.forEach((l) => l(node, 'upsert')),
         remove: (node) => this.listeners.forEach((l) => l(node, 'remove')),

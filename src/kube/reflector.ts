@@ -3,11 +3,11 @@
 // stalls (a watchdog: no event or bookmark for `watchdogMs` restarts the watch from its
 // last resourceVersion), periodic
 // safety relists, and a stop() that is never mistaken for a failure.
-import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
 import { backoffDelay, sleep } from './backoff.ts';
-import { httpStatus } from './call-options.ts';
+import type { KubeClient } from './client.ts';
+import { httpStatus } from './failures.ts';
 import { streamLines } from './watch-stream.ts';
 
 export interface ListPage {
@@ -17,16 +17,20 @@ export interface ListPage {
 }
 
 /** Items per list page: a page of 500 real-size nodes is ~10 MB, of metadata ~3.5 MB. */
-export const LIST_PAGE_SIZE = 500;
+const LIST_PAGE_SIZE = 500;
 
 /** A list response as the apiserver sends it. */
-export interface ListBody {
+interface ListBody {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: unknown[];
 }
 
-export function toListPage(body: ListBody): ListPage {
-  return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
+/** Pages of `path`'s list, as the apiserver serves them (`accept` may ask for metadata only). */
+export function lister(client: KubeClient, path: string, o: { accept?: string; labelSelector?: string } = {}): (continueToken: string | undefined) => Promise<ListPage> {
+  return async (token) => {
+    const body = await client.call<ListBody>('GET', path, { query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector: o.labelSelector }, ...(o.accept ? { accept: o.accept } : {}) });
+    return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
+  };
 }
 
 export interface ReflectorHandlers<T> {
@@ -44,7 +48,7 @@ export interface ReflectorHandlers<T> {
 export interface ReflectorOptions<T> {
   /** Resource name for metrics and logs. */
   resource: string;
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   watchPath: string;
   labelSelector?: string;
   /** The Accept header of the list and the watch (metadata-only views ask for less). */
@@ -262,7 +266,7 @@ export class Reflector<T> {
     };
     let failure: unknown;
     try {
-      await streamLines(this.o.kc, { path: this.o.watchPath, query, accept: this.o.accept, signal: controller.signal, inactivityMs: this.o.watchdogMs ?? 2 * 60_000 }, onLine);
+      await streamLines(this.o.client, { path: this.o.watchPath, query, accept: this.o.accept, signal: controller.signal, inactivityMs: this.o.watchdogMs ?? 2 * 60_000 }, onLine);
     } catch (err) {
       failure = err;
     } finally {

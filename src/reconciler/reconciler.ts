@@ -1,19 +1,17 @@
 // The safety net: records every node the webhook missed. Source (cache events) -> filter
 // (the engine's scope) -> de-duplicating queue -> reconcile (reads only the caches, writes
 // one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
-import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../engine/index.ts';
 import type { ClusterCaches } from '../kube/caches.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ProcessResult, WorkQueue } from './queue.ts';
-import { failureKind, httpStatus, withDeadline } from '../kube/call-options.ts';
-
-const MERGE_PATCH = withDeadline(k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+import type { KubeClient } from '../kube/client.ts';
+import { failureKind, httpStatus } from '../kube/failures.ts';
 
 export interface ReconcilerOptions {
   caches: ClusterCaches;
-  kc: k8s.KubeConfig;
+  client: KubeClient;
   settings: EngineSettings;
   concurrency: number;
   metrics: Metrics;
@@ -24,11 +22,9 @@ export interface ReconcilerOptions {
 export class Reconciler {
   readonly queue: WorkQueue;
   private readonly o: ReconcilerOptions;
-  private readonly core: k8s.CoreV1Api;
 
   constructor(opts: ReconcilerOptions) {
     this.o = opts;
-    this.core = opts.kc.makeApiClient(k8s.CoreV1Api);
     this.queue = new WorkQueue({
       concurrency: opts.concurrency,
       process: (name) => this.reconcile(name),
@@ -76,7 +72,7 @@ export class Reconciler {
     if (decision.outcome === 'out-of-scope' || decision.outcome === 'recorded') return { kind: 'done' };
     if (decision.outcome === 'undetermined') return { kind: 'after', ms: Math.max(100, decision.retryAt - now) };
     try {
-      await this.core.patchNode({ name, body: mergePatch(decision.record, node.resourceVersion) }, MERGE_PATCH);
+      await this.o.client.call('PATCH', `/api/v1/nodes/${encodeURIComponent(name)}`, { body: mergePatch(decision.record, node.resourceVersion), contentType: 'application/merge-patch+json' });
     } catch (err) {
       const code = httpStatus(err);
       if (code === 404) return { kind: 'done' };

@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap';
 import { Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { StallProxy } from '../support/stall-proxy.ts';
-import { HTTP2_PING_INTERVAL_MS } from '../../src/kube/connections.ts';
+import { HTTP2_PING_INTERVAL_MS } from '../../src/kube/client.ts';
 import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../../kit/watcher-env.ts';
 
 /** The bound this suite holds the watcher to: every node recorded this long after recovery. */

@@ -4,7 +4,7 @@
 // watcher should record is missed. `npm run bench -- scale` is the full-size version.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { shareConnections } from '../../src/kube/connections.ts';
+import { shareConnections } from '../../kit/shared-connections.ts';
 import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
 import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { heartbeatPatch, realNode } from '../../kit/real-node.ts';
