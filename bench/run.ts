@@ -6,17 +6,21 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNodeCreateSuite, runWebhookServerSuite } from './admission.ts';
 import { runClusterSuite } from './cluster.ts';
+import { compareEvents } from './events.ts';
 import { runDecisionSuite } from './decision.ts';
+import { runReportSuite } from './report.ts';
 import { runScaleSuite } from './scale.ts';
-import type { SuiteResult } from './stats.ts';
+import { mergeSuites, type SuiteResult } from './stats.ts';
 import { cdfSvg } from './plot.ts';
 
 const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteResult>> = {
   decision: runDecisionSuite,
   'node-create': runNodeCreateSuite,
   'webhook-server': runWebhookServerSuite,
-  cluster: runClusterSuite,
+  // What the node Events add is measured with the rest of the cluster figures.
+  cluster: async (progress) => mergeSuites(await runClusterSuite(progress), await compareEvents(progress)),
   scale: runScaleSuite,
+  report: runReportSuite,
 };
 /** The names for figures that come out of a shared run. */
 const aliases: Record<string, string[]> = {
@@ -24,6 +28,7 @@ const aliases: Record<string, string[]> = {
   reconciler: ['cluster'],
   'api-calls': ['cluster'],
   memory: ['cluster'],
+  events: ['cluster'],
   admission: ['node-create', 'webhook-server'],
 };
 

@@ -25,7 +25,7 @@ const ROOT = join(import.meta.dirname, '..');
 /** What users run: the compiled CLI (the image's entry point, and `npx veneer-node-watcher`). */
 const CLI = join(ROOT, 'dist', 'cli.js');
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-const spread = (xs: number[], digits = 1) => `${round(Math.min(...xs), digits)}-${round(Math.max(...xs), digits)}`;
+export const spread = (xs: number[], digits = 1) => `${round(Math.min(...xs), digits)}-${round(Math.max(...xs), digits)}`;
 
 function proc(pid: number): { rssMb: number; cpuMs: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -38,7 +38,8 @@ async function workers(n: number, work: (worker: number) => Promise<void>): Prom
   await Promise.all(Array.from({ length: n }, (_, i) => work(i)));
 }
 
-function timeCommand(args: string[], runs: number): number[] {
+/** Wall-clock milliseconds of each of `runs` runs of the compiled CLI (build it first: buildCli). */
+export function timeCommand(args: string[], runs: number): number[] {
   return Array.from({ length: runs }, () => {
     const start = performance.now();
     execFileSync(process.execPath, [...RUNTIME_NODE_FLAGS, CLI, ...args], { stdio: 'ignore' });
@@ -46,10 +47,14 @@ function timeCommand(args: string[], runs: number): number[] {
   });
 }
 
+export function buildCli(): void {
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'ignore' });
+}
+
 /** `--help` and an offline `explain` of 200 real-size nodes: what a person waits for. */
 function cliFigures(progress: Progress) {
   progress('scale: CLI start-up (--help) and offline explain of 200 real-size nodes, compiled as shipped');
-  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'ignore' });
+  buildCli();
   const dir = mkdtempSync(join(tmpdir(), 'veneer-scale-'));
   try {
     const { overlays, types } = veneerOverlaySet(200);

@@ -18,3 +18,13 @@ export function quantile(xs: readonly number[], q: number): number {
   const hi = Math.ceil(pos);
   return (sorted[lo] ?? 0) + ((sorted[hi] ?? 0) - (sorted[lo] ?? 0)) * (pos - lo);
 }
+
+/** One suite's result made of several runs' figures. */
+export function mergeSuites(...parts: SuiteResult[]): SuiteResult {
+  return {
+    keys: Object.assign({}, ...parts.map((p) => p.keys)) as Record<string, number>,
+    targets: Object.assign({}, ...parts.map((p) => p.targets)) as Record<string, string>,
+    table: parts.flatMap((p) => p.table),
+    raw: Object.assign({}, ...parts.map((p) => p.raw)) as Record<string, unknown>,
+  };
+}

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// veneer-node-watcher [serve|check-config] [--config FILE] [--<setting> VALUE ...]
+// veneer-node-watcher [serve|check-config|explain|report] [--config FILE] [--<setting> VALUE ...]
 //
 // Modules load when a command needs them: the Kubernetes client alone takes over a second and
-// some 50 MB, which `--help`, `check-config` and an offline `explain` have no use for.
+// some 50 MB, which `--help`, `check-config` and an offline `explain` or `report` have no use for.
 import { readFileSync } from 'node:fs';
 import type { LoadedConfig } from './config/load.ts';
 import { flagName, SETTINGS, type SettingPath } from './config/schema.ts';
@@ -12,8 +12,10 @@ const EXIT_USAGE = 2;
 /** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
 const SHUTDOWN_BOUND_MS = 20_000;
 
-const COMMANDS = ['serve', 'check-config', 'explain'] as const;
-const EXPLAIN_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--at': 'at', '-o': 'output', '--output': 'output' };
+const COMMANDS = ['serve', 'check-config', 'explain', 'report'] as const;
+/** Options of the commands that read nodes and overlays; `--at` is explain's alone. */
+const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--at': 'at', '-o': 'output', '--output': 'output' };
+const OUTPUTS = ['table', 'json', 'yaml'];
 type Command = (typeof COMMANDS)[number];
 
 interface Parsed {
@@ -22,7 +24,8 @@ interface Parsed {
   flags: Record<string, string>;
   help: boolean;
   version: boolean;
-  explain: ExplainArgs;
+  /** The explain and report options. */
+  input: ExplainArgs;
 }
 
 class UsageError extends Error {}
@@ -42,7 +45,10 @@ function usage(): string {
     '  check-config   validate the configuration and print each value with its source',
     '  explain        why a node got (or would get) its record:',
     '                   explain NODE_NAME                        live, with KUBECONFIG',
-    '                   explain --nodes FILE --overlays FILE [--nodeclaims FILE] [--at TIME] [-o json|table]',
+    '                   explain --nodes FILE --overlays FILE [--nodeclaims FILE] [--at TIME] [-o table|json|yaml]',
+    '  report         every overlay: nodes won, nodes matched but lost, verdict (steering, outranked, idle):',
+    '                   report [-o table|json|yaml]                live, with KUBECONFIG (read-only)',
+    '                   report --nodes FILE --overlays FILE [--nodeclaims FILE] [-o table|json|yaml]',
     '                 files are JSON or YAML (an object, a List, or several documents: kubectl get -o yaml works)',
     '',
     'Options:',
@@ -56,21 +62,21 @@ function usage(): string {
 }
 
 export function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { command: 'serve', configFile: undefined, flags: {}, help: false, version: false, explain: { output: 'table' } };
+  const parsed: Parsed = { command: 'serve', configFile: undefined, flags: {}, help: false, version: false, input: { output: 'table' } };
   let commandSeen = false;
-  const explainGiven: string[] = [];
+  const inputGiven: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (arg === '--help' || arg === '-h') parsed.help = true;
     else if (arg === '--version') parsed.version = true;
-    else if (arg.split('=')[0]! in EXPLAIN_OPTIONS) {
+    else if (arg.split('=')[0]! in INPUT_OPTIONS) {
       const eq = arg.indexOf('=');
       const name = eq > 0 ? arg.slice(0, eq) : arg;
       const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
       if (value === undefined) throw new UsageError(`option ${name} needs a value`);
-      if (EXPLAIN_OPTIONS[name] === 'output' && value !== 'json' && value !== 'table') throw new UsageError(`${name} must be json or table, not ${JSON.stringify(value)}`);
-      (parsed.explain as unknown as Record<string, string>)[EXPLAIN_OPTIONS[name]!] = value;
-      explainGiven.push(name);
+      if (INPUT_OPTIONS[name] === 'output' && !OUTPUTS.includes(value)) throw new UsageError(`${name} must be table, json or yaml, not ${JSON.stringify(value)}`);
+      (parsed.input as unknown as Record<string, string>)[INPUT_OPTIONS[name]!] = value;
+      inputGiven.push(name);
     } else if (arg.startsWith('--')) {
       const eq = arg.indexOf('=');
       const name = eq > 0 ? arg.slice(0, eq) : arg;
@@ -81,13 +87,14 @@ export function parseArgs(argv: string[]): Parsed {
     } else if (!commandSeen && (COMMANDS as readonly string[]).includes(arg)) {
       parsed.command = arg as Command;
       commandSeen = true;
-    } else if (parsed.command === 'explain' && parsed.explain.nodeName === undefined) {
-      parsed.explain.nodeName = arg;
+    } else if (parsed.command === 'explain' && parsed.input.nodeName === undefined) {
+      parsed.input.nodeName = arg;
     } else {
       throw new UsageError(commandSeen ? `unexpected argument ${JSON.stringify(arg)}` : `unknown command ${JSON.stringify(arg)} (commands: ${COMMANDS.join(', ')})`);
     }
   }
-  if (parsed.command !== 'explain' && explainGiven.length > 0) throw new UsageError(`${explainGiven[0]} belongs to the explain command`);
+  const foreign = parsed.command === 'report' ? inputGiven.find((o) => o === '--at') : parsed.command === 'explain' ? undefined : inputGiven[0];
+  if (foreign !== undefined) throw new UsageError(`${foreign} belongs to the ${foreign === '--at' ? 'explain command' : 'explain and report commands'}`);
   return parsed;
 }
 
@@ -162,23 +169,38 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return 0;
   }
   if (parsed.command === 'explain') {
-    const e = parsed.explain;
+    const e = parsed.input;
     if (!e.nodeName && (!e.nodesFile || !e.overlaysFile)) {
       console.error('veneer-node-watcher: explain needs NODE_NAME (live) or --nodes FILE and --overlays FILE\nRun with --help for usage.');
       return EXIT_USAGE;
     }
-    try {
-      const { runExplain } = await import('./explain-command.ts');
-      // One large write: console.log of tens of megabytes (200 nodes) cost a third of the run.
-      process.stdout.write(`${await runExplain(e, loaded.config)}\n`);
-    } catch (err) {
-      console.error(`veneer-node-watcher explain: ${(err as Error).message}`);
-      return 1;
+    const { runExplain } = await import('./explain-command.ts');
+    return printed('explain', () => runExplain(e, loaded.config));
+  }
+  if (parsed.command === 'report') {
+    const e = parsed.input;
+    if (e.nodesFile === undefined ? e.overlaysFile !== undefined || e.nodeClaimsFile !== undefined : e.overlaysFile === undefined) {
+      console.error('veneer-node-watcher: report reads the cluster (KUBECONFIG), or --nodes FILE and --overlays FILE\nRun with --help for usage.');
+      return EXIT_USAGE;
     }
-    return 0;
+    const { runReport } = await import('./report-command.ts');
+    return printed('report', () => runReport(e, loaded.config));
   }
   await serve(loaded);
   return undefined;
+}
+
+/** Runs a command that prints one result: input the user can fix exits 2, any other failure 1. */
+async function printed(command: string, run: () => Promise<string>): Promise<number> {
+  try {
+    // One large write: console.log of tens of megabytes (200 nodes) cost a third of the run.
+    process.stdout.write(`${await run()}\n`);
+    return 0;
+  } catch (err) {
+    console.error(`veneer-node-watcher ${command}: ${(err as Error).message}`);
+    const { InputError } = await import('./cli-inputs.ts');
+    return err instanceof InputError ? EXIT_USAGE : 1;
+  }
 }
 
 const code = await main(process.argv.slice(2)).catch((err: unknown) => {

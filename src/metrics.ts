@@ -1,5 +1,6 @@
 // Every metric the watcher exports, on one registry per process (and per test).
-// Label values are bounded sets: never a node name, never an overlay name.
+// Label values are bounded sets: never a node name; overlay names only in overlay_nodes_current,
+// capped by metrics.maxOverlaySeries.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const PREFIX = 'veneer_nodewatcher_';
@@ -10,6 +11,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 export interface ScrapeHooks {
   watchAges?: () => void;
   nodeCounts?: () => void;
+  overlayNodes?: () => void;
 }
 
 export function createMetrics(registry: Registry = new Registry()) {
@@ -42,6 +44,19 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['capacity_type'] as const,
       registers: r,
       collect: () => atScrape.nodeCounts?.(),
+    }),
+    overlayNodes: new Gauge({
+      name: `${PREFIX}overlay_nodes_current`,
+      help: 'Nodes in the cluster now whose record names the overlay, by overlay and capacity type; every active overlay is present (0: it steers no node). Past metrics.maxOverlaySeries series the smallest are summed under overlay="other" (computed from the node cache at scrape time).',
+      labelNames: ['overlay', 'capacity_type'] as const,
+      registers: r,
+      collect: () => atScrape.overlayNodes?.(),
+    }),
+    events: new Counter({
+      name: `${PREFIX}events_total`,
+      help: 'Events posted on nodes about their records, by result: created; exists (already posted, by another replica or an earlier run); failed (given up after retries); dropped (the queue was full).',
+      labelNames: ['result'] as const,
+      registers: r,
     }),
     nodesPending: new Gauge({
       name: `${PREFIX}nodes_pending`,

@@ -11,6 +11,9 @@ import type { KubeClient } from './kube/client.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { EventRecorder } from './events/recorder.ts';
+import { EVENT_NAMESPACE } from './events/node-event.ts';
+import { exportOverlayNodes } from './overlay-gauge.ts';
 import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
 import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
@@ -79,6 +82,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
+    config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );
   metrics.atScrape.nodeCounts = () => {
     metrics.nodesInfluenced.reset();
@@ -94,21 +98,37 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     }
     metrics.nodesPending.set(pending);
   };
+  exportOverlayNodes(metrics, {
+    nodes: () => caches.nodes.nodes(),
+    active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined).map((v) => v.overlay),
+  }, settings.keys, config.metrics.maxOverlaySeries);
   const reconciler = new Reconciler({ caches, client: o.client, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
+  const events = new EventRecorder({
+    post: async (body) => void (await o.client.call('POST', `/apis/events.k8s.io/v1/namespaces/${EVENT_NAMESPACE}/events`, { body })),
+    keys: settings.keys, enabled: config.events.enabled, ratePerSecond: config.events.ratePerSecond, instance: identity, metrics, log, now,
+  });
+  caches.nodes.onMetadata((node) => events.seen(node));
   const le = config.leaderElection;
   const elector = le.enabled
     ? new LeaderElector({
         client: o.client,
         namespace: le.leaseNamespace,
         name: le.leaseName,
-        identity: o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`,
+        identity,
         leaseDurationMs: le.leaseDurationMs,
         renewDeadlineMs: le.renewDeadlineMs,
         retryPeriodMs: le.retryPeriodMs,
         metrics,
         log,
-        onStartedLeading: () => reconciler.startProcessing(),
-        onStoppedLeading: () => reconciler.stopProcessing(),
+        onStartedLeading: () => {
+          reconciler.startProcessing();
+          events.lead(caches.nodes.nodes());
+        },
+        onStoppedLeading: () => {
+          events.follow();
+          return reconciler.stopProcessing();
+        },
       })
     : undefined;
   let selfUsername: string | undefined;
@@ -151,6 +171,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   else {
     metrics.leader.set(1);
     reconciler.startProcessing();
+    events.lead(caches.nodes.nodes());
   }
   void ownUsername(o.client, log).then((u) => (selfUsername = u));
   const listening = webhook;
@@ -172,6 +193,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       // Releasing the lease lets another replica take over at once instead of after leaseDuration.
       await elector?.stop();
       await reconciler.stop();
+      await events.stop();
       await caches.stop();
       await opsServer.close();
     }),

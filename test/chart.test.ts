@@ -60,13 +60,15 @@ t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for bot
   }], 'Prometheus scrapes over HTTPS with its own token, checking the certificate against the cert-manager CA');
   const roles = full.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[];
   t.same(roles.map((r) => r.metadata?.name), ['veneer-node-watcher', 'veneer-node-watcher-metrics-reader']);
-  t.same(roles[0]?.rules, WATCHER_CLUSTER_RULES, 'the watcher: its old rights plus tokenreviews and subjectaccessreviews create (the test harness grants the same)');
+  t.same(roles[0]?.rules, WATCHER_CLUSTER_RULES, 'the watcher: its old rights plus events, tokenreviews and subjectaccessreviews create (the test harness grants the same)');
   t.same(roles[1]?.rules, METRICS_READER_RULES, 'metrics-reader: get /metrics');
   t.match(find(full, 'ClusterRoleBinding', 'metrics-reader'), { roleRef: { name: 'veneer-node-watcher-metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }] });
   t.notOk(find(template(FULL), 'ClusterRoleBinding', 'metrics-reader'), 'no binding unless metrics.readers names someone');
 
   const plain = template([...FULL, '--set', 'nodeWatcher.metrics.secure=false']);
-  t.same((plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [r.metadata?.name, r.rules?.length]), [['veneer-node-watcher', 2]], 'metrics.secure=false: no review rights, no metrics-reader');
+  t.same((plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [r.metadata?.name, r.rules?.length]), [['veneer-node-watcher', 3]], 'metrics.secure=false: no review rights, no metrics-reader');
+  const quiet = template([...FULL, '--set', 'nodeWatcher.events.enabled=false']);
+  t.notMatch(JSON.stringify(find(quiet, 'ClusterRole', 'veneer-node-watcher')), /events\.k8s\.io/, 'events.enabled=false: no right to create Events');
   t.same((find(plain, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '30s' }]);
   const own = template([...FULL, '--set', 'metrics.serviceMonitor.authorization.credentials.name=prom-token', '--set', 'metrics.serviceMonitor.authorization.credentials.key=token', '--set', 'metrics.serviceMonitor.tlsConfig.insecureSkipVerify=true']);
   t.match((find(own, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ authorization: { credentials: { name: 'prom-token', key: 'token' } }, tlsConfig: { insecureSkipVerify: true } }]);
@@ -75,7 +77,8 @@ t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for bot
 
 t.test('values.schema.json stops a wrong value at install time, naming it', async (t) => {
   const r = run(['template', 'x', chart, '--kube-version', KUBE_VERSION, '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1',
-    '--set', 'nodeWatcher.metrics.secure=maybe', '--set', 'nodeWatcher.metrics.authCacheTTL=forever', '--set', 'metrics.readers[0].kind=Pod', '--set', 'metrics.prometheusRule.webhookBypass.percent=100']);
+    '--set', 'nodeWatcher.metrics.secure=maybe', '--set', 'nodeWatcher.metrics.authCacheTTL=forever', '--set', 'metrics.readers[0].kind=Pod', '--set', 'metrics.prometheusRule.webhookBypass.percent=100',
+    '--set', 'nodeWatcher.metrics.maxOverlaySeries=0', '--set', 'nodeWatcher.events.ratePerSecond=0', '--set', 'metrics.prometheusRule.overlayIdle.for=a-day']);
   t.not(r.status, 0);
   t.match(r.stderr, /nodeWatcher\/metrics\/secure.*got string, want boolean/);
   t.match(r.stderr, /nodeWatcher\/metrics\/authCacheTTL.*does not match pattern/);
@@ -84,6 +87,9 @@ t.test('values.schema.json stops a wrong value at install time, naming it', asyn
   t.match(r.stderr, /webhooks\/timeoutSeconds.*maximum: got 60, want 30/);
   t.match(r.stderr, /additional properties 'typo' not allowed/);
   t.match(r.stderr, /webhookBypass\/percent.*maximum: got 100, want 99/);
+  t.match(r.stderr, /nodeWatcher\/metrics\/maxOverlaySeries.*minimum: got 0, want 1/);
+  t.match(r.stderr, /nodeWatcher\/events\/ratePerSecond.*minimum: got 0, want 1/);
+  t.match(r.stderr, /overlayIdle\/for.*does not match pattern/);
 });
 
 t.test('the chart\'s webhooks are exactly the ones the code registers', async (t) => {
@@ -112,16 +118,27 @@ t.test('the rendered config file is valid for the watcher', async (t) => {
 
 t.test('promtool accepts the PrometheusRule, and every alert fires on the series it is for and only on them', async (t) => {
   const groups = ruleGroups();
-  t.same(groups[0]?.rules.map((r) => r.alert ?? r.record), ['source:veneer_nodewatcher_nodes_labeled:increase30m', 'VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherWebhookBypassed', 'VeneerNodeWatcherNoLeader']);
+  t.same(groups[0]?.rules.map((r) => r.alert ?? r.record), ['source:veneer_nodewatcher_nodes_labeled:increase30m', 'VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherWebhookBypassed', 'VeneerNodeWatcherOverlayIdle', 'VeneerNodeWatcherNoLeader']);
+  t.notOk(ruleGroups([])[0]?.rules.some((r) => r.alert === 'VeneerNodeWatcherOverlayIdle'), 'the idle-overlay alert is off by default');
   const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
   writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
   const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
-  t.match(check.stdout, /SUCCESS: 7 rules found/, check.stderr);
+  t.match(check.stdout, /SUCCESS: 8 rules found/, check.stderr);
   const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
   const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
   t.same([...tested].sort(), groups.flatMap((g) => g.rules.flatMap((r) => r.alert ?? [])).sort(), 'the test file covers every alert');
   const unit = testRules(tests);
   t.equal(unit.status, 0, 'promtool test rules: every case passes', { output: unit.output });
+});
+
+t.test('every dashboard query is PromQL promtool accepts', async (t) => {
+  const dashboard = JSON.parse(readFileSync(join(chart, 'dashboards', 'veneer-node-watcher.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr));
+  t.ok(exprs.some((e) => e.includes('veneer_nodewatcher_overlay_nodes_current')), 'a panel shows the nodes each overlay steers');
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-dashboard-'));
+  writeFileSync(join(dir, 'queries.yaml'), stringify({ groups: [{ name: 'dashboard', rules: exprs.map((expr, i) => ({ record: `dashboard:query:${i}`, expr })) }] }));
+  const check = promtool(['check', 'rules', join(dir, 'queries.yaml')]);
+  t.match(check.stdout, new RegExp(`SUCCESS: ${exprs.length} rules found`), check.stderr);
 });
 
 t.test('on a real apiserver: every object accepted, and the watcher works with the chart\'s own rights', async (t) => {

@@ -91,10 +91,13 @@ t.test('mistakes get a clear message', async (t) => {
   t.match(missing.err, /explain needs NODE_NAME \(live\) or --nodes FILE and --overlays FILE/);
   const badOutput = await run([...files, '-o', 'xml']);
   t.equal(badOutput.code, 2);
-  t.match(badOutput.err, /-o must be json or table, not "xml"/);
+  t.match(badOutput.err, /-o must be table, json or yaml, not "xml"/);
   const noFile = await run(['--nodes', '/nonexistent.yaml', '--overlays', join(fixtures, 'nodeoverlays.yaml')]);
-  t.equal(noFile.code, 1);
-  t.match(noFile.err, /ENOENT.*nonexistent\.yaml/);
+  t.equal(noFile.code, 2, 'input the user can fix: exit 2');
+  t.match(noFile.err, /\/nonexistent\.yaml: cannot be read \(ENOENT\)/);
+  const swapped = await run(['--nodes', join(fixtures, 'nodeoverlays.yaml'), '--overlays', join(fixtures, 'nodes.yaml')]);
+  t.equal(swapped.code, 2);
+  t.match(swapped.err, /nodeoverlays\.yaml: item 1 is a NodeOverlay, not a Node/);
 });
 
 t.test('live, from the cluster', async (t) => {

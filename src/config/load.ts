@@ -25,7 +25,8 @@ export interface Config {
   shutdownDelayMs: number;
   logLevel: string;
   webhook: { port: number; certFile: string; keyFile: string; deadlineMs: number; allowedUsers: string[]; allowedGroups: string[] };
-  metrics: { port: number; secure: boolean; authCacheTTLMs: number };
+  metrics: { port: number; secure: boolean; authCacheTTLMs: number; maxOverlaySeries: number };
+  events: { enabled: boolean; ratePerSecond: number };
   health: { port: number };
   leaderElection: { enabled: boolean; leaseName: string; leaseNamespace: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
 }
@@ -241,7 +242,8 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       allowedUsers: v['webhook.allowedUsers'] as string[],
       allowedGroups: v['webhook.allowedGroups'] as string[],
     },
-    metrics: { port: v['metrics.port'] as number, secure: v['metrics.secure'] as boolean, authCacheTTLMs: ms('metrics.authCacheTTL') },
+    metrics: { port: v['metrics.port'] as number, secure: v['metrics.secure'] as boolean, authCacheTTLMs: ms('metrics.authCacheTTL'), maxOverlaySeries: v['metrics.maxOverlaySeries'] as number },
+    events: { enabled: v['events.enabled'] as boolean, ratePerSecond: v['events.ratePerSecond'] as number },
     health: { port: v['health.port'] as number },
     leaderElection: {
       enabled: v['leaderElection.enabled'] as boolean,

@@ -60,9 +60,7 @@ export function explainer(
   settings: EngineSettings,
   policy: OverlayPolicy,
 ): (node: NodeView, nodeClaim: NodeClaimView | undefined) => Explanation {
-  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
-  index.replaceAll(overlays, time.knownSince);
-  index.markSynced(time.knownSince);
+  const index = OverlayIndex.ofCurrent(overlays, policy, time.knownSince);
   const owned = new Set([...settings.keys.ownedLabels]);
   // What does not depend on the node is worked out once.
   const shown = overlays.map((o): ShownOverlay => ({

@@ -3,7 +3,8 @@ export { decide, scope, characteristics, launchTime, type Decision, type EngineS
 export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
 export { toOverlayView, ineligibility, type OverlayObject, type OverlayView, type OverlayPolicy } from './overlay.ts';
 export { toNodeView, toNodeClaimView, nodeClaimFor, type NodeObject, type NodeClaimObject, type NodeView, type NodeClaimView, type NodeClaimLookup } from './node.ts';
-export { recordKeys, type RecordKeys, type NodeRecord, type DecisionStory, type DecidedBy } from './record.ts';
+export { recordKeys, readStory, type RecordKeys, type NodeRecord, type DecisionStory, type DecidedBy } from './record.ts';
 export { jsonPatch, mergePatch, type JsonPatchOp } from './patch.ts';
 export { parseSelector, type LabelSelector } from './selector.ts';
 export { explainer, type Explanation, type OverlayExplanation, type RequirementExplanation } from './explain.ts';
+export { buildReport, NO_OVERLAY, type Report, type OverlayReport, type ReportTotals, type Verdict } from './report.ts';

@@ -62,3 +62,11 @@ export function rfc3339(epochMs: number): string {
 export function escapeJsonPointer(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
+
+/** The inverse of basicTimestamp: epoch ms, or undefined for a value that is not one. */
+export function fromBasicTimestamp(value: string | undefined): number | undefined {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(value ?? '');
+  if (!m) return undefined;
+  const ms = Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}Z`);
+  return Number.isNaN(ms) ? undefined : ms;
+}

@@ -14,7 +14,9 @@ export interface OwnerReference {
 export interface NodeObject {
   metadata?: {
     name?: string;
+    uid?: string;
     labels?: Record<string, string> | null;
+    annotations?: Record<string, string> | null;
     creationTimestamp?: Timestamp;
     resourceVersion?: string;
     ownerReferences?: OwnerReference[] | null;
@@ -33,12 +35,15 @@ export interface NodeClaimObject {
 
 export interface NodeView {
   readonly name: string;
+  readonly uid?: string;
   readonly labels: Labels;
   readonly createdAt?: number;
   readonly providerID?: string;
   /** The NodeClaim named by the node's ownerReference (set by Karpenter's registration). */
   readonly ownerNodeClaim?: string;
   readonly resourceVersion?: string;
+  /** The record's decision annotation, kept only when asked for (the Events need its story). */
+  readonly story?: string;
 }
 
 export interface NodeClaimView {
@@ -49,16 +54,19 @@ export interface NodeClaimView {
   readonly nodeName?: string;
 }
 
-export function toNodeView(obj: NodeObject): NodeView {
+/** `storyAnnotation`: the decision annotation's key, when the view should keep its value. */
+export function toNodeView(obj: NodeObject, storyAnnotation?: string): NodeView {
   const md = obj.metadata ?? {};
   const owner = md.ownerReferences?.find((r) => r.kind === 'NodeClaim' && r.apiVersion?.startsWith('karpenter.sh/'));
   return {
     name: md.name ?? '',
+    ...optional('uid', md.uid),
     labels: md.labels ?? {},
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.spec?.providerID ?? undefined),
     ...optional('ownerNodeClaim', owner?.name),
     ...optional('resourceVersion', md.resourceVersion),
+    ...optional('story', storyAnnotation === undefined ? undefined : md.annotations?.[storyAnnotation]),
   };
 }
 

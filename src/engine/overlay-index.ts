@@ -46,6 +46,17 @@ export class OverlayIndex {
     this.retentionMs = opts.retentionMs;
   }
 
+  /**
+   * Overlays known only as they are now (files, a live read): each counts from its
+   * creationTimestamp, and launches before `knownSince` are judged approximately.
+   */
+  static ofCurrent(overlays: readonly OverlayView[], policy: OverlayPolicy, knownSince: number): OverlayIndex {
+    const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
+    index.replaceAll(overlays, knownSince);
+    index.markSynced(knownSince);
+    return index;
+  }
+
   /** Records an overlay as seen at `at` (an ADDED or MODIFIED event, or a list item). */
   observe(overlay: OverlayView, at: number): void {
     const versions = this.history.get(overlay.name) ?? [];
@@ -117,22 +128,33 @@ export class OverlayIndex {
 
   /** The overlay Karpenter would have applied to a node with these labels at time `t`. */
   match(labels: Labels, t: number): Match {
-    if (this.dirty) this.rebuild();
     let best: OverlayVersion | undefined;
-    const consider = (v: OverlayVersion) => {
-      if (!activeAt(v, t)) return;
-      if (best && !outranks(v.overlay, best.overlay)) return;
+    for (const v of this.candidates(labels)) {
+      if (!activeAt(v, t)) continue;
+      if (best && !outranks(v.overlay, best.overlay)) continue;
       if (allPass(v.overlay.requirements, labels)) best = v;
-    };
+    }
+    const exact = t >= this.exactSince && !this.gaps.some(([from, to]) => t >= from && t <= to);
+    return { version: best, basis: exact ? 'exact' : 'approximate' };
+  }
+
+  /** Every eligible version active at `t` whose requirements the labels meet: the winner and those it outranks. */
+  matchesAt(labels: Labels, t: number): OverlayVersion[] {
+    const out: OverlayVersion[] = [];
+    for (const v of this.candidates(labels)) if (activeAt(v, t) && allPass(v.overlay.requirements, labels)) out.push(v);
+    return out;
+  }
+
+  /** The versions a node with these labels could match: those filed under a value it has, and those with no anchor. */
+  private *candidates(labels: Labels): Iterable<OverlayVersion> {
+    if (this.dirty) this.rebuild();
     for (const [key, byValue] of this.buckets) {
       const value = labelValue(labels, key);
       if (value === undefined) continue;
-      const candidates = byValue.get(value);
-      if (candidates) for (const v of candidates) consider(v);
+      const found = byValue.get(value);
+      if (found) yield* found;
     }
-    for (const v of this.unanchored) consider(v);
-    const exact = t >= this.exactSince && !this.gaps.some(([from, to]) => t >= from && t <= to);
-    return { version: best, basis: exact ? 'exact' : 'approximate' };
+    yield* this.unanchored;
   }
 
   /** Every key that an eligible overlay active at `t` names in its requirements. */

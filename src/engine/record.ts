@@ -97,3 +97,14 @@ export function buildRecord(input: RecordInput): NodeRecord {
   };
   return { labels, annotations: { [keys.decisionAnnotation]: JSON.stringify(story) } };
 }
+
+/** The story in a decision annotation, or undefined when it is missing or not ours to read. */
+export function readStory(annotation: string | undefined): DecisionStory | undefined {
+  if (annotation === undefined) return undefined;
+  try {
+    const story = JSON.parse(annotation) as DecisionStory | null;
+    return story !== null && typeof story === 'object' && typeof story.influenced === 'boolean' ? story : undefined;
+  } catch {
+    return undefined;
+  }
+}

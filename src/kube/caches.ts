@@ -111,11 +111,11 @@ export class ClusterCaches {
   readonly nodeClaims: NodeClaimCache;
   readonly nodes: NodeCache;
 
-  /** `influencedLabel`: the record's label, whose absence marks a node as undecided. */
-  constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string) {
+  /** `influencedLabel`: the record's label, whose absence marks a node as undecided; `storyAnnotation`: see NodeCache. */
+  constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
     this.overlays = new OverlayCache(deps, overlayOpts);
     this.nodeClaims = new NodeClaimCache(deps);
-    this.nodes = new NodeCache(deps, influencedLabel);
+    this.nodes = new NodeCache(deps, influencedLabel, storyAnnotation);
     const reflectors = this.reflectors();
     deps.metrics.atScrape.watchAges = () => {
       for (const r of reflectors) deps.metrics.watchLastEventAge.set({ resource: r.resource }, r.reflector.lastEventAgeSeconds());

@@ -91,8 +91,10 @@ export class NodeCache {
   /** On-demand Karpenter nodes without a record, whole. */
   readonly undecided: Reflector<NodeView>;
   private readonly listeners: NodeListener[] = [];
+  private readonly metadataListeners: ((node: NodeView) => void)[] = [];
 
-  constructor(deps: CacheDeps, influencedLabel: string) {
+  /** `storyAnnotation`: keep the decision annotation in the metadata view (for the Events). */
+  constructor(deps: CacheDeps, influencedLabel: string, storyAnnotation?: string) {
     const common = {
       client: deps.client,
       watchPath: NODES_PATH,
@@ -109,8 +111,9 @@ export class NodeCache {
       resource: 'nodes',
       accept: PARTIAL_METADATA,
       listPage: lister(deps.client, NODES_PATH, { accept: PARTIAL_METADATA_LIST }),
+      slim: (obj: unknown) => toNodeView(obj as NodeObject, storyAnnotation),
       parseEvent: (line) => skipper.parse(line),
-      handlers: { upsert: () => {}, remove: () => {}, listed: () => skipper.forget() },
+      handlers: { upsert: (node) => this.metadataListeners.forEach((l) => l(node)), remove: () => {}, listed: () => skipper.forget() },
     });
     const selector = undecidedSelector(influencedLabel);
     this.undecided = new Reflector({
@@ -133,6 +136,11 @@ export class NodeCache {
   /** Undecided nodes as they come and go. */
   subscribe(listener: NodeListener): void {
     this.listeners.push(listener);
+  }
+
+  /** Every node whose labels are new or changed (or listed), metadata only. */
+  onMetadata(listener: (node: NodeView) => void): void {
+    this.metadataListeners.push(listener);
   }
 
   /** Every node, metadata only. */

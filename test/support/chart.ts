@@ -27,9 +27,9 @@ export function template(extra: string[] = [], release = RELEASE): Obj[] {
 
 export const find = (objs: Obj[], kind: string, suffix = '') => objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
 
-/** The chart's PrometheusRule groups, as a Prometheus rule file would hold them. */
-export function ruleGroups(): RuleGroup[] {
-  const rule = find(template(['--set', 'metrics.prometheusRule.enabled=true']), 'PrometheusRule') as unknown as { spec: { groups: RuleGroup[] } };
+/** The chart's PrometheusRule groups, as a Prometheus rule file would hold them (the alerts that are off by default on). */
+export function ruleGroups(extra = ['--set', 'metrics.prometheusRule.overlayIdle.enabled=true']): RuleGroup[] {
+  const rule = find(template(['--set', 'metrics.prometheusRule.enabled=true', ...extra]), 'PrometheusRule') as unknown as { spec: { groups: RuleGroup[] } };
   return rule.spec.groups;
 }
 

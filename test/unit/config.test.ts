@@ -26,7 +26,7 @@ t.test('defaults are the documented ones', async (t) => {
   const { config, sources } = loadConfig({});
   t.match(config, { enabled: false, labelNamespace: 'veneer.io', overlayCacheTTLMs: 60_000, maxConcurrentReconciles: 5, gracePeriodMs: 60_000, historyRetentionMs: 3_600_000 });
   t.match(config.webhook, { port: 9443, deadlineMs: 500 });
-  t.same(config.metrics, { port: 8443, secure: true, authCacheTTLMs: 60_000 }, 'metrics over HTTPS behind authentication by default');
+  t.same(config.metrics, { port: 8443, secure: true, authCacheTTLMs: 60_000, maxOverlaySeries: 300 }, 'metrics over HTTPS behind authentication by default');
   t.same(config.health, { port: 8081 });
   t.match(config.leaderElection, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 });
   t.same(sources.enabled, { kind: 'default' });
@@ -128,5 +128,16 @@ t.test('metrics settings: the switch, the cache TTL bounds, and ports that must 
     'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.metrics.port (9443, from flag --metrics-port) must differ',
     'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
     'nodeWatcher.metrics.port (9443, from flag --metrics-port) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
+  ]);
+});
+
+t.test('the overlay series cap and the Events settings: defaults, each source, and bounds', async (t) => {
+  t.match(loadConfig({}).config, { metrics: { maxOverlaySeries: 300 }, events: { enabled: true, ratePerSecond: 10 } });
+  const f = file('events.yaml', 'nodeWatcher:\n  metrics:\n    maxOverlaySeries: 50\n  events:\n    enabled: false\n');
+  t.match(loadConfig({ file: f, env: { VENEER_NODE_WATCHER_EVENTS_RATE_PER_SECOND: '25' } }).config, { metrics: { maxOverlaySeries: 50 }, events: { enabled: false, ratePerSecond: 25 } });
+  t.match(problems(() => loadConfig({ env: { VENEER_NODE_WATCHER_METRICS_MAX_OVERLAY_SERIES: '0' }, flags: { '--events-enabled': 'no', '--events-rate-per-second': '5000' } })), [
+    /^nodeWatcher.metrics.maxOverlaySeries = 0 \(from environment variable VENEER_NODE_WATCHER_METRICS_MAX_OVERLAY_SERIES\): must be >= 1$/,
+    /^nodeWatcher.events.enabled = "no" \(from flag --events-enabled\): must be boolean$/,
+    /^nodeWatcher.events.ratePerSecond = 5000 \(from flag --events-rate-per-second\): must be <= 1000$/,
   ]);
 });

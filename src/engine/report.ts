@@ -1,0 +1,171 @@
+// "Are the overlays working?" overlay by overlay: which overlays won nodes, which matched only
+// where a heavier one won, and which matched nothing. Recorded nodes count as their record
+// says; a node without a record counts as `explain` would decide it now.
+import { characteristics, decide, launchTime, scope, type EngineSettings } from './decide.ts';
+import { rfc3339, fromBasicTimestamp } from './labels.ts';
+import { nodeClaimFor, toNodeView, type NodeClaimLookup, type NodeObject } from './node.ts';
+import { OverlayIndex } from './overlay-index.ts';
+import { ineligibility, outranks, type OverlayPolicy, type OverlayView } from './overlay.ts';
+import { readStory } from './record.ts';
+
+export type Verdict = 'steering' | 'outranked' | 'idle' | 'inactive' | 'gone';
+
+export interface OverlayReport {
+  overlay: string;
+  /** Null for an overlay that is gone: only its records remain. */
+  weight: number | null;
+  capacityType: string | null;
+  instanceFamily: string | null;
+  instanceType: string | null;
+  region: string | null;
+  /** Nodes it won: records naming it, plus nodes without a record that it would win now. */
+  won: number;
+  wonWithoutRecord: number;
+  /** Nodes it matched at their launch while another overlay (or none, says the record) won. */
+  lost: number;
+  lostTo: Record<string, number>;
+  /** When the newest record naming it was written. */
+  newestWin: string | null;
+  verdict: Verdict;
+  note?: string;
+}
+
+export interface ReportTotals {
+  onDemandNodes: number;
+  influenced: number;
+  notInfluenced: number;
+  pending: number;
+  records: number;
+  recordedInline: number;
+  /** Share of records the webhook wrote (null with no records). */
+  inlineShare: number | null;
+  approximate: number;
+  /** Overlays in the cluster that count for nothing (not selected, capacity only, rejected) and no record names. */
+  inactiveOverlays: number;
+}
+
+export interface Report {
+  generatedAt: string;
+  overlays: OverlayReport[];
+  totals: ReportTotals;
+}
+
+export interface ReportInput {
+  nodes: readonly NodeObject[];
+  overlays: readonly OverlayView[];
+  nodeClaims: NodeClaimLookup;
+  now: number;
+  settings: EngineSettings;
+  policy: OverlayPolicy;
+}
+
+/** The record's winner in the lostTo tally when the record says no overlay matched. */
+export const NO_OVERLAY = '(none)';
+
+interface Tally {
+  won: number;
+  wonWithoutRecord: number;
+  lost: number;
+  lostTo: Map<string, number>;
+  newestWin: number | undefined;
+  /** From the records, for an overlay that is gone. */
+  recordLabels?: Record<string, string>;
+}
+
+export function buildReport(input: ReportInput): Report {
+  const { settings, policy, now } = input;
+  const keys = settings.keys;
+  const index = OverlayIndex.ofCurrent(input.overlays, policy, now);
+  const byLabelValue = new Map(input.overlays.map((o) => [o.nameLabelValue, o.name]));
+  const tallies = new Map<string, Tally>();
+  const tally = (name: string) => {
+    let t = tallies.get(name);
+    if (!t) tallies.set(name, (t = { won: 0, wonWithoutRecord: 0, lost: 0, lostTo: new Map(), newestWin: undefined }));
+    return t;
+  };
+  const totals: ReportTotals = { onDemandNodes: 0, influenced: 0, notInfluenced: 0, pending: 0, records: 0, recordedInline: 0, inlineShare: null, approximate: 0, inactiveOverlays: 0 };
+
+  for (const obj of input.nodes) {
+    const node = toNodeView(obj);
+    const claim = nodeClaimFor(node, input.nodeClaims);
+    const s = scope(node, claim, keys);
+    if (!s.inScope) continue;
+    totals.onDemandNodes++;
+    let winner: string | undefined;
+    if (s.recorded) {
+      const story = readStory(obj.metadata?.annotations?.[keys.decisionAnnotation] ?? undefined);
+      totals.records++;
+      if (story?.decidedBy === 'webhook') totals.recordedInline++;
+      if (story?.basis === 'approximate') totals.approximate++;
+      if (node.labels[keys.influenced] !== 'true') {
+        totals.notInfluenced++;
+        winner = NO_OVERLAY;
+      } else {
+        totals.influenced++;
+        const label = node.labels[keys.matchingOverlay] ?? '';
+        winner = story?.overlay ?? byLabelValue.get(label) ?? label;
+        const t = tally(winner);
+        t.won++;
+        const at = story ? Date.parse(story.labeledAt) : fromBasicTimestamp(node.labels[keys.labeledAt]);
+        if (at !== undefined && !Number.isNaN(at) && (t.newestWin === undefined || at > t.newestWin)) t.newestWin = at;
+        t.recordLabels ??= node.labels;
+      }
+    } else {
+      totals.pending++;
+      const d = decide({ node, nodeClaim: claim, now, decidedBy: 'cli' }, index, settings);
+      // A node still waiting for its labels matches nothing yet.
+      if (d.outcome === 'undetermined') continue;
+      winner = d.outcome === 'influenced' && d.overlay ? d.overlay.name : NO_OVERLAY;
+      if (winner !== NO_OVERLAY) {
+        tally(winner).won++;
+        tally(winner).wonWithoutRecord++;
+      }
+    }
+    for (const v of index.matchesAt(characteristics(node, claim), launchTime(node, claim, now))) {
+      if (v.overlay.name === winner) continue;
+      const t = tally(v.overlay.name);
+      t.lost++;
+      t.lostTo.set(winner, (t.lostTo.get(winner) ?? 0) + 1);
+    }
+  }
+  totals.inlineShare = totals.records > 0 ? totals.recordedInline / totals.records : null;
+
+  const rows: OverlayReport[] = [];
+  const present = new Set<string>();
+  for (const o of [...input.overlays].sort((a, b) => (outranks(a, b) ? -1 : 1))) {
+    present.add(o.name);
+    const why = o.deletingAt !== undefined ? 'being deleted' : ineligibility(o, policy);
+    const t = tallies.get(o.name);
+    if (why !== undefined && !t) {
+      totals.inactiveOverlays++;
+      continue;
+    }
+    const row = reportRow(o.name, o.weight, (k) => o.labels[`veneer.io/${k}`], t);
+    rows.push(why === undefined ? row : { ...row, verdict: 'inactive', note: why });
+  }
+  const gone = [...tallies.entries()].filter(([name]) => !present.has(name) && name !== NO_OVERLAY).sort(([a], [b]) => a.localeCompare(b));
+  for (const [name, t] of gone) {
+    const row = reportRow(name, null, (k) => t.recordLabels?.[keys.copied[k]], t);
+    rows.push({ ...row, verdict: 'gone', note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}` });
+  }
+  return { generatedAt: rfc3339(now), overlays: rows, totals };
+}
+
+function reportRow(name: string, weight: number | null, label: (k: 'capacity-type' | 'instance-family' | 'instance-type' | 'region') => string | undefined, t: Tally | undefined): OverlayReport {
+  const won = t?.won ?? 0;
+  const lost = t?.lost ?? 0;
+  return {
+    overlay: name,
+    weight,
+    capacityType: label('capacity-type') ?? null,
+    instanceFamily: label('instance-family') ?? null,
+    instanceType: label('instance-type') ?? null,
+    region: label('region') ?? null,
+    won,
+    wonWithoutRecord: t?.wonWithoutRecord ?? 0,
+    lost,
+    lostTo: Object.fromEntries([...(t?.lostTo ?? [])].sort(([, a], [, b]) => b - a)),
+    newestWin: t?.newestWin !== undefined ? rfc3339(t.newestWin) : null,
+    verdict: won > 0 ? 'steering' : lost > 0 ? 'outranked' : 'idle',
+  };
+}

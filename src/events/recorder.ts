@@ -1,0 +1,153 @@
+// Posts one Event on each node whose record it sees written, whoever wrote it (the webhook
+// inline, or the reconciler): the leader alone, off the write path, at a bounded rate.
+//
+// It is fed by the metadata watch of every node, so a record the apiserver never stored (a dry
+// run) can never reach it. Dedup has three layers: nodes announced are remembered here; only
+// records written within FRESH_MS count, so a restart does not announce the whole cluster again;
+// and the Event's name is fixed per node, so the apiserver refuses a second one (409).
+import type { Logger } from 'pino';
+import { fromBasicTimestamp } from '../engine/labels.ts';
+import type { NodeView, RecordKeys } from '../engine/index.ts';
+import type { Metrics } from '../metrics.ts';
+import { nodeEvent } from './node-event.ts';
+
+/**
+ * Records older than this are history, not news. Kept below the apiserver's default --event-ttl
+ * (1 h), so that an Event an earlier leader posted still exists when a new one tries again.
+ */
+export const FRESH_MS = 10 * 60_000;
+/** Beyond this many waiting nodes, new ones are dropped (counted): memory stays bounded in any burst. */
+export const MAX_PENDING = 10_000;
+const ATTEMPTS = 3;
+
+export interface EventRecorderOptions {
+  /** Creates the Event; a failure whose `code` or `statusCode` is 409 means it exists already. */
+  post: (event: Record<string, unknown>) => Promise<void>;
+  keys: RecordKeys;
+  enabled: boolean;
+  ratePerSecond: number;
+  /** This replica, as the Events' reportingInstance. */
+  instance: string;
+  metrics: Metrics;
+  log: Logger;
+  now?: () => number;
+}
+
+const statusOf = (err: unknown) => {
+  const e = err as { code?: unknown; statusCode?: unknown } | null;
+  return typeof e?.code === 'number' ? e.code : typeof e?.statusCode === 'number' ? e.statusCode : undefined;
+};
+
+export class EventRecorder {
+  private readonly o: EventRecorderOptions;
+  private readonly now: () => number;
+  /** Node key -> when its record was written, while that is fresh. */
+  private readonly announced = new Map<string, number>();
+  private readonly pending = new Map<string, { node: NodeView; attempts: number }>();
+  /** The node being posted: its labels may change meanwhile (Karpenter's registration), and a second post would only earn a 409. */
+  private posting: string | undefined;
+  private leading = false;
+  private stopped = false;
+  private draining: Promise<void> | undefined;
+  private tokens: number;
+  private refilledAt: number;
+
+  constructor(opts: EventRecorderOptions) {
+    this.o = opts;
+    this.now = opts.now ?? Date.now;
+    this.tokens = opts.ratePerSecond;
+    this.refilledAt = this.now();
+  }
+
+  /** A node as the metadata watch shows it now. */
+  seen(node: NodeView): void {
+    if (!this.o.enabled || !this.leading || this.stopped) return;
+    const key = node.uid ?? node.name;
+    if (this.announced.has(key) || this.pending.has(key) || this.posting === key) return;
+    const writtenAt = this.writtenAt(node);
+    if (writtenAt === undefined || this.now() - writtenAt > FRESH_MS) return;
+    if (this.pending.size >= MAX_PENDING) {
+      this.o.metrics.events.inc({ result: 'dropped' });
+      return;
+    }
+    this.pending.set(key, { node, attempts: 0 });
+    this.draining ??= this.drain().finally(() => (this.draining = undefined));
+  }
+
+  /** Leadership gained: the nodes already known may have records no Event tells yet. */
+  lead(nodes: Iterable<NodeView>): void {
+    this.leading = true;
+    for (const node of nodes) this.seen(node);
+  }
+
+  /** Leadership lost: the new leader posts what is still waiting here. */
+  follow(): void {
+    this.leading = false;
+    this.pending.clear();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.pending.clear();
+    await this.draining;
+  }
+
+  private writtenAt(node: NodeView): number | undefined {
+    if (node.labels[this.o.keys.influenced] === undefined) return undefined;
+    return fromBasicTimestamp(node.labels[this.o.keys.labeledAt]);
+  }
+
+  private async drain(): Promise<void> {
+    for (let next = this.pending.entries().next(); !next.done; next = this.pending.entries().next()) {
+      await this.token();
+      if (!this.leading || this.stopped) return;
+      const [key, item] = next.value;
+      this.pending.delete(key);
+      this.posting = key;
+      await this.postOne(key, item).finally(() => (this.posting = undefined));
+    }
+  }
+
+  /** A token bucket holding one second's worth: short bursts go at once, long ones at the rate. */
+  private async token(): Promise<void> {
+    const rate = this.o.ratePerSecond;
+    const now = this.now();
+    this.tokens = Math.min(rate, this.tokens + ((now - this.refilledAt) * rate) / 1000);
+    this.refilledAt = now;
+    if (this.tokens < 1) {
+      await new Promise((r) => setTimeout(r, Math.ceil(((1 - this.tokens) * 1000) / rate)));
+      this.tokens = 1;
+      this.refilledAt = this.now();
+    }
+    this.tokens -= 1;
+  }
+
+  private async postOne(key: string, item: { node: NodeView; attempts: number }): Promise<void> {
+    const { metrics, log } = this.o;
+    try {
+      await this.o.post(nodeEvent(item.node, this.o.keys, this.o.instance, this.now()));
+      metrics.events.inc({ result: 'created' });
+    } catch (err) {
+      if (statusOf(err) !== 409) {
+        if (++item.attempts < ATTEMPTS && !this.stopped) this.pending.set(key, item);
+        else {
+          metrics.events.inc({ result: 'failed' });
+          log.warn({ status: statusOf(err), err: (err as Error).message }, 'posting a node Event failed; giving up on it');
+        }
+        return;
+      }
+      metrics.events.inc({ result: 'exists' });
+    }
+    this.announce(key, item.node);
+  }
+
+  private announce(key: string, node: NodeView): void {
+    const now = this.now();
+    this.announced.set(key, this.writtenAt(node) ?? now);
+    // Entries leave once their record is no longer fresh: seen() would ignore such a node anyway.
+    for (const [k, at] of this.announced) {
+      if (now - at <= FRESH_MS) break;
+      this.announced.delete(k);
+    }
+  }
+}

@@ -1,0 +1,58 @@
+// `veneer-node-watcher report`: every overlay's verdict, from files such as `kubectl get -o yaml`
+// writes or live from the cluster (read-only).
+import { stringify } from 'yaml';
+import type { Config } from './config/load.ts';
+import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
+import { buildReport, parseSelector, recordKeys, toOverlayView, type OverlayReport, type Report } from './engine/index.ts';
+
+export interface ReportArgs extends InputFiles {
+  output: 'json' | 'table' | 'yaml';
+}
+
+export async function runReport(args: ReportArgs, config: Config, now = Date.now()): Promise<string> {
+  const inputs = args.nodesFile ? readInputFiles(args) : await readLive();
+  const report = buildReport({
+    nodes: inputs.nodes,
+    overlays: inputs.overlays.map((o) => toOverlayView(o)),
+    nodeClaims: claimLookup(inputs.nodeClaims),
+    now,
+    settings: { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs },
+    policy: { selector: parseSelector(config.overlaySelector), requireOverlayReady: config.requireOverlayReady },
+  });
+  if (args.output === 'json') return JSON.stringify(report, null, 2);
+  return args.output === 'yaml' ? stringify(report).trimEnd() : table(report);
+}
+
+const dash = (v: string | number | null) => (v === null ? '-' : String(v));
+
+function columns(rows: string[][]): string {
+  const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(width[c]!))).join('  ')).join('\n');
+}
+
+const percent = (share: number) => `${Math.round(share * 100)}%`;
+
+function table(report: Report): string {
+  const head = ['OVERLAY', 'WEIGHT', 'CAPACITY-TYPE', 'FAMILY', 'TYPE', 'REGION', 'WON', 'LOST', 'NEWEST-WIN', 'VERDICT'];
+  const row = (o: OverlayReport) => [
+    o.overlay, dash(o.weight), dash(o.capacityType), dash(o.instanceFamily), dash(o.instanceType), dash(o.region),
+    String(o.won), String(o.lost), dash(o.newestWin), o.verdict,
+  ];
+  const lines = [columns([head, ...report.overlays.map(row)])];
+  const notes: string[] = [];
+  for (const o of report.overlays) {
+    const lostTo = Object.entries(o.lostTo).map(([winner, n]) => `${n} to ${winner}`);
+    if (lostTo.length > 0) notes.push(`${o.overlay}: lost ${lostTo.join(', ')}`);
+    if (o.wonWithoutRecord > 0) notes.push(`${o.overlay}: ${o.wonWithoutRecord} of its wins have no record yet (the decision explain gives)`);
+    if (o.note) notes.push(`${o.overlay}: ${o.verdict}: ${o.note}`);
+  }
+  if (notes.length > 0) lines.push('', ...notes);
+  const t = report.totals;
+  const inline = t.inlineShare === null ? 'no records yet' : `${t.recordedInline} of ${t.records} records written inline (${percent(t.inlineShare)})`;
+  lines.push(
+    '',
+    `${t.onDemandNodes} on-demand Karpenter nodes: ${t.influenced} influenced, ${t.notInfluenced} not influenced, ${t.pending} pending; ${inline}; ${t.approximate} with basis approximate`,
+  );
+  if (t.inactiveOverlays > 0) lines.push(`${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`);
+  return lines.join('\n');
+}

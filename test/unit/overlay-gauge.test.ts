@@ -1,0 +1,61 @@
+// The per-overlay series: records counted by the overlay and capacity type they name, every
+// active overlay present at 0, and the cap folding the smallest into one "other" series.
+import t from 'tap';
+import { recordKeys, toOverlayView, type NodeView } from '../../src/engine/index.ts';
+import { createMetrics } from '../../src/metrics.ts';
+import { exportOverlayNodes, OTHER, overlaySeries } from '../../src/overlay-gauge.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
+
+const keys = recordKeys('veneer.io');
+const record = (name: string, overlay: string | undefined, capacityType?: string): NodeView => ({
+  name,
+  labels: {
+    'veneer.io/overlay-influenced': overlay ? 'true' : 'false',
+    ...(overlay ? { 'veneer.io/matching-overlay': overlay } : {}),
+    ...(capacityType ? { 'veneer.io/capacity-type': capacityType } : {}),
+  },
+});
+const active = [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('c7i.large', 'us-east-1')].map((o) => toOverlayView(o));
+const nodes = [
+  record('a', 'cost-aware-compute-sp-global', 'compute-savings-plan'),
+  record('b', 'cost-aware-compute-sp-global', 'compute-savings-plan'),
+  record('c', 'cost-aware-ec2-sp-m5-us-west-2', 'ec2-instance-savings-plan'),
+  record('d', 'cost-aware-ri-m4.large-us-west-2', 'reserved-instance'),
+  record('e', 'hand-made'),
+  record('f', undefined),
+  { name: 'g', labels: {} },
+];
+
+t.test('every active overlay at 0 or more, records of overlays gone since, no node without a record', async (t) => {
+  const series = overlaySeries(nodes, active, keys, 300);
+  t.same(series.map((s) => [s.overlay, s.capacity_type, s.value]), [
+    ['cost-aware-compute-sp-global', 'compute-savings-plan', 2],
+    ['cost-aware-ec2-sp-m5-us-west-2', 'ec2-instance-savings-plan', 1],
+    ['cost-aware-ri-c7i.large-us-east-1', 'reserved-instance', 0],
+    ['cost-aware-ri-m4.large-us-west-2', 'reserved-instance', 1],
+    ['hand-made', 'unknown', 1],
+  ]);
+});
+
+t.test('past the cap the smallest series are summed under overlay="other", deterministically', async (t) => {
+  const capped = overlaySeries(nodes, active, keys, 3);
+  t.equal(capped.length, 3, 'never more series than the cap');
+  t.same(capped.map((s) => [s.overlay, s.value]), [
+    ['cost-aware-compute-sp-global', 2],
+    ['cost-aware-ec2-sp-m5-us-west-2', 1],
+    [OTHER, 2],
+  ], 'ties keep the name that sorts first; the rest are summed');
+  t.same(overlaySeries(nodes, active, keys, 1), [{ overlay: OTHER, capacity_type: OTHER, value: 5 }], 'a cap of one: everything in other');
+  t.equal(overlaySeries(nodes, active, keys, 5).length, 5, 'exactly at the cap: nothing folded');
+});
+
+t.test('computed at each scrape from what the sources hold then', async (t) => {
+  const metrics = createMetrics();
+  let now = nodes.slice(0, 2);
+  exportOverlayNodes(metrics, { nodes: () => now, active: () => active.slice(0, 1) }, keys, 300);
+  t.match(await metrics.registry.metrics(), /^veneer_nodewatcher_overlay_nodes_current\{overlay="cost-aware-compute-sp-global",capacity_type="compute-savings-plan"\} 2$/m);
+  now = [];
+  const text = await metrics.registry.metrics();
+  t.match(text, /^veneer_nodewatcher_overlay_nodes_current\{overlay="cost-aware-compute-sp-global",capacity_type="compute-savings-plan"\} 0$/m);
+  t.notMatch(text, /hand-made/);
+});
