@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { mutatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { freePort } from '../kit/control-plane.ts';
+import { COMPILED_CLI } from '../kit/fleet.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { startClusterEnv, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
@@ -69,7 +70,7 @@ async function startAdmissionBench(): Promise<AdmissionBench> {
     }
     const flags = await watcherFlags(env.certs, { '--leader-election-enabled': 'false', '--log-level': 'warn' });
     const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'bench-watcher');
-    children.push(spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, stdio: 'ignore' }));
+    children.push(spawn(process.execPath, [...RUNTIME_NODE_FLAGS, COMPILED_CLI, 'serve', ...Object.entries(flags).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: '' }, stdio: 'ignore' }));
     const oursPort = Number(flags['--webhook-port']);
     for (let i = 0; i < 600 && !(await fetch(`http://127.0.0.1:${flags['--health-port']}/readyz`).then((r) => r.ok, () => false)); i++) await sleep(100);
 

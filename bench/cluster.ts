@@ -3,11 +3,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { veneerOverlaySet } from './decision.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { COMPILED_CLI } from '../kit/fleet.ts';
 import { karpenterNode } from '../kit/veneer.ts';
 import { type ClusterEnv, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
 
@@ -61,7 +61,7 @@ export async function clusterHarness(env: ClusterEnv, progress: Progress) {
       child.kill('SIGTERM');
       await once(child, 'exit');
     }
-    child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(import.meta.dirname, '..', 'src', 'cli.ts'), 'serve', ...Object.entries({ ...flags, ...extra }).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: process.env.VENEER_BENCH_NODE_OPTIONS ?? '' }, stdio: 'ignore' });
+    child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, COMPILED_CLI, 'serve', ...Object.entries({ ...flags, ...extra }).flat()], { env: { ...process.env, KUBECONFIG: kubeconfig, NODE_OPTIONS: process.env.VENEER_BENCH_NODE_OPTIONS ?? '' }, stdio: 'ignore' });
     for (let i = 0; i < 600; i++) {
       if (await fetch(`http://127.0.0.1:${flags['--health-port']}/readyz`).then((r) => r.ok, () => false)) break;
       await sleep(100);

@@ -1,5 +1,6 @@
 // `npm run bench [-- suite ...]`: runs the suites, prints a table, and writes
 // bench/results.json (flat keys + raw figures + machine) and bench/results.md.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -47,6 +48,9 @@ const resultsPath = join(here, 'results.json');
 // Suites run one at a time keep the figures of the others from the previous full run.
 const previous = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as { suites?: Record<string, SuiteResult> }) : {};
 const results: Record<string, SuiteResult> = Object.fromEntries(Object.entries(previous.suites ?? {}).filter(([name]) => name in suites));
+// Every suite measures what the image runs: the compiled CLI (kit/fleet.ts, COMPILED_CLI).
+progress('npm run build');
+execFileSync('npm', ['run', '-s', 'build'], { cwd: join(here, '..'), stdio: 'inherit' });
 for (const name of selected) {
   progress(`suite ${name}`);
   const r = await suites[name]!(progress);
