@@ -1,9 +1,23 @@
 // The V8 flags the image runs the watcher with (the Dockerfile's ENTRYPOINT, checked by a test);
 // the benchmarks and the tests that start `serve` as a process use the same.
 //
-// By default V8 lets the young generation grow to 3 x 32 MB semi-spaces whatever the live heap
-// (about 50 MB here): `npm run bench -- cluster` measured RSS 373 MB at 5,000 nodes. 4 MB
-// semi-spaces brought that to 231-286 MB but promoted so much that major GCs showed in the
-// webhook's tail: CREATE p99 1.2-1.8 x the null webhook's. 16 MB gave 205-316 MB (three runs)
-// and a p99 ratio of 0.94-1.06, like the default's 1.07.
-export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+// The live heap is small (about 25 MB at 5,000 real-size nodes, after a forced GC), but V8 sizes
+// its heap for throughput: young semi-spaces that grow to 16-32 MB, an old generation that may
+// double before it is collected, and a first old-generation limit far above what is live. The
+// garbage that waits meanwhile (most of it the external memory of the watch streams' buffers)
+// kept RSS at 190-240 MB with 5,000 nodes. Measured side by side on the same cluster (three
+// `serve` processes, 5,000 real-size nodes, then heartbeats; the compiled CLI, Events off):
+//
+//   flags                                         RSS created / churned   CPU per update
+//   --max-semi-space-size=16 (before)             192 / 206 MB            415 us
+//   --max-semi-space-size=8                       172 / 196 MB            410 us
+//   8, --heap-growing-percent=30,
+//      --initial-old-space-size=16 (these)        124 / 126 MB            572 us
+//
+// (CPU per update is inflated by the three processes sharing two cores; alone the watcher spends
+// 100-200 us.) The extra CPU is the more frequent major GCs, mostly on V8's worker threads. With
+// node leases, kubelets post status on a change or every 5 minutes, tens of updates a second at
+// that size: a fraction of a percent of a core, against 80 MB less per replica. The webhook's tail
+// does not show them: `npm run bench -- node-create` gave a CREATE p99 of 0.88 x the null
+// webhook's (p50 1.02). (4 MB semi-spaces alone, tried earlier, did show in it: p99 1.2-1.8 x.)
+export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--heap-growing-percent=30', '--initial-old-space-size=16'];
