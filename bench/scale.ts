@@ -32,6 +32,16 @@ function proc(pid: number): { rssMb: number; cpuMs: number } {
   return { rssMb: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024, cpuMs: (Number(stat[11]) + Number(stat[12])) * 10 };
 }
 
+/**
+ * The node watches the apiserver cut, from its log: which (by label selector) and how full its two
+ * buffers were. `result` 0 means no event was waiting to be written to the client: the apiserver
+ * fell behind by itself; events waiting there had not been taken by the client's connection yet.
+ */
+function cutWatches(log: string): { labels: string; input: number; result: number }[] {
+  const cut = /Forcing nodes watcher close due to unresponsiveness: key: "\/minions\/", labels: "([^"]*)".*len\(c\.input\) = (\d+), len\(c\.result\) = (\d+)/g;
+  return [...log.matchAll(cut)].map((m) => ({ labels: m[1] ?? '', input: Number(m[2]), result: Number(m[3]) }));
+}
+
 async function workers(n: number, work: (worker: number) => Promise<void>): Promise<void> {
   await Promise.all(Array.from({ length: n }, (_, i) => work(i)));
 }
@@ -70,7 +80,8 @@ function cliFigures(progress: Progress) {
 
 export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
   const cli = cliFigures(progress);
-  const env = await startClusterEnv();
+  // -v=1: the apiserver logs each watch it cuts, with its selector and its buffers' state.
+  const env = await startClusterEnv({ extraApiServerArgs: ['-v=1'] });
   try {
     const admin = shareConnections(env.admin);
     const core = admin.makeApiClient(k8s.CoreV1Api);
@@ -144,6 +155,7 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       await sleep(5000);
       const cutTotal = (await terminated()) - cutBefore - floorCut;
       const closed = await watcher('veneer_nodewatcher_watch_restarts_total', { reason: 'closed' });
+      const cuts = cutWatches(readFileSync(join(env.cp.dir, 'kube-apiserver.log'), 'utf8'));
       const rss5000 = proc(pid).rssMb;
       replica.child.kill('SIGUSR1');
       await until('inspector URL', () => /ws:\/\/127\.0\.0\.1/.test(replica.output()), 10_000);
@@ -167,6 +179,8 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
         },
         table: [
           { figure: 'node watches cut (creating / in total; the do-nothing client\'s apart)', value: `${cutCreating} / ${cutTotal} (${floorCut})`, spread: '-' },
+          { figure: 'cut watches with nothing waiting to be sent (the apiserver\'s own backlog)', value: cuts.filter((c) => c.result === 0).length, spread: '-' },
+          { figure: 'cut watches with events waiting to be sent', value: cuts.filter((c) => c.result > 0).length, spread: '-' },
           { figure: 'status updates per second', value: Math.round(median(rates)), spread: spread(rates, 0) },
           { figure: 'watcher CPU per update (us)', value: round(median(cpuPerUpdate)), spread: spread(cpuPerUpdate) },
           { figure: 'a do-nothing watch client beside it, same events (us)', value: round(median(floorPerUpdate)), spread: spread(floorPerUpdate) },
@@ -175,7 +189,7 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           { figure: '--help (ms)', value: Math.round(median(cli.help)), spread: spread(cli.help, 0) },
           { figure: 'explain of 200 nodes (ms)', value: Math.round(median(cli.explain)), spread: spread(cli.explain, 0) },
         ],
-        raw: { cpu_us_per_update: cpuPerUpdate, floor_cpu_us_per_update: floorPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
+        raw: { cut_watches: cuts, cpu_us_per_update: cpuPerUpdate, floor_cpu_us_per_update: floorPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
       };
     } finally {
       floor?.kill('SIGKILL');

@@ -107,6 +107,8 @@ export interface WatcherEnvOptions {
   register?: boolean;
   timeoutSeconds?: number;
   auditPolicy?: string;
+  /** More kube-apiserver flags (a higher -v to see why it cut a watch, for example). */
+  extraApiServerArgs?: string[];
 }
 
 export interface ClusterEnv {
@@ -169,6 +171,7 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
   const cp = await ControlPlane.start({
     users: [...watcherUsers.map((name) => ({ name })), ...(opts.users ?? [])],
     ...(opts.auditPolicy ? { auditPolicy: opts.auditPolicy } : {}),
+    ...(opts.extraApiServerArgs ? { extraApiServerArgs: opts.extraApiServerArgs } : {}),
   });
   try {
     const admin = cp.adminKubeConfig();
