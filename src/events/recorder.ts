@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import { fromBasicTimestamp } from '../engine/labels.ts';
 import type { NodeView, RecordKeys } from '../engine/index.ts';
+import { httpStatus } from '../kube/failures.ts';
 import type { Metrics } from '../metrics.ts';
 import { nodeEvent } from './node-event.ts';
 
@@ -21,7 +22,7 @@ export const MAX_PENDING = 10_000;
 const ATTEMPTS = 3;
 
 export interface EventRecorderOptions {
-  /** Creates the Event; a failure whose `code` or `statusCode` is 409 means it exists already. */
+  /** Creates the Event; an ApiError with status 409 means it exists already. */
   post: (event: Record<string, unknown>) => Promise<void>;
   keys: RecordKeys;
   enabled: boolean;
@@ -32,11 +33,6 @@ export interface EventRecorderOptions {
   log: Logger;
   now?: () => number;
 }
-
-const statusOf = (err: unknown) => {
-  const e = err as { code?: unknown; statusCode?: unknown } | null;
-  return typeof e?.code === 'number' ? e.code : typeof e?.statusCode === 'number' ? e.statusCode : undefined;
-};
 
 export class EventRecorder {
   private readonly o: EventRecorderOptions;
@@ -128,11 +124,11 @@ export class EventRecorder {
       await this.o.post(nodeEvent(item.node, this.o.keys, this.o.instance, this.now()));
       metrics.events.inc({ result: 'created' });
     } catch (err) {
-      if (statusOf(err) !== 409) {
+      if (httpStatus(err) !== 409) {
         if (++item.attempts < ATTEMPTS && !this.stopped) this.pending.set(key, item);
         else {
           metrics.events.inc({ result: 'failed' });
-          log.warn({ status: statusOf(err), err: (err as Error).message }, 'posting a node Event failed; giving up on it');
+          log.warn({ status: httpStatus(err), err: (err as Error).message }, 'posting a node Event failed; giving up on it');
         }
         return;
       }

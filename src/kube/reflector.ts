@@ -274,7 +274,7 @@ export class Reflector<T> {
     }
     const end = (e: WatchEnd) => ({ end: e, lastRV: rv, events });
     if (this.stopped) return end('stopped');
-    if (expired || (failure as { statusCode?: number } | undefined)?.statusCode === 410) return end('expired');
+    if (expired || httpStatus(failure) === 410) return end('expired');
     if (this.relistDue) return end('relist');
     if (isTimeout(failure)) return end('idle');
     if (failure !== undefined && !isAbort(failure)) throw failure;
@@ -303,6 +303,5 @@ function isAbort(err: unknown): boolean {
 }
 
 function describe(err: unknown): string {
-  const e = err as { statusCode?: number; message?: string };
-  return [e.statusCode ?? httpStatus(err), e.message].filter(Boolean).join(' ') || String(err);
+  return (err as { message?: string } | null)?.message || String(err);
 }

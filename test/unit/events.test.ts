@@ -7,6 +7,7 @@ import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { eventName, nodeEvent } from '../../src/events/node-event.ts';
 import { EventRecorder, FRESH_MS, MAX_PENDING, type EventRecorderOptions } from '../../src/events/recorder.ts';
+import { ApiError } from '../../src/kube/client.ts';
 
 const keys = recordKeys('veneer.io');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -74,8 +75,8 @@ t.test('409 means another replica or run posted it; other failures are retried, 
   const { r, count } = recorder(async (e) => {
     const name = (e.regarding as { name: string }).name;
     calls.set(name, (calls.get(name) ?? 0) + 1);
-    if (name === 'exists') throw Object.assign(new Error('AlreadyExists'), { code: 409 });
-    if (name === 'flaky' && calls.get(name) === 1) throw Object.assign(new Error('Service Unavailable'), { statusCode: 503 });
+    if (name === 'exists') throw new ApiError(409, JSON.stringify({ kind: 'Status', reason: 'AlreadyExists', message: 'events "x" already exists' }));
+    if (name === 'flaky' && calls.get(name) === 1) throw new ApiError(503, 'Service Unavailable');
     if (name === 'broken') throw new Error('connection reset');
   });
   r.lead([recorded('exists'), recorded('flaky'), recorded('broken')]);
