@@ -77,7 +77,10 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   await until('a label change applied', () => cache.all.store.get('od')?.labels.team === 'payments');
   await core.patchNode({ name: 'od', body: { metadata: { labels: { [INFLUENCED]: 'true' } } } }, merge);
   await until('the recorded node leaves the full view', () => !cache.undecided.store.has('od'));
+  // The two views are two watch streams: either may hear of the record first.
+  await until('the metadata view hears of the record', () => cache.all.store.get('od')?.labels[INFLUENCED] === 'true');
   t.equal(cache.get('od')?.labels[INFLUENCED], 'true', 'and stays known by its metadata');
+  t.notOk(cache.undecided.store.has('od'), 'from the metadata view alone');
   await core.patchNode({ name: 'od', body: { metadata: { labels: { [INFLUENCED]: null } } } }, merge);
   await until('a removed record brings it back', () => cache.undecided.store.has('od'));
   t.same(moves.filter((m) => m.endsWith(' od')), ['upsert od', 'upsert od', 'remove od', 'upsert od'], 'the reconciler hears every move');
