@@ -14,10 +14,11 @@
 //   8, --heap-growing-percent=30,
 //      --initial-old-space-size=16 (these)        124 / 126 MB            572 us
 //
-// (CPU per update is inflated by the three processes sharing two cores; alone the watcher spends
-// 100-200 us.) The extra CPU is the more frequent major GCs, mostly on V8's worker threads. With
-// node leases, kubelets post status on a change or every 5 minutes, tens of updates a second at
-// that size: a fraction of a percent of a core, against 80 MB less per replica. The webhook's tail
+// (CPU per update is inflated by the three processes sharing two cores; alone, `npm run bench --
+// scale` measured 94-138 us.) The extra CPU is the more frequent major GCs, mostly on V8's worker
+// threads. With node leases, kubelets post status on a change or every 5 minutes (the kubelet's
+// nodeStatusReportFrequency default): about 17 updates a second at 5,000 nodes, plus real
+// changes, a fraction of a percent of a core, against 80 MB less per replica. The webhook's tail
 // does not show them: `npm run bench -- node-create` gave a CREATE p99 of 0.88 x the null
 // webhook's (p50 1.02). (4 MB semi-spaces alone, tried earlier, did show in it: p99 1.2-1.8 x.)
 export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--heap-growing-percent=30', '--initial-old-space-size=16'];

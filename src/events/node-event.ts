@@ -1,6 +1,7 @@
 // The events.k8s.io/v1 Event that tells a node's record in `kubectl describe node`.
 import { createHash } from 'node:crypto';
 import { readStory, type NodeView, type RecordKeys } from '../engine/index.ts';
+import { microTime } from '../engine/labels.ts';
 
 /** Where Kubernetes keeps Events about cluster-scoped objects (the kubelet's node Events too). */
 export const EVENT_NAMESPACE = 'default';
@@ -16,11 +17,6 @@ export function eventName(node: NodeView): string {
   // 253 is the limit of a name; the prefix keeps it readable, as the kubelet's `<node>.<hex>` names are.
   const prefix = node.name.slice(0, 253 - 17).replace(/[^a-z0-9]+$/, '');
   return `${prefix}.${hash}`;
-}
-
-/** MicroTime: the apiserver parses exactly six fractional digits. */
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
 }
 
 /** The record's story in one sentence, from the decision annotation (or the labels alone when it is missing). */

@@ -3,6 +3,7 @@
 // for leaseDuration (judged on its own clock, so clock skew between nodes does not matter);
 // a leader that cannot renew within renewDeadline steps down; a graceful stop releases the
 // lease so that a successor takes over at once.
+import { microTime } from '../engine/labels.ts';
 import type { KubeClient } from './client.ts';
 import { httpStatus } from './failures.ts';
 import type { Logger } from 'pino';
@@ -23,9 +24,6 @@ export interface LeaderElectionOptions {
   /** Must resolve only once the guarded work has stopped: the lease is released after it. */
   onStoppedLeading(): void | Promise<void>;
 }
-
-// Lease times are MicroTime: the apiserver rejects the millisecond form a plain Date gives.
-const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
 
 interface LeaseSpec {
   holderIdentity?: string;
