@@ -4,6 +4,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../src/watcher.ts';
 import type { DecisionStory } from '../src/engine/index.ts';
+import { WEBHOOK_FIRST_MS } from '../src/reconciler/reconciler.ts';
 import { reservedInstance } from '../kit/veneer.ts';
 import { Fleet, OVERLAY_API as overlayApi, sleep, until } from '../kit/fleet.ts';
 import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../kit/watcher-env.ts';
@@ -88,4 +89,17 @@ t.test('an overlay created, changed and deleted while nodes launch: each record 
   await until('history records', () => allRecorded('hist', claims.length));
   const r = await records('hist');
   for (const c of claims) t.equal(r.get(c.name)?.['veneer.io/matching-overlay'], c.expect, `${c.name}: ${c.expect}`);
+});
+
+t.test('a node Karpenter has not registered yet is left to the webhook for a moment, then recorded', async (t) => {
+  // No webhook here: the reconciler must hold off, then do the work itself.
+  await sim.createNodeClaim({ name: 'unregistered-0', claimName: 'unregistered-0-claim', instanceType: 'm5.xlarge' });
+  await sleep(500); // the NodeClaim is in the watcher's cache: nothing else would hold the decision back
+  const created = await sim.kubeletCreate({ name: 'unregistered-0', instanceType: 'm5.xlarge' });
+  const createdAt = Date.parse(created.metadata?.creationTimestamp as unknown as string);
+  await sleep(300);
+  t.equal((await fleet.decidedBy('unregistered')).get('unregistered-0'), 'none', 'no record while the registration may still come, with the webhook to record it inline');
+  await until('a record', async () => (await fleet.decidedBy('unregistered')).get('unregistered-0') === 'reconciler', 10_000);
+  const recordedAt = Date.now();
+  t.ok(recordedAt - createdAt >= WEBHOOK_FIRST_MS - 1000, `recorded ${recordedAt - createdAt} ms after its creationTimestamp (which has whole seconds), once ${WEBHOOK_FIRST_MS} ms had passed`);
 });

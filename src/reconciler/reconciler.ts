@@ -3,11 +3,21 @@
 // one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
 import type { Logger } from 'pino';
 import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../engine/index.ts';
+import { REGISTERED_LABEL } from '../engine/decide.ts';
 import type { ClusterCaches } from '../kube/caches.ts';
 import type { Metrics } from '../metrics.ts';
 import { type ProcessResult, WorkQueue } from './queue.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { failureKind, httpStatus } from '../kube/failures.ts';
+
+/**
+ * How long a node Karpenter has not registered yet is left to the webhook. Karpenter's
+ * registration UPDATE follows the kubelet's CREATE, and the webhook records the node inline then;
+ * a reconciler that heard of the node's NodeClaim in between and wrote first only raced it (seen
+ * under load: the NodeClaim's watch event handled just after the CREATE's review). Past this, the
+ * webhook is taken to have missed the node.
+ */
+export const WEBHOOK_FIRST_MS = 2000;
 
 export interface ReconcilerOptions {
   caches: ClusterCaches;
@@ -66,8 +76,11 @@ export class Reconciler {
     if (!caches.ready) return { kind: 'after', ms: 1000 };
     const node = caches.nodes.get(name);
     if (!node) return { kind: 'done' };
-    const end = metrics.reconcileDuration.startTimer();
     const now = this.o.now();
+    if (node.labels[REGISTERED_LABEL] !== 'true' && node.createdAt !== undefined && now < node.createdAt + WEBHOOK_FIRST_MS) {
+      return { kind: 'after', ms: node.createdAt + WEBHOOK_FIRST_MS - now };
+    }
+    const end = metrics.reconcileDuration.startTimer();
     const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler' }, caches.overlays.index, settings);
     if (decision.outcome === 'out-of-scope' || decision.outcome === 'recorded') return { kind: 'done' };
     if (decision.outcome === 'undetermined') return { kind: 'after', ms: Math.max(100, decision.retryAt - now) };
