@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type Report } from '../src/engine/index.ts';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 import { veneerOverlaySet } from './decision.ts';
-import { buildCli, spread, timeCommand } from './scale.ts';
+import { spread, timeCommand } from './scale.ts';
 import { median, type SuiteResult } from './stats.ts';
 import { realNode } from '../kit/real-node.ts';
 import { nodeClaimFor } from '../kit/veneer.ts';
@@ -50,7 +50,6 @@ function fixtures(dir: string): { nodes: string; overlays: string; claims: strin
 
 export async function runReportSuite(progress: (msg: string) => void): Promise<SuiteResult> {
   progress(`report: ${NODES} real-size nodes, their NodeClaims and ${OVERLAYS} overlays, compiled CLI`);
-  buildCli();
   const dir = mkdtempSync(join(tmpdir(), 'veneer-report-'));
   try {
     const files = fixtures(dir);

@@ -3,8 +3,9 @@
 // in its own process. Reports whether the apiserver ever had to cut the node watch, the
 // watcher's CPU per status update, its memory idle and at 5,000 nodes, and the CLI's start-up.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
@@ -46,7 +47,7 @@ async function workers(n: number, work: (worker: number) => Promise<void>): Prom
   await Promise.all(Array.from({ length: n }, (_, i) => work(i)));
 }
 
-/** Wall-clock milliseconds of each of `runs` runs of the compiled CLI (build it first: buildCli). */
+/** Wall-clock milliseconds of each of `runs` runs of the compiled CLI (`npm run bench` builds it first). */
 export function timeCommand(args: string[], runs: number): number[] {
   return Array.from({ length: runs }, () => {
     const start = performance.now();
@@ -55,13 +56,9 @@ export function timeCommand(args: string[], runs: number): number[] {
   });
 }
 
-export function buildCli(): void {
-}
-
 /** `--help` and an offline `explain` of 200 real-size nodes: what a person waits for. */
 function cliFigures(progress: Progress) {
   progress('scale: CLI start-up (--help) and offline explain of 200 real-size nodes, compiled as shipped');
-  buildCli();
   const dir = mkdtempSync(join(tmpdir(), 'veneer-scale-'));
   try {
     const { overlays, types } = veneerOverlaySet(200);
@@ -78,7 +75,35 @@ function cliFigures(progress: Progress) {
   }
 }
 
+/** A client watching node metadata beside the watcher, on the same events; it says "watch ended" each time it must watch again. */
+interface Reference {
+  child: ChildProcess;
+  pid: number;
+  cuts: () => number;
+}
+
+function startReference(command: string, args: string[], kubeconfig: string): Reference {
+  const child = spawn(command, args, { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let cuts = 0;
+  child.stderr?.on('data', (chunk: Buffer) => (cuts += chunk.toString().split('watch ended').length - 1));
+  return { child, pid: child.pid ?? 0, cuts: () => cuts };
+}
+
+/** bench/field-client, built by the Go toolchain into the control plane's cache, keyed by its sources. */
+function buildFieldClient(progress: Progress): string {
+  const src = join(ROOT, 'bench', 'field-client');
+  const key = createHash('sha256').update(Buffer.concat(['go.mod', 'go.sum', 'main.go'].map((f) => readFileSync(join(src, f))))).digest('hex').slice(0, 12);
+  const cache = process.env.VENEER_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'veneer-node-watcher');
+  const bin = join(cache, `field-client-${key}`, 'field-client');
+  if (!existsSync(bin)) {
+    progress('scale: building the client-go reference (bench/field-client) from the Go module proxy');
+    execFileSync('go', ['build', '-o', bin, '.'], { cwd: src, stdio: 'inherit' });
+  }
+  return bin;
+}
+
 export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
+  const fieldClient = buildFieldClient(progress);
   const cli = cliFigures(progress);
   // -v=1: the apiserver logs each watch it cuts, with its selector and its buffers' state.
   const env = await startClusterEnv({ extraApiServerArgs: ['-v=1'] });
@@ -91,7 +116,7 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       for (let i = w; i < overlays.length; i += 10) await custom.createClusterCustomObject({ ...OVERLAY_API, body: overlays[i] });
     });
     // The inspector is opened only at the end (SIGUSR1), so that it weighs on no RSS figure.
-    let floor: ChildProcess | undefined;
+    const references: Reference[] = [];
     const replica = await spawnServe(env.cp, env.certs, WATCHER_USER, {
       '--leader-election-enabled': 'false', '--log-level': 'warn',
       // The Events of 5,000 records made at once drain at 10 a second for over 8 minutes, through
@@ -103,10 +128,19 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       const pid = replica.child.pid ?? 0;
       await sleep(10_000);
       const idle = proc(pid).rssMb;
+      // The references watch from the same moment as the watcher: the apiserver sizes a watch's
+      // buffer by how busy the cluster was when it was opened, so only then are cuts comparable.
+      const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'kubeconfig-references');
+      const floor = startReference(process.execPath, [...RUNTIME_NODE_FLAGS, join(ROOT, 'bench', 'watch-floor.ts')], kubeconfig);
+      const field = startReference(fieldClient, [], kubeconfig);
+      references.push(floor, field);
+      await sleep(2000);
       progress(`scale: idle RSS ${round(idle)} MB; creating ${NODES} real-size nodes in bursts of 500`);
       const terminated = async () => counter((await env.cp.get('/metrics')).body, 'apiserver_terminated_watchers_total', { resource: 'nodes' });
       const watcher = async (name: string, labels: Record<string, string> = {}) => counter(await metricsOf(replica.metricsPort), name, labels);
-      const cutBefore = await terminated();
+      // The apiserver counts the cuts of every node watch; each reference says its own.
+      const ownCuts = async () => (await terminated()) - floor.cuts() - field.cuts();
+      const cutBefore = await ownCuts();
       const names = Array.from({ length: NODES }, (_, i) => `scale-${i}`);
       const createStart = Date.now();
       for (let b = 0; b < NODES; b += 500) {
@@ -120,24 +154,17 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       }
       const createSeconds = (Date.now() - createStart) / 1000;
       await until('every node recorded', async () => (await watcher('veneer_nodewatcher_nodes_labeled_total')) >= NODES, 600_000);
-      const cutCreating = (await terminated()) - cutBefore;
-      progress(`scale: ${NODES} nodes created in ${round(createSeconds)} s and recorded; ${cutCreating} node watches cut`);
-
-      floor = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, join(ROOT, 'bench', 'watch-floor.ts')], {
-        env: { ...process.env, KUBECONFIG: env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'kubeconfig-floor') }, stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      // The apiserver counts the cuts of every node watch, the do-nothing client's too: it says its own.
-      let floorCut = 0;
-      floor.stderr?.on('data', (chunk: Buffer) => (floorCut += chunk.toString().split('watch ended').length - 1));
-      const floorPid = floor.pid ?? 0;
-      await sleep(10_000); // its first list of every node is not part of any window
+      const cutCreating = (await ownCuts()) - cutBefore;
+      const referenceCutsCreating = { floor: floor.cuts(), field: field.cuts() };
+      progress(`scale: ${NODES} nodes created in ${round(createSeconds)} s and recorded; node watches cut: the watcher's ${cutCreating}, the do-nothing client's ${referenceCutsCreating.floor}, client-go's ${referenceCutsCreating.field}`);
+      await sleep(5000);
       const cpuPerUpdate: number[] = [];
       const floorPerUpdate: number[] = [];
+      const fieldPerUpdate: number[] = [];
       const rates: number[] = [];
       for (let w = 0; w < CHURN_WINDOWS; w++) {
         let patches = 0;
-        const cpuBefore = proc(pid).cpuMs;
-        const floorBefore = proc(floorPid).cpuMs;
+        const before = [pid, floor.pid, field.pid].map((p) => proc(p).cpuMs);
         const deadline = Date.now() + CHURN_WINDOW_MS;
         await workers(40, async (k) => {
           for (let i = k + w * 7; Date.now() < deadline; i += 40) {
@@ -146,14 +173,17 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           }
         });
         await sleep(1000);
-        cpuPerUpdate.push(((proc(pid).cpuMs - cpuBefore) * 1000) / patches);
-        floorPerUpdate.push(((proc(floorPid).cpuMs - floorBefore) * 1000) / patches);
+        const [mine, floorCpu, fieldCpu] = [pid, floor.pid, field.pid].map((p, i) => ((proc(p).cpuMs - before[i]!) * 1000) / patches);
+        cpuPerUpdate.push(mine!);
+        floorPerUpdate.push(floorCpu!);
+        fieldPerUpdate.push(fieldCpu!);
         rates.push(patches / (CHURN_WINDOW_MS / 1000));
-        progress(`scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(cpuPerUpdate.at(-1)!)} us of watcher CPU each (a do-nothing watch client: ${round(floorPerUpdate.at(-1)!)} us)`);
+        progress(`scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(mine!)} us of watcher CPU each (a do-nothing watch client: ${round(floorCpu!)} us; client-go: ${round(fieldCpu!)} us)`);
       }
       const overFloor = cpuPerUpdate.map((c, i) => c / floorPerUpdate[i]!);
+      const overField = cpuPerUpdate.map((c, i) => c / fieldPerUpdate[i]!);
       await sleep(5000);
-      const cutTotal = (await terminated()) - cutBefore - floorCut;
+      const cutTotal = (await ownCuts()) - cutBefore;
       const closed = await watcher('veneer_nodewatcher_watch_restarts_total', { reason: 'closed' });
       const cuts = cutWatches(readFileSync(join(env.cp.dir, 'kube-apiserver.log'), 'utf8'));
       const rss5000 = proc(pid).rssMb;
@@ -167,6 +197,10 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           churn_cpu_us_per_update: round(median(cpuPerUpdate)),
           churn_cpu_floor_us_per_update: round(median(floorPerUpdate)),
           churn_cpu_over_floor: round(median(overFloor), 2),
+          churn_cpu_field_us_per_update: round(median(fieldPerUpdate)),
+          churn_cpu_over_field: round(median(overField), 2),
+          terminated_watchers_floor: floor.cuts(),
+          terminated_watchers_field: field.cuts(),
           rss_mb_idle: round(idle),
           rss_mb_5000_real_nodes: round(rss5000),
           heap_mb_5000_real_nodes: round(heap5000),
@@ -174,25 +208,30 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           explain_200_ms: Math.round(median(cli.explain)),
         },
         targets: {
-          terminated_watchers_real: '0', watch_closed_real: '0', churn_cpu_us_per_update: '<= 60', churn_cpu_floor_us_per_update: 'reported', churn_cpu_over_floor: 'reported', rss_mb_idle: '<= 110',
+          terminated_watchers_real: '0', watch_closed_real: '0', churn_cpu_us_per_update: '<= 60', churn_cpu_floor_us_per_update: 'reported', churn_cpu_over_floor: 'reported',
+          churn_cpu_field_us_per_update: 'reported', churn_cpu_over_field: 'reported', terminated_watchers_floor: 'reported', terminated_watchers_field: 'reported', rss_mb_idle: '<= 110',
           rss_mb_5000_real_nodes: '<= 150', heap_mb_5000_real_nodes: 'reported', cli_help_ms: '<= 200', explain_200_ms: '<= 600',
         },
         table: [
-          { figure: 'node watches cut (creating / in total; the do-nothing client\'s apart)', value: `${cutCreating} / ${cutTotal} (${floorCut})`, spread: '-' },
-          { figure: 'cut watches with nothing waiting to be sent (the apiserver\'s own backlog)', value: cuts.filter((c) => c.result === 0).length, spread: '-' },
-          { figure: 'cut watches with events waiting to be sent', value: cuts.filter((c) => c.result > 0).length, spread: '-' },
+          { figure: 'the watcher\'s node watches cut (creating / in total)', value: `${cutCreating} / ${cutTotal}`, spread: '-' },
+          { figure: 'the do-nothing client\'s watch cut (creating / in total)', value: `${referenceCutsCreating.floor} / ${floor.cuts()}`, spread: '-' },
+          { figure: 'client-go\'s metadata informer\'s watch cut (creating / in total)', value: `${referenceCutsCreating.field} / ${field.cuts()}`, spread: '-' },
+          { figure: 'cut node watches with nothing waiting to be sent (the apiserver\'s own backlog; every client)', value: cuts.filter((c) => c.result === 0).length, spread: '-' },
+          { figure: 'cut node watches with events waiting to be sent (every client)', value: cuts.filter((c) => c.result > 0).length, spread: '-' },
           { figure: 'status updates per second', value: Math.round(median(rates)), spread: spread(rates, 0) },
           { figure: 'watcher CPU per update (us)', value: round(median(cpuPerUpdate)), spread: spread(cpuPerUpdate) },
           { figure: 'a do-nothing watch client beside it, same events (us)', value: round(median(floorPerUpdate)), spread: spread(floorPerUpdate) },
           { figure: 'watcher over the do-nothing client (ratio, per window)', value: round(median(overFloor), 2), spread: spread(overFloor, 2) },
+          { figure: 'client-go\'s metadata informer beside it, same events (us)', value: round(median(fieldPerUpdate)), spread: spread(fieldPerUpdate) },
+          { figure: 'watcher over client-go (ratio, per window)', value: round(median(overField), 2), spread: spread(overField, 2) },
           { figure: `nodes created per second (${NODES} in bursts of 500)`, value: Math.round(NODES / createSeconds), spread: '-' },
           { figure: '--help (ms)', value: Math.round(median(cli.help)), spread: spread(cli.help, 0) },
           { figure: 'explain of 200 nodes (ms)', value: Math.round(median(cli.explain)), spread: spread(cli.explain, 0) },
         ],
-        raw: { cut_watches: cuts, cpu_us_per_update: cpuPerUpdate, floor_cpu_us_per_update: floorPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
+        raw: { cut_watches: cuts, cpu_us_per_update: cpuPerUpdate, floor_cpu_us_per_update: floorPerUpdate, field_cpu_us_per_update: fieldPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
       };
     } finally {
-      floor?.kill('SIGKILL');
+      for (const r of references) r.child.kill('SIGKILL');
       replica.child.kill('SIGKILL');
     }
   } finally {
