@@ -1,7 +1,8 @@
 // `scale`: a cluster shaped like a user's. 5,000 real-size nodes (about 20 KB as served) created
 // in bursts, then kubelet-like status churn as fast as this machine sustains, against `serve`
-// in its own process. Reports whether the apiserver ever had to cut the node watch, the
-// watcher's CPU per status update, its memory idle and at 5,000 nodes, and the CLI's start-up.
+// in its own process. Reports how often the apiserver had to cut the watcher's node watches and
+// its CPU per status update, each beside two reference clients on the same events (a do-nothing
+// one and client-go's metadata informer), its memory idle and at 5,000 nodes, and the CLI's start-up.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
