@@ -16,9 +16,10 @@ export interface ScrapeHooks {
 
 /**
  * How often the event-loop delay histogram (nodejs_eventloop_lag_p50_seconds and its kin) takes a
- * sample. prom-client's 10 ms default is a native timer that woke an idle watcher 100 times a
- * second: 6-10 ms of CPU a second with nothing to do, a quarter of its cost per heartbeat when
- * busy. A stall that matters to a review (whose deadline is in seconds) still shows at 100 ms.
+ * sample. prom-client's 10 ms default is a native timer that woke the watcher 100 times a second:
+ * idle with 3,000 nodes it spent 6-10 ms of CPU a second, 2.3-3.5 ms at 100 ms; under heartbeats,
+ * side by side, 184-193 µs per update against 110-118. A stall that matters to a review (whose
+ * deadline is in seconds) still shows at 100 ms.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 
