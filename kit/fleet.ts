@@ -112,11 +112,16 @@ export class Fleet {
     return wrong;
   }
 
-  /** Successful node PATCHes by the watcher identities, per node, from the audit log. */
-  watcherWrites(prefix: string, users: string[]): Map<string, { user: string; at: number }[]> {
+  /**
+   * Node PATCHes by the watcher identities, per node, from the audit log: those that succeeded, or
+   * with `orUnknown` also those whose outcome the client never learnt (5xx, as the 504 of a write
+   * whose client was killed mid-request: the apiserver may still have applied it).
+   */
+  watcherWrites(prefix: string, users: string[], orUnknown = false): Map<string, { user: string; at: number }[]> {
     const out = new Map<string, { user: string; at: number }[]>();
     for (const e of this.cp.auditEvents()) {
-      if (e.stage !== 'ResponseComplete' || e.verb !== 'patch' || e.objectRef?.resource !== 'nodes' || e.responseStatus?.code !== 200) continue;
+      const code = e.responseStatus?.code ?? 0;
+      if (e.stage !== 'ResponseComplete' || e.verb !== 'patch' || e.objectRef?.resource !== 'nodes' || (code !== 200 && !(orUnknown && code >= 500))) continue;
       if (!users.includes(e.user.username) || !e.objectRef.name?.startsWith(`${prefix}-`)) continue;
       out.set(e.objectRef.name, [...(out.get(e.objectRef.name) ?? []), { user: e.user.username, at: Date.parse(e.stageTimestamp ?? '') }]);
     }

@@ -42,8 +42,9 @@ t.test('leader failover under load: the gap is bounded by the lease, no node wri
   const launched = await load.stop();
   await until(`${launched} records`, () => fleet.allRecorded('failover', launched), 30_000);
   t.same(await fleet.wrongRecords('failover'), [], 'every record names the overlay Karpenter would have applied');
+  // a's write cut short by its SIGKILL is audited 504 and may still have been applied (nothing-lost.test.ts says why it counts).
+  t.equal(fleet.watcherWrites('failover', REPLICAS, true).size, launched, 'every node written');
   const writes = fleet.watcherWrites('failover', REPLICAS);
-  t.equal(writes.size, launched, 'every node written');
   t.same([...writes].filter(([, w]) => w.length > 1).map(([n]) => n), [], 'no node written twice, by either replica');
   const all = [...writes.values()].flat().sort((x, y) => x.at - y.at);
   const lastByA = Math.max(...all.filter((w) => w.user === REPLICAS[0]).map((w) => w.at));
