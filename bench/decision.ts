@@ -1,6 +1,6 @@
 // The decision engine's cost at 10..10,000 Veneer-like overlays: one Compute SP (weight 10),
 // EC2 Instance SPs per family and region (20) and RIs per instance type and region (30).
-import { decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type OverlayObject } from '../src/engine/index.ts';
+import { AWS_KEYS, decide, OverlayIndex, parseSelector, recordKeys, toNodePoolView, toNodeView, toOverlayView, type OverlayObject } from '../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { median, type SuiteResult } from './stats.ts';
 
@@ -63,7 +63,8 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
   const index = new OverlayIndex({ policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false }, retentionMs: 3_600_000 });
   index.replaceAll(overlays.map((o) => toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } })), now - 1000);
   index.markSynced(now - 1000);
-  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000 };
+  index.nodePools.observe(toNodePoolView({ metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() }, spec: { template: { metadata: { labels: { team: 'web' } } } } }), now - 1000);
+  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
   // Half the nodes run a type with an RI, half a type only a family SP or the Compute SP covers.
   const nodes = Array.from({ length: 256 }, (_, i) => {
     const type = i % 2 === 0 ? types[(i * 7919) % types.length] ?? 'm5.large' : `f${i}y.large`;

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type Report } from '../src/engine/index.ts';
+import { AWS_KEYS, decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type Report } from '../src/engine/index.ts';
 import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
 import { veneerOverlaySet } from './decision.ts';
 import { spread, timeCommand } from './scale.ts';
@@ -23,7 +23,7 @@ function fixtures(dir: string): { nodes: string; overlays: string; claims: strin
   const { overlays, types } = veneerOverlaySet(OVERLAYS);
   const dated = overlays.map((o) => ({ apiVersion: 'karpenter.sh/v1alpha1', kind: 'NodeOverlay', ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 86_400_000).toISOString() } }));
   const index = OverlayIndex.ofCurrent(dated.map((o) => toOverlayView(o)), { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false }, now - 86_400_000);
-  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000 };
+  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
   const claims = [];
   const nodes = [];
   for (let i = 0; i < NODES; i++) {

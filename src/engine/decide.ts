@@ -1,13 +1,14 @@
 // The one place that decides whether a node was launched under an overlay's influence.
 // Pure: no I/O, no clock; the caller passes `now` and the caches' views.
 import type { Labels } from './requirements.ts';
-import { labelValue } from './normalize.ts';
+import { KarpenterView, NODEPOOL_LABEL } from './karpenter-view.ts';
+import type { ProviderKeys } from './providers.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
 
-export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
+export { NODEPOOL_LABEL };
 export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
 export const REGISTERED_LABEL = 'karpenter.sh/registered';
 
@@ -15,6 +16,8 @@ export interface EngineSettings {
   keys: RecordKeys;
   /** A node older than this is decided with whatever labels it has. */
   gracePeriodMs: number;
+  /** The keys the cloud provider defines for instance types and offerings. */
+  provider: ProviderKeys;
 }
 
 export interface DecisionInput {
@@ -59,13 +62,18 @@ export function launchTime(node: NodeView, nodeClaim: NodeClaimView | undefined,
   return nodeClaim?.createdAt ?? node.createdAt ?? now;
 }
 
-function readiness(input: DecisionInput, labels: Labels, at: number, index: OverlayIndex, grace: number): string | undefined {
+/** What Karpenter compared for this launch: its NodePool as of then, or, unknown, all the node's labels. */
+export function karpenterView(labels: Labels, at: number, index: OverlayIndex, settings: EngineSettings): KarpenterView {
+  return new KarpenterView(labels, index.nodePools.at(labels[NODEPOOL_LABEL], at), settings.provider);
+}
+
+function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number): string | undefined {
   if (input.nodeClaim) return undefined;
-  if (labels[REGISTERED_LABEL] === 'true') return undefined;
+  if (view.labels[REGISTERED_LABEL] === 'true') return undefined;
   const createdAt = input.node.createdAt ?? input.now;
   if (input.now - createdAt >= grace) return undefined;
   for (const key of index.keysNamedAt(at)) {
-    if (labelValue(labels, key) === undefined) return `label ${key} not yet on the node and its NodeClaim is unknown`;
+    if (view.missing(key)) return `label ${key} not yet on the node and its NodeClaim is unknown`;
   }
   return undefined;
 }
@@ -75,14 +83,16 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   const s = scope(node, nodeClaim, settings.keys);
   if (!s.inScope) return { outcome: 'out-of-scope', reason: s.reason };
   if (s.recorded) return { outcome: 'recorded' };
-  const labels = characteristics(node, nodeClaim);
   const evaluatedAt = launchTime(node, nodeClaim, now);
-  const waiting = readiness(input, labels, evaluatedAt, index, settings.gracePeriodMs);
+  const view = karpenterView(characteristics(node, nodeClaim), evaluatedAt, index, settings);
+  const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs);
   if (waiting !== undefined) {
     return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs };
   }
-  const { version, basis } = index.match(labels, evaluatedAt);
-  const overlay = version?.overlay;
+  const match = index.match(view, evaluatedAt);
+  const overlay = match.version?.overlay;
+  // Without its NodePool, the node's labels stand in for what Karpenter compared.
+  const basis = view.pool ? match.basis : 'approximate';
   const record = buildRecord({
     keys: settings.keys,
     overlay,

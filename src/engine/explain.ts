@@ -1,11 +1,13 @@
 // Why a node got (or would get) its record: the decision plus, for every overlay, whether it
 // was active at the launch, whether it matched, and each requirement against the node's value.
-import { characteristics, decide, launchTime, type EngineSettings } from './decide.ts';
+import { characteristics, decide, karpenterView, launchTime, type EngineSettings } from './decide.ts';
+import type { KeyRole } from './karpenter-view.ts';
+import type { NodePoolView } from './nodepool.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { rfc3339 } from './labels.ts';
-import { combinedOperator, requirementPasses, type CombinedOperator, type Requirement, type RequirementSpec } from './requirements.ts';
+import { combinedOperator, type CombinedOperator, type Requirement, type RequirementSpec } from './requirements.ts';
 import { labelValue } from './normalize.ts';
 
 /** One requirement as Karpenter compares it: combined per normalized key. */
@@ -20,8 +22,15 @@ export interface RequirementExplanation {
   from: RequirementSpec[];
   /** The node's value under the normalized key (or a deprecated alias of it). */
   nodeValue: string | null;
+  /** How Karpenter knows the key for this launch (`label`: the NodePool is unknown, the node's labels stand in). */
+  comparedAs: KeyRole;
+  /** Set when the node carries the key but Karpenter does not compare it. */
+  note?: string;
   pass: boolean;
 }
+
+/** What explain says of a key the node carries but Karpenter leaves undefined. */
+export const NOT_COMPARED = 'not an instance-type, offering or NodePool template key: undefined for Karpenter';
 
 export interface OverlayExplanation {
   name: string;
@@ -55,12 +64,13 @@ export interface Explanation {
  * built once for every node explained.
  */
 export function explainer(
-  overlays: readonly OverlayView[],
+  known: { overlays: readonly OverlayView[]; nodePools: readonly NodePoolView[] },
   time: { now: number; knownSince: number },
   settings: EngineSettings,
   policy: OverlayPolicy,
 ): (node: NodeView, nodeClaim: NodeClaimView | undefined) => Explanation {
-  const index = OverlayIndex.ofCurrent(overlays, policy, time.knownSince);
+  const { overlays } = known;
+  const index = OverlayIndex.ofCurrent(overlays, policy, time.knownSince, known.nodePools);
   const owned = new Set([...settings.keys.ownedLabels]);
   // What does not depend on the node is worked out once.
   const shown = overlays.map((o): ShownOverlay => ({
@@ -84,7 +94,7 @@ export function explainer(
 interface ShownOverlay {
   overlay: OverlayView;
   ineligible: string | undefined;
-  requirements: { requirement: Requirement; fixed: Omit<RequirementExplanation, 'nodeValue' | 'pass'> }[];
+  requirements: { requirement: Requirement; fixed: Omit<RequirementExplanation, 'nodeValue' | 'comparedAs' | 'note' | 'pass'> }[];
 }
 
 function explainOne(
@@ -99,15 +109,22 @@ function explainOne(
   const bare: NodeView = { ...input.node, labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))) };
   const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli' }, index, settings);
   const at = launchTime(bare, input.nodeClaim, input.now);
-  const labels = characteristics(bare, input.nodeClaim);
+  const view = karpenterView(characteristics(bare, input.nodeClaim), at, index, settings);
   const winner = decision.outcome === 'influenced' ? decision.overlay?.name : undefined;
   const overlays = shown.map(({ overlay: o, ineligible, requirements: reqs }): OverlayExplanation => {
     const inactive = ineligible
       ?? (o.createdAt !== undefined && o.createdAt > at ? `created after the launch (${rfc3339(o.createdAt)})` : undefined)
       ?? (o.deletingAt !== undefined && o.deletingAt <= at ? `being deleted since ${rfc3339(o.deletingAt)}` : undefined);
     const requirements = reqs.map(({ requirement, fixed }): RequirementExplanation => {
-      const nodeValue = labelValue(labels, requirement.key);
-      return { ...fixed, nodeValue: nodeValue ?? null, pass: requirementPasses(requirement, nodeValue) };
+      const nodeValue = labelValue(view.labels, requirement.key);
+      const comparedAs = view.role(requirement.key);
+      return {
+        ...fixed,
+        nodeValue: nodeValue ?? null,
+        comparedAs,
+        ...(comparedAs === 'undefined' && nodeValue !== undefined ? { note: NOT_COMPARED } : {}),
+        pass: view.passes(requirement),
+      };
     });
     return {
       name: o.name,

@@ -2,8 +2,9 @@
 // so that a decision looks at a handful of candidates instead of every overlay.
 //
 // Time is always an argument: the caller says when it observed what.
-import { type Labels, allPass, combinedOperator } from './requirements.ts';
-import { labelValue } from './normalize.ts';
+import { combinedOperator } from './requirements.ts';
+import type { KarpenterView } from './karpenter-view.ts';
+import { NodePoolHistory, type NodePoolView } from './nodepool.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView, outranks } from './overlay.ts';
 
 export interface OverlayVersion {
@@ -30,6 +31,8 @@ function activeAt(v: OverlayVersion, t: number): boolean {
 }
 
 export class OverlayIndex {
+  /** The NodePools' template labels, which Karpenter compares beside the instance type's. */
+  readonly nodePools = new NodePoolHistory();
   private readonly policy: OverlayPolicy;
   private readonly retentionMs: number;
   private readonly history = new Map<string, OverlayVersion[]>();
@@ -50,9 +53,10 @@ export class OverlayIndex {
    * Overlays known only as they are now (files, a live read): each counts from its
    * creationTimestamp, and launches before `knownSince` are judged approximately.
    */
-  static ofCurrent(overlays: readonly OverlayView[], policy: OverlayPolicy, knownSince: number): OverlayIndex {
+  static ofCurrent(overlays: readonly OverlayView[], policy: OverlayPolicy, knownSince: number, nodePools: readonly NodePoolView[] = []): OverlayIndex {
     const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
     index.replaceAll(overlays, knownSince);
+    index.nodePools.replaceAll(nodePools, knownSince);
     index.markSynced(knownSince);
     return index;
   }
@@ -74,12 +78,24 @@ export class OverlayIndex {
     }
     if (open && open.overlay.fingerprint === overlay.fingerprint) return;
     if (open) open.to = at;
-    // A first sighting starts at creation: the overlay existed from then, even if we were not
-    // watching (whether that is exact is the business of exactSince).
-    const from = open || overlay.createdAt === undefined ? at : Math.min(at, overlay.createdAt);
-    versions.push({ overlay, ineligible: ineligibility(overlay, this.policy), from, to: undefined });
+    const ineligible = ineligibility(overlay, this.policy);
+    versions.push({ overlay, ineligible, from: this.countsFrom(overlay, ineligible, open, at), to: undefined });
     this.history.set(overlay.name, versions);
     this.dirty = true;
+  }
+
+  /**
+   * When a version seen at `at` began to count. Validated by Karpenter after it was not: when its
+   * Ready condition turned True. A first sighting: at creation (or that validation), even if we
+   * were not watching; whether that is exact is the business of exactSince.
+   */
+  private countsFrom(overlay: OverlayView, ineligible: string | undefined, open: OverlayVersion | undefined, at: number): number {
+    const validatedAt = this.policy.requireOverlayReady && ineligible === undefined ? overlay.ready?.since : undefined;
+    if (open) {
+      return validatedAt !== undefined && open.overlay.ready?.status !== 'True' ? Math.min(at, Math.max(open.from, validatedAt)) : at;
+    }
+    const since = validatedAt ?? overlay.createdAt;
+    return since === undefined ? at : Math.min(at, since);
   }
 
   /** Records a deletion seen at `at`. */
@@ -115,6 +131,7 @@ export class OverlayIndex {
   /** Drops versions that ended before the retention window; decisions that far back become approximate. */
   prune(now: number): void {
     const horizon = now - this.retentionMs;
+    this.nodePools.prune(horizon);
     this.gaps = this.gaps.filter(([, to]) => to >= horizon);
     for (const [name, versions] of this.history) {
       const kept = versions.filter((v) => v.to === undefined || v.to >= horizon);
@@ -126,30 +143,30 @@ export class OverlayIndex {
     }
   }
 
-  /** The overlay Karpenter would have applied to a node with these labels at time `t`. */
-  match(labels: Labels, t: number): Match {
+  /** The overlay Karpenter would have applied to this launch at time `t`. */
+  match(view: KarpenterView, t: number): Match {
     let best: OverlayVersion | undefined;
-    for (const v of this.candidates(labels)) {
+    for (const v of this.candidates(view)) {
       if (!activeAt(v, t)) continue;
       if (best && !outranks(v.overlay, best.overlay)) continue;
-      if (allPass(v.overlay.requirements, labels)) best = v;
+      if (view.passesAll(v.overlay.requirements)) best = v;
     }
     const exact = t >= this.exactSince && !this.gaps.some(([from, to]) => t >= from && t <= to);
     return { version: best, basis: exact ? 'exact' : 'approximate' };
   }
 
-  /** Every eligible version active at `t` whose requirements the labels meet: the winner and those it outranks. */
-  matchesAt(labels: Labels, t: number): OverlayVersion[] {
+  /** Every eligible version active at `t` that this launch meets: the winner and those it outranks. */
+  matchesAt(view: KarpenterView, t: number): OverlayVersion[] {
     const out: OverlayVersion[] = [];
-    for (const v of this.candidates(labels)) if (activeAt(v, t) && allPass(v.overlay.requirements, labels)) out.push(v);
+    for (const v of this.candidates(view)) if (activeAt(v, t) && view.passesAll(v.overlay.requirements)) out.push(v);
     return out;
   }
 
-  /** The versions a node with these labels could match: those filed under a value it has, and those with no anchor. */
-  private *candidates(labels: Labels): Iterable<OverlayVersion> {
+  /** The versions this launch could match: those filed under a value Karpenter sees for it, and those with no anchor. */
+  private *candidates(view: KarpenterView): Iterable<OverlayVersion> {
     if (this.dirty) this.rebuild();
     for (const [key, byValue] of this.buckets) {
-      const value = labelValue(labels, key);
+      const value = view.value(key);
       if (value === undefined) continue;
       const found = byValue.get(value);
       if (found) yield* found;

@@ -11,6 +11,17 @@ export interface ConditionObject {
   status?: string;
   reason?: string;
   message?: string;
+  observedGeneration?: number;
+  lastTransitionTime?: Timestamp;
+}
+
+/** A status condition as Karpenter wrote it. */
+export interface Condition {
+  readonly status: string;
+  readonly reason?: string;
+  /** The generation Karpenter judged when it wrote the condition. */
+  readonly observedGeneration?: number;
+  readonly since?: number;
 }
 
 /** The NodeOverlay fields we read, as JSON or as @kubernetes/client-node objects carry them. */
@@ -20,6 +31,7 @@ export interface OverlayObject {
     labels?: Record<string, string> | null;
     creationTimestamp?: Timestamp;
     deletionTimestamp?: Timestamp;
+    generation?: number;
   };
   spec?: {
     requirements?: RequirementSpec[] | null;
@@ -44,8 +56,9 @@ export interface OverlayView {
   readonly requirements: readonly Requirement[];
   readonly createdAt?: number;
   readonly deletingAt?: number;
-  readonly ready?: ConditionObject;
-  readonly validation?: ConditionObject;
+  readonly generation?: number;
+  readonly ready?: Condition;
+  readonly validation?: Condition;
   /** Equal fingerprints mean no difference that can change a decision (a hash: requirement lists can be long). */
   readonly fingerprint: string;
 }
@@ -61,9 +74,16 @@ export function toEpochMs(ts: Timestamp): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-function condition(obj: OverlayObject, type: string): ConditionObject | undefined {
+function condition(obj: OverlayObject, type: string): Condition | undefined {
   const c = obj.status?.conditions?.find((x) => x.type === type);
-  return c ? { type, status: c.status ?? 'Unknown', ...(c.reason ? { reason: c.reason } : {}) } : undefined;
+  if (!c) return undefined;
+  const since = toEpochMs(c.lastTransitionTime);
+  return {
+    status: c.status ?? 'Unknown',
+    ...(c.reason ? { reason: c.reason } : {}),
+    ...(typeof c.observedGeneration === 'number' ? { observedGeneration: c.observedGeneration } : {}),
+    ...(since !== undefined ? { since } : {}),
+  };
 }
 
 export function toOverlayView(obj: OverlayObject): OverlayView {
@@ -80,12 +100,13 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
     requirements: combineRequirements(requirementSpecs),
     createdAt: toEpochMs(obj.metadata?.creationTimestamp),
     deletingAt: toEpochMs(obj.metadata?.deletionTimestamp),
+    ...(typeof obj.metadata?.generation === 'number' ? { generation: obj.metadata.generation } : {}),
     ready: condition(obj, 'Ready'),
     validation: condition(obj, 'ValidationSucceeded'),
   };
   const fingerprint = createHash('sha256').update(JSON.stringify([
     view.labels, view.weight, view.price, view.priceAdjustment, requirementSpecs,
-    view.deletingAt, view.ready?.status, view.validation?.status,
+    view.deletingAt, view.generation, view.ready?.status, view.ready?.observedGeneration, view.validation?.status,
   ])).digest('base64');
   return { ...view, fingerprint };
 }
@@ -95,14 +116,38 @@ export function ineligibility(view: OverlayView, policy: OverlayPolicy): string 
   if (!policy.selector.matches(view.labels)) return `not selected by ${policy.selector.source}`;
   if (view.price === undefined && view.priceAdjustment === undefined) return 'changes no price';
   if (view.validation?.status === 'False') {
-    return `rejected by Karpenter (ValidationSucceeded=False${view.validation.reason ? `, ${view.validation.reason}` : ''})`;
+    return `${REJECTED} (ValidationSucceeded=False${view.validation.reason ? `, ${view.validation.reason}` : ''})`;
   }
-  if (view.ready?.status === 'False') return `rejected by Karpenter (Ready=False${view.ready.reason ? `, ${view.ready.reason}` : ''})`;
-  if (policy.requireOverlayReady && view.ready?.status !== 'True') return 'not Ready=True (requireOverlayReady)';
+  if (view.ready?.status === 'False') return `${REJECTED} (Ready=False${view.ready.reason ? `, ${view.ready.reason}` : ''})`;
+  if (policy.requireOverlayReady) {
+    const pending = awaitingValidation(view);
+    if (pending !== undefined) return pending;
+  }
   const invalid = view.requirements.find((r) => r.invalid !== undefined);
   if (invalid) return `invalid requirement on ${invalid.key}: ${invalid.invalid}`;
   return undefined;
 }
+
+/**
+ * Karpenter applies an overlay only after its controller validated it (statuses are written
+ * first, then the store that prices offerings is swapped in), so one it has not validated in
+ * its current generation counts for nothing yet.
+ */
+export function awaitingValidation(view: OverlayView): string | undefined {
+  const ready = view.ready;
+  if (ready === undefined) return `${NOT_VALIDATED}: is its NodeOverlay feature gate on?`;
+  if (ready.status !== 'True') return `${NOT_VALIDATED} yet (Ready=${ready.status})`;
+  if (view.generation !== undefined && ready.observedGeneration !== undefined && ready.observedGeneration < view.generation) {
+    return `${NOT_VALIDATED} in generation ${view.generation} yet (it validated ${ready.observedGeneration})`;
+  }
+  return undefined;
+}
+
+/** The start of every reason given for an overlay Karpenter's validation failed. */
+export const REJECTED = 'rejected by Karpenter';
+
+/** The start of every reason `awaitingValidation` gives. */
+export const NOT_VALIDATED = 'not validated by Karpenter';
 
 /** Karpenter's order: higher weight first; equal weight, the name that sorts later first. */
 export function outranks(a: OverlayView, b: OverlayView): boolean {

@@ -1,14 +1,16 @@
 // "Are the overlays working?" overlay by overlay: which overlays won nodes, which matched only
 // where a heavier one won, and which matched nothing. Recorded nodes count as their record
 // says; a node without a record counts as `explain` would decide it now.
-import { characteristics, decide, launchTime, scope, type EngineSettings } from './decide.ts';
+import { characteristics, decide, karpenterView, launchTime, scope, type EngineSettings } from './decide.ts';
+import type { NodePoolView } from './nodepool.ts';
 import { rfc3339, fromBasicTimestamp } from './labels.ts';
 import { nodeClaimFor, toNodeView, type NodeClaimLookup, type NodeObject } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
-import { ineligibility, outranks, type OverlayPolicy, type OverlayView } from './overlay.ts';
+import { ineligibility, NOT_VALIDATED, outranks, REJECTED, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { readStory } from './record.ts';
 
-export type Verdict = 'steering' | 'outranked' | 'idle' | 'inactive' | 'gone';
+/** `rejected`: Karpenter's validation failed (its reason in the note); `unvalidated`: Karpenter has not validated it. */
+export type Verdict = 'steering' | 'outranked' | 'idle' | 'rejected' | 'unvalidated' | 'inactive' | 'gone';
 
 export interface OverlayReport {
   overlay: string;
@@ -53,6 +55,7 @@ export interface Report {
 export interface ReportInput {
   nodes: readonly NodeObject[];
   overlays: readonly OverlayView[];
+  nodePools: readonly NodePoolView[];
   nodeClaims: NodeClaimLookup;
   now: number;
   settings: EngineSettings;
@@ -75,7 +78,7 @@ interface Tally {
 export function buildReport(input: ReportInput): Report {
   const { settings, policy, now } = input;
   const keys = settings.keys;
-  const index = OverlayIndex.ofCurrent(input.overlays, policy, now);
+  const index = OverlayIndex.ofCurrent(input.overlays, policy, now, input.nodePools);
   const byLabelValue = new Map(input.overlays.map((o) => [o.nameLabelValue, o.name]));
   const tallies = new Map<string, Tally>();
   const tally = (name: string) => {
@@ -121,7 +124,8 @@ export function buildReport(input: ReportInput): Report {
         tally(winner).wonWithoutRecord++;
       }
     }
-    for (const v of index.matchesAt(characteristics(node, claim), launchTime(node, claim, now))) {
+    const at = launchTime(node, claim, now);
+    for (const v of index.matchesAt(karpenterView(characteristics(node, claim), at, index, settings), at)) {
       if (v.overlay.name === winner) continue;
       const t = tally(v.overlay.name);
       t.lost++;
@@ -136,12 +140,14 @@ export function buildReport(input: ReportInput): Report {
     present.add(o.name);
     const why = o.deletingAt !== undefined ? 'being deleted' : ineligibility(o, policy);
     const t = tallies.get(o.name);
-    if (why !== undefined && !t) {
+    // Overlays Karpenter refused or never validated are always shown: nothing else says so.
+    const karpenter = karpenterVerdict(o, why, now);
+    if (why !== undefined && !t && karpenter === undefined) {
       totals.inactiveOverlays++;
       continue;
     }
     const row = reportRow(o.name, o.weight, (k) => o.labels[`veneer.io/${k}`], t);
-    rows.push(why === undefined ? row : { ...row, verdict: 'inactive', note: why });
+    rows.push(karpenter ? { ...row, ...karpenter } : why === undefined ? row : { ...row, verdict: 'inactive', note: why });
   }
   const gone = [...tallies.entries()].filter(([name]) => !present.has(name) && name !== NO_OVERLAY).sort(([a], [b]) => a.localeCompare(b));
   for (const [name, t] of gone) {
@@ -149,6 +155,15 @@ export function buildReport(input: ReportInput): Report {
     rows.push({ ...row, verdict: 'gone', note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}` });
   }
   return { generatedAt: rfc3339(now), overlays: rows, totals };
+}
+
+function karpenterVerdict(o: OverlayView, why: string | undefined, now: number): { verdict: Verdict; note: string } | undefined {
+  if (why?.startsWith(REJECTED)) return { verdict: 'rejected', note: why };
+  if (why?.startsWith(NOT_VALIDATED)) {
+    const age = o.createdAt !== undefined ? ` (created ${Math.max(0, Math.round((now - o.createdAt) / 60_000))} min ago)` : '';
+    return { verdict: 'unvalidated', note: `${why}${age}` };
+  }
+  return undefined;
 }
 
 function reportRow(name: string, weight: number | null, label: (k: 'capacity-type' | 'instance-family' | 'instance-type' | 'region') => string | undefined, t: Tally | undefined): OverlayReport {

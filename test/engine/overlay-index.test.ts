@@ -2,11 +2,11 @@ import fc from 'fast-check';
 import t from 'tap';
 import { decide, toNodeView, toOverlayView, type OverlayObject } from '../../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../../kit/veneer.ts';
-import { iso, newIndex, settings, T0, withCreation } from './fixtures.ts';
+import { iso, newIndex, settings, T0, viewOf, withCreation } from './fixtures.ts';
 
 const ri = () => withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0);
 const labelsOf = (type = 'm5.xlarge') => toNodeView(karpenterNode({ name: 'n', instanceType: type })).labels;
-const winner = (index: ReturnType<typeof newIndex>, at: number, type?: string) => index.match(labelsOf(type), at).version?.overlay.name;
+const winner = (index: ReturnType<typeof newIndex>, at: number, type?: string) => index.match(viewOf(labelsOf(type)), at).version?.overlay.name;
 
 t.test('history: an overlay counts from its creation until its deletion', async (t) => {
   const index = newIndex();
@@ -50,17 +50,17 @@ t.test('basis: exact while watching; approximate before the first sync and beyon
   index.replaceAll([toOverlayView(withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0 - 3_600_000))], T0);
   t.equal(index.synced, false);
   index.markSynced(T0);
-  t.equal(index.match(labelsOf(), T0 - 1).basis, 'approximate', 'before we watched');
-  t.equal(index.match(labelsOf(), T0 - 1).version?.overlay.name, 'cost-aware-ri-m5.xlarge-us-west-2', 'the earliest state known is used');
-  t.equal(index.match(labelsOf(), T0).basis, 'exact');
+  t.equal(index.match(viewOf(labelsOf()), T0 - 1).basis, 'approximate', 'before we watched');
+  t.equal(index.match(viewOf(labelsOf()), T0 - 1).version?.overlay.name, 'cost-aware-ri-m5.xlarge-us-west-2', 'the earliest state known is used');
+  t.equal(index.match(viewOf(labelsOf()), T0).basis, 'exact');
   index.observe(toOverlayView(withCreation(computeSavingsPlan(), T0 + 1_000)), T0 + 1_000);
   index.forget('cost-aware-compute-sp-global', T0 + 2_000);
   index.prune(T0 + 2_000 + 59_999);
-  t.equal(index.match(labelsOf('c5.large'), T0 + 1_500).version?.overlay.name, 'cost-aware-compute-sp-global', 'kept inside retention');
+  t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).version?.overlay.name, 'cost-aware-compute-sp-global', 'kept inside retention');
   index.prune(T0 + 2_000 + 60_001);
-  t.equal(index.match(labelsOf('c5.large'), T0 + 1_500).version, undefined, 'pruned after retention');
-  t.equal(index.match(labelsOf('c5.large'), T0 + 1_500).basis, 'approximate', 'and the answer says it may be wrong');
-  t.equal(index.match(labelsOf('c5.large'), T0 + 2_000).basis, 'exact');
+  t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).version, undefined, 'pruned after retention');
+  t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).basis, 'approximate', 'and the answer says it may be wrong');
+  t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 2_000).basis, 'exact');
 });
 
 t.test('a relist closes overlays that vanished unseen', async (t) => {
@@ -87,8 +87,8 @@ t.test('unanchored overlays (no In requirement) are still found', async (t) => {
   }, T0);
   index.replaceAll([toOverlayView(bounded), toOverlayView(ri())], T0);
   const labels = { ...labelsOf(), 'karpenter.k8s.aws/instance-cpu': '48' };
-  t.equal(index.match(labels, T0).version?.overlay.name, 'big-boxes');
-  t.equal(index.match({ ...labels, 'karpenter.k8s.aws/instance-cpu': '16' }, T0).version?.overlay.name, 'cost-aware-ri-m5.xlarge-us-west-2');
+  t.equal(index.match(viewOf(labels), T0).version?.overlay.name, 'big-boxes');
+  t.equal(index.match(viewOf({ ...labels, 'karpenter.k8s.aws/instance-cpu': '16' }), T0).version?.overlay.name, 'cost-aware-ri-m5.xlarge-us-west-2');
 });
 
 t.test('property: the order overlays arrive in never changes a decision', async (t) => {
@@ -133,7 +133,7 @@ t.test('a broken watch makes decisions about its gap approximate', async (t) => 
   index.replaceAll([toOverlayView(ri())], T0);
   index.markSynced(T0);
   index.markGap(T0 + 10_000, T0 + 20_000);
-  t.equal(index.match(labelsOf(), T0 + 9_999).basis, 'exact');
-  t.equal(index.match(labelsOf(), T0 + 15_000).basis, 'approximate');
-  t.equal(index.match(labelsOf(), T0 + 20_001).basis, 'exact');
+  t.equal(index.match(viewOf(labelsOf()), T0 + 9_999).basis, 'exact');
+  t.equal(index.match(viewOf(labelsOf()), T0 + 15_000).basis, 'approximate');
+  t.equal(index.match(viewOf(labelsOf()), T0 + 20_001).basis, 'exact');
 });

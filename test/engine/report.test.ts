@@ -49,10 +49,10 @@ t.test('steering, outranked, idle, inactive and gone overlays, and the totals', 
   if (noneDecision.outcome !== 'not-influenced') throw new Error('expected not-influenced');
   nodes.push({ ...none, metadata: { ...none.metadata, labels: { ...none.metadata?.labels, ...noneDecision.record.labels }, annotations: noneDecision.record.annotations } });
 
-  const report = buildReport({ nodes, overlays: present.map((o) => toOverlayView(o)), nodeClaims: noClaims, now: NOW, settings, policy });
+  const report = buildReport({ nodes, overlays: present.map((o) => toOverlayView(o)), nodePools: [], nodeClaims: noClaims, now: NOW, settings, policy });
   const row = (name: string) => report.overlays.find((o) => o.overlay === name);
   t.same(report.overlays.map((o) => [o.overlay, o.verdict]), [
-    ['cost-aware-ri-r6g.large-us-west-2', 'inactive'],
+    ['cost-aware-ri-r6g.large-us-west-2', 'rejected'],
     ['cost-aware-ri-m5.xlarge-us-west-2', 'steering'],
     ['cost-aware-ri-c7i.large-us-east-1', 'idle'],
     ['cost-aware-ec2-sp-m5-us-west-2', 'steering'],
@@ -79,11 +79,11 @@ t.test('a record without its story still counts, by its label (a shortened long 
   t.not(view.nameLabelValue, name, 'the label holds a shortened name');
   const node = karpenterNode({ name: 'n', instanceType: 'm5.xlarge', createdAt: iso(T0), extraLabels: { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': view.nameLabelValue, 'veneer.io/labeled-at': '20260112T150500Z' } });
   const gone = karpenterNode({ name: 'g', instanceType: 'm5.xlarge', createdAt: iso(T0), extraLabels: { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'deleted-overlay', 'veneer.io/labeled-at': 'not-a-time' } });
-  const report = buildReport({ nodes: [node, { ...gone, metadata: { ...gone.metadata, annotations: { 'veneer.io/overlay-decision': '{not json' } } }], overlays: [view], nodeClaims: noClaims, now: NOW, settings, policy });
+  const report = buildReport({ nodes: [node, { ...gone, metadata: { ...gone.metadata, annotations: { 'veneer.io/overlay-decision': '{not json' } } }], overlays: [view], nodePools: [], nodeClaims: noClaims, now: NOW, settings, policy });
   t.match(report.overlays, [
     { overlay: name, won: 1, lost: 1, lostTo: { 'deleted-overlay': 1 }, newestWin: '2026-01-12T15:05:00Z', verdict: 'steering' },
     { overlay: 'deleted-overlay', won: 1, newestWin: null, verdict: 'gone' },
   ]);
   t.same(report.totals.inlineShare, 0, 'records without a story are not counted as inline');
-  t.equal(buildReport({ nodes: [], overlays: [], nodeClaims: noClaims, now: NOW, settings, policy }).totals.inlineShare, null, 'no records: no share');
+  t.equal(buildReport({ nodes: [], overlays: [], nodePools: [], nodeClaims: noClaims, now: NOW, settings, policy }).totals.inlineShare, null, 'no records: no share');
 });

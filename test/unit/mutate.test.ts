@@ -1,6 +1,6 @@
 // The mutating adapter's answers without a patch: each reason, counted apart.
 import t from 'tap';
-import { recordKeys } from '../../src/engine/index.ts';
+import { AWS_KEYS, recordKeys } from '../../src/engine/index.ts';
 import { mutate, type MutateDeps } from '../../src/webhook/mutate.ts';
 import type { AdmissionReview } from '../../src/webhook/review.ts';
 import { karpenterNode, reservedInstance } from '../../kit/veneer.ts';
@@ -12,7 +12,7 @@ const review = (object: object, operation = 'CREATE'): AdmissionReview => ({
 });
 const deps = (over: Partial<MutateDeps> = {}): MutateDeps => ({
   index: indexWith([]), nodeClaims: { byName: () => undefined, byProviderID: () => undefined }, existingNode: () => undefined,
-  ready: () => true, settings: { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000 }, now: () => T0, ...over,
+  ready: () => true, settings: { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS }, now: () => T0, ...over,
 });
 const registered = karpenterNode({ name: 'n1', instanceType: 'm5.xlarge' });
 

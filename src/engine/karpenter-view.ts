@@ -1,0 +1,69 @@
+// What Karpenter compares an overlay with for one launch (pkg/controllers/nodeoverlay,
+// getOverlaidOfferings): `karpenter.sh/nodepool In [pool]`, the NodePool's template labels and
+// the instance type's requirements must be compatible with the overlay's, then the offering
+// (capacity type, zone, ...) must be too. Node labels from anywhere else (kubelet flags,
+// NodePool template *requirements*, hostname, registered) are undefined for it.
+import { labelValue } from './normalize.ts';
+import type { NodePoolView } from './nodepool.ts';
+import type { ProviderKeys } from './providers.ts';
+import { combinedOperator, requirementPasses, type Labels, type Requirement } from './requirements.ts';
+
+export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
+
+/**
+ * How Karpenter knows a key for this launch. `label`: the NodePool is unknown, so the node is
+ * judged on all its labels (approximate). `offering`: defined by the offering alone, which
+ * narrows only NotIn (the instance type leaves it undefined for every other operator).
+ */
+export type KeyRole = 'nodepool' | 'template' | 'instance-type' | 'offering' | 'label' | 'undefined';
+
+export class KarpenterView {
+  readonly labels: Labels;
+  readonly pool: NodePoolView | undefined;
+  private readonly provider: ProviderKeys;
+
+  /** `labels`: the node's with its NodeClaim's on top; `pool`: its NodePool as of the launch. */
+  constructor(labels: Labels, pool: NodePoolView | undefined, provider: ProviderKeys) {
+    this.labels = labels;
+    this.pool = pool;
+    this.provider = provider;
+  }
+
+  /** `key` is normalized. */
+  role(key: string): KeyRole {
+    if (this.pool === undefined) return 'label';
+    if (key === NODEPOOL_LABEL) return 'nodepool';
+    if (Object.hasOwn(this.pool.templateLabels, key)) return 'template';
+    if (this.provider.instanceTypeKeys.has(key)) return 'instance-type';
+    if (this.provider.offeringKeys.has(key)) return 'offering';
+    return 'undefined';
+  }
+
+  /** The value Karpenter compares under the normalized key, undefined when it has none. */
+  value(key: string): string | undefined {
+    const role = this.role(key);
+    switch (role) {
+      case 'nodepool': return this.pool?.name;
+      case 'template': return this.pool?.templateLabels[key];
+      case 'undefined': return undefined;
+      default: return labelValue(this.labels, key);
+    }
+  }
+
+  passes(req: Requirement): boolean {
+    const value = this.value(req.key);
+    if (value !== undefined && this.role(req.key) === 'offering') return combinedOperator(req) === 'NotIn' && requirementPasses(req, value);
+    return requirementPasses(req, value);
+  }
+
+  passesAll(reqs: readonly Requirement[]): boolean {
+    for (const req of reqs) if (!this.passes(req)) return false;
+    return true;
+  }
+
+  /** A key Karpenter defines for this launch that the node does not carry yet (its labels are not final). */
+  missing(key: string): boolean {
+    const role = this.role(key);
+    return (role === 'instance-type' || role === 'offering' || role === 'label') && labelValue(this.labels, key) === undefined;
+  }
+}

@@ -1,0 +1,101 @@
+// NodePools reduced to what Karpenter's overlay controller reads of them (the name and the
+// template's labels), kept per version so that a launch is judged with the labels its NodePool
+// had then: a label removed later still counted for the nodes launched before.
+import { normalizedKey, normalizedValue } from './normalize.ts';
+import { toEpochMs } from './overlay.ts';
+import type { Labels } from './requirements.ts';
+
+type Timestamp = string | Date | undefined | null;
+
+export interface NodePoolObject {
+  metadata?: { name?: string; creationTimestamp?: Timestamp; deletionTimestamp?: Timestamp };
+  spec?: { template?: { metadata?: { labels?: Record<string, string> | null } | null } | null } | null;
+}
+
+export interface NodePoolView {
+  readonly name: string;
+  /** `spec.template.metadata.labels`, under normalized keys as Karpenter reads them. */
+  readonly templateLabels: Labels;
+  readonly createdAt?: number;
+  readonly deletingAt?: number;
+}
+
+export function toNodePoolView(obj: NodePoolObject): NodePoolView {
+  const labels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(obj.spec?.template?.metadata?.labels ?? {})) {
+    const k = normalizedKey(key);
+    labels[k] = normalizedValue(k, value);
+  }
+  const createdAt = toEpochMs(obj.metadata?.creationTimestamp);
+  const deletingAt = toEpochMs(obj.metadata?.deletionTimestamp);
+  return {
+    name: obj.metadata?.name ?? '',
+    templateLabels: labels,
+    ...(createdAt !== undefined ? { createdAt } : {}),
+    ...(deletingAt !== undefined ? { deletingAt } : {}),
+  };
+}
+
+interface PoolVersion {
+  readonly pool: NodePoolView;
+  readonly labelsKey: string;
+  readonly from: number;
+  to: number | undefined;
+}
+
+export class NodePoolHistory {
+  private readonly history = new Map<string, PoolVersion[]>();
+
+  /** Records a NodePool as seen at `at`; only a change of its template labels starts a version. */
+  observe(pool: NodePoolView, at: number): void {
+    const versions = this.history.get(pool.name) ?? [];
+    const open = versions.at(-1)?.to === undefined ? versions.at(-1) : undefined;
+    const labelsKey = JSON.stringify(Object.entries(pool.templateLabels).sort(([a], [b]) => (a < b ? -1 : 1)));
+    if (pool.deletingAt !== undefined) {
+      // Karpenter launches nothing more for a NodePool being deleted.
+      if (open) open.to = Math.max(open.from, Math.min(at, pool.deletingAt));
+      else if (versions.length === 0) this.history.set(pool.name, [{ pool, labelsKey, from: Math.min(pool.createdAt ?? pool.deletingAt, pool.deletingAt), to: pool.deletingAt }]);
+      return;
+    }
+    if (open?.labelsKey === labelsKey) return;
+    if (open) open.to = at;
+    // A first sighting starts at creation: its nodes were launched since then.
+    const from = open || pool.createdAt === undefined ? at : Math.min(at, pool.createdAt);
+    versions.push({ pool, labelsKey, from, to: undefined });
+    this.history.set(pool.name, versions);
+  }
+
+  forget(name: string, at: number): void {
+    const open = this.history.get(name)?.at(-1);
+    if (open && open.to === undefined) open.to = Math.max(open.from, at);
+  }
+
+  /** A full list taken at `at`: NodePools missing from it went away unseen, at the latest by `at`. */
+  replaceAll(pools: readonly NodePoolView[], at: number): void {
+    const present = new Set(pools.map((p) => p.name));
+    for (const name of this.history.keys()) if (!present.has(name)) this.forget(name, at);
+    for (const p of pools) this.observe(p, at);
+  }
+
+  /** The NodePool as it was at `t`; undefined when it is unknown (never seen, or forgotten). */
+  at(name: string | undefined, t: number): NodePoolView | undefined {
+    if (name === undefined) return undefined;
+    for (const v of this.history.get(name) ?? []) if (v.from <= t && (v.to === undefined || t < v.to)) return v.pool;
+    return undefined;
+  }
+
+  /** Drops versions that ended before `horizon`. */
+  prune(horizon: number): void {
+    for (const [name, versions] of this.history) {
+      const kept = versions.filter((v) => v.to === undefined || v.to >= horizon);
+      if (kept.length === 0) this.history.delete(name);
+      else if (kept.length !== versions.length) this.history.set(name, kept);
+    }
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const versions of this.history.values()) if (versions.at(-1)?.to === undefined) n++;
+    return n;
+  }
+}
