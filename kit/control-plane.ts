@@ -131,6 +131,7 @@ export class ControlPlane {
   private readonly auditLogPath: string | undefined;
   private readonly startTimeoutMs: number;
   private stopped = false;
+  private readonly companions: (() => Promise<void>)[] = [];
 
   private constructor(parts: ControlPlaneParts) {
     this.dir = parts.dir;
@@ -369,9 +370,15 @@ export class ControlPlane {
     live.delete(this);
   }
 
+  /** Work that talks to this control plane (a stand-in controller) and stops before it does. */
+  onStop(stop: () => Promise<void>): void {
+    this.companions.push(stop);
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    for (const stop of this.companions.splice(0)) await stop();
     await this.apiserver.stop();
     await this.etcd.stop();
     rmSync(this.dir, { recursive: true, force: true });

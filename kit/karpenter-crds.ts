@@ -1,14 +1,35 @@
-// Installs Karpenter's NodeOverlay and NodeClaim CRDs (copies in kit/crds) and waits until the
-// apiserver serves them.
+// Installs Karpenter's NodeOverlay, NodePool and NodeClaim CRDs (copies in kit/crds), waits until
+// the apiserver serves them, creates the NodePool the kit's nodes launch into, and marks every
+// overlay validated as Karpenter would (kit/overlay-validation.ts).
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import type { ControlPlane } from './control-plane.ts';
+import { validateOverlaysLikeKarpenter } from './overlay-validation.ts';
 
 const crdDir = join(dirname(fileURLToPath(import.meta.url)), 'crds');
-export const crdFiles = ['karpenter.sh_nodeoverlays.yaml', 'karpenter.sh_nodeclaims.yaml'].map((f) => join(crdDir, f));
+export const crdFiles = ['karpenter.sh_nodeoverlays.yaml', 'karpenter.sh_nodepools.yaml', 'karpenter.sh_nodeclaims.yaml'].map((f) => join(crdDir, f));
 
-const resources = ['/apis/karpenter.sh/v1alpha1/nodeoverlays', '/apis/karpenter.sh/v1/nodeclaims'];
+const resources = ['/apis/karpenter.sh/v1alpha1/nodeoverlays', '/apis/karpenter.sh/v1/nodepools', '/apis/karpenter.sh/v1/nodeclaims'];
+
+/** The NodePool `karpenterNode` (kit/veneer.ts) launches into: no template labels, on-demand and spot. */
+export function nodePool(name = 'default', labels: Record<string, string> = {}) {
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name },
+    spec: {
+      template: {
+        metadata: { labels },
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand', 'spot'] }],
+        },
+      },
+    },
+  };
+}
 
 /** Until each CRD is Established, its resources are not served. */
 export async function waitEstablished(api: k8s.ApiextensionsV1Api, names: string[], deadline: number): Promise<void> {
@@ -22,7 +43,8 @@ export async function waitEstablished(api: k8s.ApiextensionsV1Api, names: string
   }
 }
 
-export async function installKarpenterCRDs(kc: k8s.KubeConfig, timeoutMs = 30_000): Promise<void> {
+export async function installKarpenterCRDs(cp: ControlPlane, timeoutMs = 30_000): Promise<void> {
+  const kc = cp.adminKubeConfig();
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   const names: string[] = [];
   for (const file of crdFiles) {
@@ -50,4 +72,6 @@ export async function installKarpenterCRDs(kc: k8s.KubeConfig, timeoutMs = 30_00
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  await kc.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1', plural: 'nodepools', body: nodePool() });
+  validateOverlaysLikeKarpenter(cp);
 }

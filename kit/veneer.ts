@@ -14,6 +14,12 @@ function veneerOverlay(name: string, weight: number, labels: Record<string, stri
   };
 }
 
+/** The status Karpenter's NodeOverlay controller writes on an overlay it validated, as `kubectl get -o yaml` shows it. */
+export function validatedByKarpenter<T extends OverlayObject>(o: T, at: string, generation = 1): T {
+  const condition = (type: string) => ({ type, status: 'True', reason: type, message: '', observedGeneration: generation, lastTransitionTime: at });
+  return { ...o, metadata: { ...o.metadata, generation }, status: { conditions: [condition('Ready'), condition('ValidationSucceeded')] } };
+}
+
 export function computeSavingsPlan() {
   return veneerOverlay('cost-aware-compute-sp-global', 10, { 'veneer.io/capacity-type': 'compute-savings-plan' }, [
     onDemand,

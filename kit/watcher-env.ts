@@ -23,7 +23,7 @@ export const LEASE_NAMESPACE = 'veneer-system';
 /** The watcher's cluster-wide rights, as the chart's ClusterRole grants them (test/chart.test.ts compares). */
 export const WATCHER_CLUSTER_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
-  { apiGroups: ['karpenter.sh'], resources: ['nodeoverlays', 'nodeclaims'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['karpenter.sh'], resources: ['nodeoverlays', 'nodepools', 'nodeclaims'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
@@ -175,7 +175,7 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
   });
   try {
     const admin = cp.adminKubeConfig();
-    await installKarpenterCRDs(admin);
+    await installKarpenterCRDs(cp);
     await grantWatcherRole(admin, watcherUsers.map((name) => ({ kind: 'User', name, apiGroup: 'rbac.authorization.k8s.io' })));
     const certDir = join(cp.dir, 'webhook-certs');
     mkdirSync(certDir, { recursive: true });

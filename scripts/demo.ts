@@ -37,7 +37,7 @@ try {
   const admin = cp.adminKubeConfig();
   step('installing the NodeOverlay and NodeClaim CRDs and the watcher\'s RBAC');
   const { installKarpenterCRDs } = await import('../kit/karpenter-crds.ts');
-  await installKarpenterCRDs(admin);
+  await installKarpenterCRDs(cp);
   await grantWatcherRole(admin, [{ kind: 'User', name: 'veneer-watcher', apiGroup: 'rbac.authorization.k8s.io' }]);
 
   step('development certificates (certs/make-dev-certs.sh)');

@@ -2,7 +2,9 @@
 // cluster itself (read-only).
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import { toNodeClaimView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type OverlayObject } from './engine/index.ts';
+import {
+  toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
+} from './engine/index.ts';
 
 /** Input the user can fix: the CLI exits 2 and names the file. */
 export class InputError extends Error {}
@@ -11,12 +13,15 @@ export interface InputFiles {
   nodesFile?: string;
   overlaysFile?: string;
   nodeClaimsFile?: string;
+  nodePoolsFile?: string;
 }
 
 export interface Inputs {
   nodes: NodeObject[];
   overlays: OverlayObject[];
   nodeClaims: NodeClaimView[];
+  /** Empty when not given: every node is then judged on its labels (basis approximate). */
+  nodePools: NodePoolView[];
 }
 
 function asObjects(value: unknown): Record<string, unknown>[] {
@@ -62,6 +67,7 @@ export function readInputFiles(files: InputFiles): Inputs {
     nodes: readObjects(files.nodesFile ?? '', 'Node') as NodeObject[],
     overlays: readObjects(files.overlaysFile ?? '', 'NodeOverlay') as OverlayObject[],
     nodeClaims: files.nodeClaimsFile ? readObjects(files.nodeClaimsFile, 'NodeClaim').map((c) => toNodeClaimView(c)) : [],
+    nodePools: files.nodePoolsFile ? readObjects(files.nodePoolsFile, 'NodePool').map((p) => toNodePoolView(p as NodePoolObject)) : [],
   };
 }
 
@@ -71,7 +77,7 @@ export function claimLookup(claims: NodeClaimView[]): NodeClaimLookup {
   return { byProviderID: (id: string) => byProviderID.get(id), byName: (name: string) => byName.get(name) };
 }
 
-/** From the cluster (KUBECONFIG): one node, or every node a page at a time, with every overlay and NodeClaim. */
+/** From the cluster (KUBECONFIG): one node, or every node a page at a time, with every overlay, NodePool and NodeClaim. */
 export async function readLive(nodeName?: string): Promise<Inputs> {
   // Only commands that talk to a cluster load the Kubernetes client (slow to load).
   const k8s = await import('@kubernetes/client-node');
@@ -91,10 +97,16 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
     } while (token);
     return nodes;
   };
-  const [nodes, overlays, claims] = await Promise.all([
+  const [nodes, overlays, pools, claims] = await Promise.all([
     nodeName ? core.readNode({ name: nodeName }).then((n) => [n as NodeObject]) : allNodes(),
     list('v1alpha1', 'nodeoverlays'),
+    list('v1', 'nodepools'),
     list('v1', 'nodeclaims'),
   ]);
-  return { nodes, overlays: overlays as OverlayObject[], nodeClaims: claims.map((c) => toNodeClaimView(c)) };
+  return {
+    nodes,
+    overlays: overlays as OverlayObject[],
+    nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
+    nodeClaims: claims.map((c) => toNodeClaimView(c)),
+  };
 }

@@ -14,7 +14,7 @@ const SHUTDOWN_BOUND_MS = 20_000;
 
 const COMMANDS = ['serve', 'check-config', 'explain', 'report'] as const;
 /** Options of the commands that read nodes and overlays; `--at` is explain's alone. */
-const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--at': 'at', '-o': 'output', '--output': 'output' };
+const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--nodepools': 'nodePoolsFile', '--at': 'at', '-o': 'output', '--output': 'output' };
 const OUTPUTS = ['table', 'json', 'yaml'];
 type Command = (typeof COMMANDS)[number];
 
@@ -45,10 +45,10 @@ function usage(): string {
     '  check-config   validate the configuration and print each value with its source',
     '  explain        why a node got (or would get) its record:',
     '                   explain NODE_NAME                        live, with KUBECONFIG',
-    '                   explain --nodes FILE --overlays FILE [--nodeclaims FILE] [--at TIME] [-o table|json|yaml]',
+    '                   explain --nodes FILE --overlays FILE [--nodepools FILE] [--nodeclaims FILE] [--at TIME] [-o table|json|yaml]',
     '  report         every overlay: nodes won, nodes matched but lost, verdict (steering, outranked, idle):',
     '                   report [-o table|json|yaml]                live, with KUBECONFIG (read-only)',
-    '                   report --nodes FILE --overlays FILE [--nodeclaims FILE] [-o table|json|yaml]',
+    '                   report --nodes FILE --overlays FILE [--nodepools FILE] [--nodeclaims FILE] [-o table|json|yaml]',
     '                 files are JSON or YAML (an object, a List, or several documents: kubectl get -o yaml works)',
     '',
     'Options:',
@@ -179,7 +179,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
   }
   if (parsed.command === 'report') {
     const e = parsed.input;
-    if (e.nodesFile === undefined ? e.overlaysFile !== undefined || e.nodeClaimsFile !== undefined : e.overlaysFile === undefined) {
+    if (e.nodesFile === undefined ? e.overlaysFile !== undefined || e.nodeClaimsFile !== undefined || e.nodePoolsFile !== undefined : e.overlaysFile === undefined) {
       console.error('veneer-node-watcher: report reads the cluster (KUBECONFIG), or --nodes FILE and --overlays FILE\nRun with --help for usage.');
       return EXIT_USAGE;
     }

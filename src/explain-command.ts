@@ -3,7 +3,8 @@
 import { stringify } from 'yaml';
 import type { Config } from './config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { explainer, parseSelector, recordKeys, toNodeView, toOverlayView, nodeClaimFor, type Explanation } from './engine/index.ts';
+import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Explanation } from './engine/index.ts';
+import { engineSettings, overlayPolicy } from './engine-settings.ts';
 
 export interface ExplainArgs extends InputFiles {
   nodeName?: string;
@@ -15,11 +16,9 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   const at = args.at !== undefined ? Date.parse(args.at) : now;
   if (Number.isNaN(at)) throw new Error(`--at ${JSON.stringify(args.at)} is not a time (use RFC 3339, e.g. 2026-01-12T15:30:00Z)`);
   const inputs = args.nodeName ? await readLive(args.nodeName) : readInputFiles(args);
-  const settings = { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs };
-  const policy = { selector: parseSelector(config.overlaySelector), requireOverlayReady: config.requireOverlayReady };
   const overlays = inputs.overlays.map((o) => toOverlayView(o));
   const claims = claimLookup(inputs.nodeClaims);
-  const explain = explainer(overlays, { now: at, knownSince: at }, settings, policy);
+  const explain = explainer({ overlays, nodePools: inputs.nodePools }, { now: at, knownSince: at }, engineSettings(config), overlayPolicy(config));
   const results = inputs.nodes.map((n) => {
     const node = toNodeView(n);
     return explain(node, nodeClaimFor(node, claims));
@@ -47,7 +46,7 @@ function table(e: Explanation): string {
     const state = o.winner ? 'WINS' : !o.active ? `inactive: ${o.inactiveReason}` : o.matched ? 'matches (outranked)' : 'no match';
     lines.push(`  - ${o.name} (weight ${o.weight}): ${state}`);
     for (const r of o.requirements) {
-      lines.push(`      ${r.pass ? 'pass' : 'FAIL'}  ${requirementText(r)}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}`);
+      lines.push(`      ${r.pass ? 'pass' : 'FAIL'}  ${requirementText(r)}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}${r.note ? ` (${r.note})` : ''}`);
       // Say what was written when Karpenter compares something else: several requirements
       // on one key, or a deprecated key.
       const [only] = r.from;

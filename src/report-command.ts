@@ -3,7 +3,8 @@
 import { stringify } from 'yaml';
 import type { Config } from './config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { buildReport, parseSelector, recordKeys, toOverlayView, type OverlayReport, type Report } from './engine/index.ts';
+import { buildReport, toOverlayView, type OverlayReport, type Report } from './engine/index.ts';
+import { engineSettings, overlayPolicy } from './engine-settings.ts';
 
 export interface ReportArgs extends InputFiles {
   output: 'json' | 'table' | 'yaml';
@@ -14,10 +15,11 @@ export async function runReport(args: ReportArgs, config: Config, now = Date.now
   const report = buildReport({
     nodes: inputs.nodes,
     overlays: inputs.overlays.map((o) => toOverlayView(o)),
+    nodePools: inputs.nodePools,
     nodeClaims: claimLookup(inputs.nodeClaims),
     now,
-    settings: { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs },
-    policy: { selector: parseSelector(config.overlaySelector), requireOverlayReady: config.requireOverlayReady },
+    settings: engineSettings(config),
+    policy: overlayPolicy(config),
   });
   if (args.output === 'json') return JSON.stringify(report, null, 2);
   return args.output === 'yaml' ? stringify(report).trimEnd() : table(report);

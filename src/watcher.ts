@@ -2,7 +2,8 @@
 // reconciler. The same function runs in `serve`, in the demo and in the tests.
 import type { Logger } from 'pino';
 import type { Config } from './config/load.ts';
-import { nodeClaimFor, recordKeys, scope, type EngineSettings } from './engine/index.ts';
+import { nodeClaimFor, scope, type EngineSettings } from './engine/index.ts';
+import { engineSettings, overlayPolicy } from './engine-settings.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ClusterCaches } from './kube/caches.ts';
@@ -76,11 +77,11 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     };
   }
 
-  const settings: EngineSettings = { keys: recordKeys(config.labelNamespace), gracePeriodMs: config.gracePeriodMs };
+  const settings: EngineSettings = engineSettings(config);
   const tls = loadTls();
   const caches = new ClusterCaches(
     { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
-    { selector: config.overlaySelector, requireOverlayReady: config.requireOverlayReady, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
+    { policy: overlayPolicy(config), selector: config.overlaySelector, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
     config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );

@@ -145,7 +145,7 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
   const cp = await ControlPlane.start();
   t.teardown(() => cp.stop());
   const admin = cp.adminKubeConfig();
-  await installKarpenterCRDs(admin);
+  await installKarpenterCRDs(cp);
   await installExternalCRDs(admin);
   const client = k8s.KubernetesObjectApi.makeApiClient(admin);
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });

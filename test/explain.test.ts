@@ -9,8 +9,9 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Explanation } from '../src/engine/index.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
-import { computeSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
+import { computeSavingsPlan, karpenterNode, reservedInstance, validatedByKarpenter } from '../kit/veneer.ts';
 import { startClusterEnv } from '../kit/watcher-env.ts';
+import { nodePool } from '../kit/karpenter-crds.ts';
 
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
 const fixtures = join(import.meta.dirname, 'fixtures', 'kubectl');
@@ -59,13 +60,14 @@ t.test('what Karpenter compares: one combined requirement per normalized key, wh
     { key: 'karpenter.k8s.aws/instance-memory', operator: 'Gt', values: ['8191'] },
     { key: 'karpenter.k8s.aws/instance-memory', operator: 'Lte', values: ['32768'] },
   ];
-  const overlay = { ...ri, metadata: { ...ri.metadata, creationTimestamp: '2026-01-12T14:00:00Z' }, spec: { ...ri.spec, requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }, ...written] } };
+  const overlay = validatedByKarpenter({ ...ri, metadata: { ...ri.metadata, creationTimestamp: '2026-01-12T14:00:00Z' }, spec: { ...ri.spec, requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }, ...written] } }, '2026-01-12T14:00:00Z');
   // The node carries only the deprecated instance-type key, as old kubelets wrote it.
   const node = karpenterNode({ name: 'old-kubelet', instanceType: 'm5.xlarge', createdAt: '2026-01-12T15:00:00Z', extraLabels: { 'beta.kubernetes.io/instance-type': 'm5.xlarge', 'karpenter.k8s.aws/instance-memory': '16384' } });
   delete node.metadata?.labels?.['node.kubernetes.io/instance-type'];
   writeFileSync(join(dir, 'overlays.json'), JSON.stringify(overlay));
   writeFileSync(join(dir, 'node.json'), JSON.stringify(node));
-  const args = ['--nodes', join(dir, 'node.json'), '--overlays', join(dir, 'overlays.json')];
+  writeFileSync(join(dir, 'nodepool.json'), JSON.stringify({ ...nodePool(), metadata: { name: 'default', creationTimestamp: '2026-01-01T00:00:00Z' } }));
+  const args = ['--nodes', join(dir, 'node.json'), '--overlays', join(dir, 'overlays.json'), '--nodepools', join(dir, 'nodepool.json')];
   const json = await run([...args, '-o', 'json']);
   t.equal(json.code, 0, json.err);
   const [e] = JSON.parse(json.out) as Explanation[];
@@ -73,16 +75,34 @@ t.test('what Karpenter compares: one combined requirement per normalized key, wh
   t.same(e?.overlays[0]?.requirements.slice(1), [
     {
       key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge'],
-      from: [written[0], written[1]], nodeValue: 'm5.xlarge', pass: true,
+      from: [written[0], written[1]], nodeValue: 'm5.xlarge', comparedAs: 'instance-type', pass: true,
     },
     {
       key: 'karpenter.k8s.aws/instance-memory', operator: 'Exists', values: [], gte: '8192', lte: '32768',
-      from: [written[2], written[3]], nodeValue: '16384', pass: true,
+      from: [written[2], written[3]], nodeValue: '16384', comparedAs: 'instance-type', pass: true,
     },
   ]);
   const table = await run(args);
   t.match(table.out, /pass {2}node\.kubernetes\.io\/instance-type In \[m5\.xlarge\] {2}node: "m5\.xlarge"\n {12}from: beta\.kubernetes\.io\/instance-type In \[m5\.xlarge, m5\.2xlarge\]; node\.kubernetes\.io\/instance-type NotIn \[m5\.2xlarge\]/);
   t.match(table.out, /pass {2}karpenter\.k8s\.aws\/instance-memory Exists >=8192 <=32768 {2}node: "16384"/);
+});
+
+t.test('with the NodePools, keys are compared as Karpenter knows them, and one it does not compare says so', async (t) => {
+  const withPools = JSON.parse((await run([...files, '--nodepools', join(fixtures, 'nodepools.yaml'), '-o', 'json'])).out) as Explanation[];
+  const without = JSON.parse((await run([...files, '-o', 'json'])).out) as Explanation[];
+  const compared = (results: Explanation[]) => results.find((e) => e.node === 'ip-10-0-1-10')?.overlays.find((o) => o.winner)?.requirements.map((r) => r.comparedAs);
+  t.same(compared(withPools), ['instance-type', 'instance-type'], 'capacity type and instance type: the instance type\'s keys');
+  t.same(compared(without), ['label', 'label'], 'without them the node\'s labels stand in');
+  const dir = mkdtempSync(join(tmpdir(), 'explain-'));
+  const team = validatedByKarpenter({ ...reservedInstance('m5.xlarge', 'us-west-2'), metadata: { name: 'team-ml', labels: { 'app.kubernetes.io/managed-by': 'veneer' }, creationTimestamp: '2026-11-30T05:00:00Z' } }, '2026-11-30T05:00:00Z');
+  team.spec = { ...team.spec, requirements: [{ key: 'team', operator: 'In', values: ['ml'] }] };
+  writeFileSync(join(dir, 'overlays.json'), JSON.stringify(team));
+  const node = karpenterNode({ name: 'ml-1', instanceType: 'm5.xlarge', createdAt: '2026-11-30T06:00:00Z', extraLabels: { team: 'ml' } });
+  writeFileSync(join(dir, 'node.json'), JSON.stringify(node));
+  const r = await run(['--nodes', join(dir, 'node.json'), '--overlays', join(dir, 'overlays.json'), '--nodepools', join(fixtures, 'nodepools.yaml')]);
+  t.equal(r.code, 0, r.err);
+  t.match(r.out, /^ml-1: not influenced/);
+  t.match(r.out, /FAIL {2}team In \[ml\] {2}node: "ml" \(not an instance-type, offering or NodePool template key: undefined for Karpenter\)/);
 });
 
 t.test('mistakes get a clear message', async (t) => {

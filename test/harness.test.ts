@@ -9,7 +9,7 @@ import { installKarpenterCRDs } from '../kit/karpenter-crds.ts';
 const cp = await ControlPlane.start({ users: [{ name: 'developer', groups: ['developers'] }] });
 t.teardown(() => cp.stop());
 const admin = cp.adminKubeConfig();
-await installKarpenterCRDs(admin);
+await installKarpenterCRDs(cp);
 const core = admin.makeApiClient(k8s.CoreV1Api);
 const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 const overlays = { group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays' };

@@ -20,6 +20,8 @@ export interface Config {
   maxConcurrentReconciles: number;
   overlaySelector: string;
   requireOverlayReady: boolean;
+  karpenterProvider: string;
+  instanceTypeKeys: string[];
   gracePeriodMs: number;
   historyRetentionMs: number;
   shutdownDelayMs: number;
@@ -230,6 +232,8 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
     maxConcurrentReconciles: v.maxConcurrentReconciles as number,
     overlaySelector: v.overlaySelector as string,
     requireOverlayReady: v.requireOverlayReady as boolean,
+    karpenterProvider: v.karpenterProvider as string,
+    instanceTypeKeys: v.instanceTypeKeys as string[],
     gracePeriodMs: ms('gracePeriod'),
     historyRetentionMs: ms('historyRetention'),
     shutdownDelayMs: ms('shutdownDelay'),

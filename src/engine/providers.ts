@@ -11,8 +11,17 @@ export interface ProviderKeys {
   readonly offeringKeys: ReadonlySet<string>;
 }
 
-// karpenter-provider-aws, pkg/providers/instancetype (checked against its code by
-// test/engine/provider-keys.test.ts).
+// karpenter-provider-aws v1.14.1 (paired with core v1.14.1), pkg/providers/instancetype
+// (types.go computeRequirements; offering/ base, reserved-capacity and placement-group
+// resolvers). test/engine/provider-keys.test.ts checks both sets against what the provider's own
+// code builds (test/aws-instance-keys). Most keys are on every instance type (DoesNotExist when
+// the type lacks the attribute); conditional ones: topology.k8s.aws/zone-id (subnets with zone
+// IDs in the type's zones) and karpenter.k8s.aws/placement-group-* (an EC2NodeClass with a
+// placement group; -partition only for a partition group). Every offering key is also an
+// instance-type key: the instance type holds all values (every zone, capacity type,
+// reservation, partition), the offering one. karpenter.k8s.aws/instance-tenancy is
+// `In [default, dedicated]` on every type and in no offering, so an overlay's tenancy
+// requirement is judged against both values, never against the node's tenancy.
 export const AWS_KEYS: ProviderKeys = {
   name: 'aws',
   instanceTypeKeys: new Set([
@@ -26,10 +35,12 @@ export const AWS_KEYS: ProviderKeys = {
     'karpenter.sh/capacity-type',
     'karpenter.k8s.aws/capacity-reservation-id',
     'karpenter.k8s.aws/capacity-reservation-type',
+    'karpenter.k8s.aws/capacity-reservation-interruptible',
     'karpenter.k8s.aws/instance-category',
     'karpenter.k8s.aws/instance-family',
     'karpenter.k8s.aws/instance-generation',
     'karpenter.k8s.aws/instance-size',
+    'karpenter.k8s.aws/instance-capability-flex',
     'karpenter.k8s.aws/instance-cpu',
     'karpenter.k8s.aws/instance-cpu-manufacturer',
     'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz',
@@ -38,6 +49,7 @@ export const AWS_KEYS: ProviderKeys = {
     'karpenter.k8s.aws/instance-network-bandwidth',
     'karpenter.k8s.aws/instance-hypervisor',
     'karpenter.k8s.aws/instance-encryption-in-transit-supported',
+    'karpenter.k8s.aws/instance-tenancy',
     'karpenter.k8s.aws/instance-local-nvme',
     'karpenter.k8s.aws/instance-gpu-name',
     'karpenter.k8s.aws/instance-gpu-manufacturer',
@@ -46,6 +58,8 @@ export const AWS_KEYS: ProviderKeys = {
     'karpenter.k8s.aws/instance-accelerator-name',
     'karpenter.k8s.aws/instance-accelerator-manufacturer',
     'karpenter.k8s.aws/instance-accelerator-count',
+    'karpenter.k8s.aws/placement-group-id',
+    'karpenter.k8s.aws/placement-group-partition',
   ]),
   offeringKeys: new Set([
     'karpenter.sh/capacity-type',
@@ -53,12 +67,16 @@ export const AWS_KEYS: ProviderKeys = {
     'topology.k8s.aws/zone-id',
     'karpenter.k8s.aws/capacity-reservation-id',
     'karpenter.k8s.aws/capacity-reservation-type',
+    'karpenter.k8s.aws/capacity-reservation-interruptible',
+    'karpenter.k8s.aws/placement-group-partition',
   ]),
 };
 
-// sigs.k8s.io/karpenter kwok/cloudprovider/helpers.go: the KWOK provider's instance types. An
-// offering's requirements are whatever its catalog lists (capacity type and zone, and region
-// in ours).
+// sigs.k8s.io/karpenter v1.14.1 kwok/cloudprovider/helpers.go (newInstanceType): the KWOK
+// provider's instance-type keys, checked by test/engine/provider-keys.test.ts. An offering's
+// requirements are whatever its catalog lists: the embedded kwok/cloudprovider/instance_types.json
+// lists capacity type and zone; a catalog of one's own (INSTANCE_TYPES_FILE_PATH) may list more,
+// such as the region kept here, which no KWOK instance type defines.
 export const KWOK_KEYS: ProviderKeys = {
   name: 'kwok',
   instanceTypeKeys: new Set([

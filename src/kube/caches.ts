@@ -2,8 +2,8 @@
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
 import type { Logger } from 'pino';
 import {
-  OverlayIndex, parseSelector, toNodeClaimView, toOverlayView,
-  type NodeClaimLookup, type NodeClaimView, type OverlayObject,
+  OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
+  type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy,
 } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import { lister, Reflector } from './reflector.ts';
@@ -20,11 +20,13 @@ export interface CacheDeps {
 
 const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
+const NODEPOOLS_PATH = '/apis/karpenter.sh/v1/nodepools';
 const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
 
 export interface OverlayCacheOptions {
+  policy: OverlayPolicy;
+  /** The policy's selector as written, for the watch. */
   selector: string;
-  requireOverlayReady: boolean;
   retentionMs: number;
   relistIntervalMs: number;
 }
@@ -34,7 +36,7 @@ export class OverlayCache {
   readonly reflector: Reflector<ReturnType<typeof toOverlayView>>;
 
   constructor(deps: CacheDeps, opts: OverlayCacheOptions) {
-    this.index = new OverlayIndex({ policy: { selector: parseSelector(opts.selector), requireOverlayReady: opts.requireOverlayReady }, retentionMs: opts.retentionMs });
+    this.index = new OverlayIndex({ policy: opts.policy, retentionMs: opts.retentionMs });
     this.reflector = new Reflector({
       resource: 'nodeoverlays',
       client: deps.client,
@@ -57,6 +59,30 @@ export class OverlayCache {
       log: deps.log,
       now: deps.now,
       relistIntervalMs: opts.relistIntervalMs,
+      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+    });
+  }
+}
+
+/** NodePools feed the overlay index: Karpenter compares overlays with their template labels. */
+export class NodePoolCache {
+  readonly reflector: Reflector<NodePoolView>;
+
+  constructor(deps: CacheDeps, index: OverlayIndex) {
+    this.reflector = new Reflector({
+      resource: 'nodepools',
+      client: deps.client,
+      watchPath: NODEPOOLS_PATH,
+      listPage: lister(deps.client, NODEPOOLS_PATH),
+      keyOf: nameOf,
+      slim: (obj) => toNodePoolView(obj as NodePoolObject),
+      handlers: {
+        upsert: (pool, at) => index.nodePools.observe(pool, at),
+        remove: (pool, at) => index.nodePools.forget(pool.name, at),
+      },
+      metrics: deps.metrics,
+      log: deps.log,
+      now: deps.now,
       ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
   }
@@ -108,12 +134,14 @@ export class NodeClaimCache implements NodeClaimLookup {
 /** The caches, started and stopped together; `ready` once each has listed. */
 export class ClusterCaches {
   readonly overlays: OverlayCache;
+  readonly nodePools: NodePoolCache;
   readonly nodeClaims: NodeClaimCache;
   readonly nodes: NodeCache;
 
   /** `influencedLabel`: the record's label, whose absence marks a node as undecided; `storyAnnotation`: see NodeCache. */
   constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
     this.overlays = new OverlayCache(deps, overlayOpts);
+    this.nodePools = new NodePoolCache(deps, this.overlays.index);
     this.nodeClaims = new NodeClaimCache(deps);
     this.nodes = new NodeCache(deps, influencedLabel, storyAnnotation);
     const reflectors = this.reflectors();
@@ -125,6 +153,7 @@ export class ClusterCaches {
   private reflectors() {
     return [
       { resource: 'nodeoverlays', reflector: this.overlays.reflector as Reflector<unknown> },
+      { resource: 'nodepools', reflector: this.nodePools.reflector as Reflector<unknown> },
       { resource: 'nodeclaims', reflector: this.nodeClaims.reflector as Reflector<unknown> },
       { resource: 'nodes', reflector: this.nodes.all as Reflector<unknown> },
       { resource: 'undecided-nodes', reflector: this.nodes.undecided as Reflector<unknown> },

@@ -34,7 +34,7 @@ t.teardown(async () => {
   await cp.stop();
   console.error(`install figures (${secs(startedAt)} s in all):\n  ${figures.join('\n  ')}`);
 });
-await installKarpenterCRDs(admin);
+await installKarpenterCRDs(cp);
 const core = admin.makeApiClient(k8s.CoreV1Api);
 const registrations = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
 const fleet = new Fleet(cp, admin);
