@@ -25,6 +25,8 @@ for (const o of [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2')
 }
 // The overlays reach the webhook through its watch; wait until all three are in the index.
 for (let i = 0; watcher.caches!.overlays.index.size < 3 && i < 100; i++) await new Promise((r) => setTimeout(r, 50));
+// Launch timestamps have whole seconds: one in the second the watcher synced may precede it, and is judged approximately.
+await new Promise((r) => setTimeout(r, 1000));
 
 const labelsOf = (n: k8s.V1Node) => n.metadata?.labels ?? {};
 
