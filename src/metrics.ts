@@ -12,6 +12,7 @@ export interface ScrapeHooks {
   watchAges?: () => void;
   nodeCounts?: () => void;
   overlayNodes?: () => void;
+  overlayStates?: () => void;
 }
 
 /**
@@ -60,6 +61,13 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['overlay', 'capacity_type'] as const,
       registers: r,
       collect: () => atScrape.overlayNodes?.(),
+    }),
+    overlays: new Gauge({
+      name: `${PREFIX}overlays`,
+      help: 'Selected NodeOverlays by Karpenter\'s verdict: counted (validated, prices offerings), rejected_conflict and rejected_validation (ValidationSucceeded=False), unvalidated (no verdict for its current generation: is Karpenter\'s NodeOverlay feature gate on?), capacity_only, deleting. Every state has a series (computed from the overlay cache at scrape time).',
+      labelNames: ['state'] as const,
+      registers: r,
+      collect: () => atScrape.overlayStates?.(),
     }),
     events: new Counter({
       name: `${PREFIX}events_total`,

@@ -3,7 +3,7 @@
 // has a series, 0 included: a 0 is what shows an overlay that steers nothing. Overlay names are
 // bounded by what Veneer creates, but a scrape must stay bounded whatever is in the cluster, so
 // past `max` series the smallest are summed into one.
-import type { NodeView, OverlayView, RecordKeys } from './engine/index.ts';
+import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type RecordKeys } from './engine/index.ts';
 import type { Metrics } from './metrics.ts';
 
 export const OTHER = 'other';
@@ -43,5 +43,17 @@ export function exportOverlayNodes(metrics: Metrics, source: { nodes: () => Iter
   metrics.atScrape.overlayNodes = () => {
     metrics.overlayNodes.reset();
     for (const s of overlaySeries(source.nodes(), source.active(), keys, max)) metrics.overlayNodes.set({ overlay: s.overlay, capacity_type: s.capacity_type }, s.value);
+  };
+}
+
+/** veneer_nodewatcher_overlays{state}: the overlays the watcher sees now, by Karpenter's verdict. */
+export function exportOverlayStates(metrics: Metrics, current: () => Iterable<OverlayView>): void {
+  metrics.atScrape.overlayStates = () => {
+    const counts = new Map(OVERLAY_STATES.map((s) => [s, 0]));
+    for (const o of current()) {
+      const state = overlayState(o);
+      counts.set(state, (counts.get(state) ?? 0) + 1);
+    }
+    for (const [state, n] of counts) metrics.overlays.set({ state }, n);
   };
 }

@@ -14,7 +14,7 @@ import { Reconciler } from './reconciler/reconciler.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { EventRecorder } from './events/recorder.ts';
 import { EVENT_NAMESPACE } from './events/node-event.ts';
-import { exportOverlayNodes } from './overlay-gauge.ts';
+import { exportOverlayNodes, exportOverlayStates } from './overlay-gauge.ts';
 import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
 import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
@@ -103,6 +103,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     nodes: () => caches.nodes.nodes(),
     active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined).map((v) => v.overlay),
   }, settings.keys, config.metrics.maxOverlaySeries);
+  exportOverlayStates(metrics, () => caches.overlays.reflector.store.values());
   const reconciler = new Reconciler({ caches, client: o.client, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
   const events = new EventRecorder({

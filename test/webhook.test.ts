@@ -197,6 +197,8 @@ t.test('the exposition passes promtool and carries the contracted names', async 
   for (const [capacityType, count] of expected) {
     t.equal(counter(text, 'veneer_nodewatcher_nodes_influenced_current', { capacity_type: capacityType }), count, `nodes_influenced_current{capacity_type="${capacityType}"} matches the cluster`);
   }
+  t.equal(counter(text, 'veneer_nodewatcher_overlays', { state: 'counted' }), 2, 'the two overlays left, validated as Karpenter does, count');
+  t.equal(counter(text, 'veneer_nodewatcher_overlays', { state: 'unvalidated' }), 0, 'every state has a series');
   t.notMatch(text, /ip-10-0-0/, 'no node names in metrics');
   const check = promtool(['check', 'metrics'], text);
   t.equal(check.status, 0, check.stderr);

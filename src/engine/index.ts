@@ -1,7 +1,7 @@
 // The decision engine's public surface: everything the webhook, the reconciler and the CLI use.
 export { decide, scope, characteristics, launchTime, karpenterView, type Decision, type EngineSettings } from './decide.ts';
 export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
-export { toOverlayView, ineligibility, awaitingValidation, NOT_VALIDATED, type OverlayObject, type OverlayView, type OverlayPolicy } from './overlay.ts';
+export { toOverlayView, ineligibility, awaitingValidation, overlayState, OVERLAY_STATES, NOT_VALIDATED, type OverlayState, type OverlayObject, type OverlayView, type OverlayPolicy } from './overlay.ts';
 export { toNodePoolView, NodePoolHistory, type NodePoolObject, type NodePoolView } from './nodepool.ts';
 export { KarpenterView, type KeyRole } from './karpenter-view.ts';
 export { AWS_KEYS, KWOK_KEYS, PROVIDERS, withExtraKeys, type ProviderKeys } from './providers.ts';

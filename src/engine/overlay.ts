@@ -149,6 +149,25 @@ export const REJECTED = 'rejected by Karpenter';
 /** The start of every reason `awaitingValidation` gives. */
 export const NOT_VALIDATED = 'not validated by Karpenter';
 
+/** Karpenter's verdict on an overlay, for counting overlays by state (never by name). */
+export const OVERLAY_STATES = ['counted', 'rejected_conflict', 'rejected_validation', 'unvalidated', 'capacity_only', 'deleting'] as const;
+export type OverlayState = (typeof OVERLAY_STATES)[number];
+
+/**
+ * `counted`: Karpenter validated it and it prices offerings; the rest count for nothing:
+ * refused as a Conflict or for any other reason, not validated in its current generation,
+ * changing no price, being deleted.
+ */
+export function overlayState(view: OverlayView): OverlayState {
+  if (view.deletingAt !== undefined) return 'deleting';
+  if (view.validation?.status === 'False' || view.ready?.status === 'False') {
+    return view.validation?.reason === 'Conflict' ? 'rejected_conflict' : 'rejected_validation';
+  }
+  if (awaitingValidation(view) !== undefined) return 'unvalidated';
+  if (view.price === undefined && view.priceAdjustment === undefined) return 'capacity_only';
+  return 'counted';
+}
+
 /** Karpenter's order: higher weight first; equal weight, the name that sorts later first. */
 export function outranks(a: OverlayView, b: OverlayView): boolean {
   return a.weight !== b.weight ? a.weight > b.weight : a.name > b.name;

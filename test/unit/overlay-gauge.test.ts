@@ -1,10 +1,11 @@
 // The per-overlay series: records counted by the overlay and capacity type they name, every
 // active overlay present at 0, and the cap folding the smallest into one "other" series.
 import t from 'tap';
-import { recordKeys, toOverlayView, type NodeView } from '../../src/engine/index.ts';
+import { overlayState, recordKeys, toOverlayView, type NodeView } from '../../src/engine/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { exportOverlayNodes, OTHER, overlaySeries } from '../../src/overlay-gauge.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
+import { exportOverlayNodes, exportOverlayStates, OTHER, overlaySeries } from '../../src/overlay-gauge.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance, validatedByKarpenter } from '../../kit/veneer.ts';
+import { withStatus } from '../engine/fixtures.ts';
 
 const keys = recordKeys('veneer.io');
 const record = (name: string, overlay: string | undefined, capacityType?: string): NodeView => ({
@@ -58,4 +59,33 @@ t.test('computed at each scrape from what the sources hold then', async (t) => {
   const text = await metrics.registry.metrics();
   t.match(text, /^veneer_nodewatcher_overlay_nodes_current\{overlay="cost-aware-compute-sp-global",capacity_type="compute-savings-plan"\} 0$/m);
   t.notMatch(text, /hand-made/);
+});
+
+t.test('overlays by Karpenter\'s verdict: every state has a series, and no overlay is named', async (t) => {
+  const at = '2026-01-12T15:00:00Z';
+  const ri = (type: string) => reservedInstance(type, 'us-west-2');
+  const capacityOnly = ri('x2.large');
+  capacityOnly.spec = { requirements: [], capacity: { 'example.com/gpu': '1' } };
+  const deleting = validatedByKarpenter(ri('m4.large'), at);
+  deleting.metadata = { ...deleting.metadata, deletionTimestamp: at };
+  const overlays = [
+    validatedByKarpenter(computeSavingsPlan(), at),
+    validatedByKarpenter(ec2InstanceSavingsPlan('m5', 'us-west-2'), at),
+    withStatus(ri('m5.xlarge'), [{ type: 'ValidationSucceeded', status: 'False', reason: 'Conflict' }, { type: 'Ready', status: 'False', reason: 'UnhealthyDependents' }]),
+    withStatus(ri('r6g.large'), [{ type: 'ValidationSucceeded', status: 'False', reason: 'RuntimeValidation' }, { type: 'Ready', status: 'False', reason: 'UnhealthyDependents' }]),
+    ri('c7i.large'),
+    { ...validatedByKarpenter(ri('t3.large'), at, 1), metadata: { ...ri('t3.large').metadata, generation: 2 } },
+    validatedByKarpenter(capacityOnly, at),
+    deleting,
+  ].map((o) => toOverlayView(o));
+  t.same(overlays.map((o) => overlayState(o)), ['counted', 'counted', 'rejected_conflict', 'rejected_validation', 'unvalidated', 'unvalidated', 'capacity_only', 'deleting']);
+  const metrics = createMetrics();
+  exportOverlayStates(metrics, () => overlays);
+  const text = await metrics.registry.metrics();
+  for (const [state, n] of Object.entries({ counted: 2, rejected_conflict: 1, rejected_validation: 1, unvalidated: 2, capacity_only: 1, deleting: 1 })) {
+    t.match(text, new RegExp(`^veneer_nodewatcher_overlays\\{state="${state}"\\} ${n}$`, 'm'), `${state}: ${n}`);
+  }
+  exportOverlayStates(metrics, () => []);
+  t.match(await metrics.registry.metrics(), /^veneer_nodewatcher_overlays\{state="rejected_conflict"\} 0$/m, 'a state with no overlay reads 0');
+  t.notMatch(text, /cost-aware/, 'no overlay names');
 });
