@@ -14,8 +14,9 @@ export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
  * How Karpenter knows a key for this launch. `label`: the NodePool is unknown, so the node is
  * judged on all its labels (approximate). `offering`: defined by the offering alone, which
  * narrows only NotIn (the instance type leaves it undefined for every other operator).
+ * `fixed`: an instance-type key with the same values on every type, compared with all of them.
  */
-export type KeyRole = 'nodepool' | 'template' | 'instance-type' | 'offering' | 'label' | 'undefined';
+export type KeyRole = 'nodepool' | 'template' | 'instance-type' | 'fixed' | 'offering' | 'label' | 'undefined';
 
 export class KarpenterView {
   readonly labels: Labels;
@@ -34,6 +35,7 @@ export class KarpenterView {
     if (this.pool === undefined) return 'label';
     if (key === NODEPOOL_LABEL) return 'nodepool';
     if (Object.hasOwn(this.pool.templateLabels, key)) return 'template';
+    if (this.provider.fixedValues?.has(key)) return 'fixed';
     if (this.provider.instanceTypeKeys.has(key)) return 'instance-type';
     if (this.provider.offeringKeys.has(key)) return 'offering';
     return 'undefined';
@@ -50,7 +52,17 @@ export class KarpenterView {
     }
   }
 
+  /** The values an `In` requirement on the key could pass with: the index's candidate lookup. */
+  valuesFor(key: string): readonly string[] {
+    if (this.role(key) === 'fixed') return this.provider.fixedValues?.get(key) ?? [];
+    const value = this.value(key);
+    return value === undefined ? [] : [value];
+  }
+
   passes(req: Requirement): boolean {
+    // Compatible when the requirement admits any of the type's values (`Intersects`).
+    const fixed = this.role(req.key) === 'fixed' ? this.provider.fixedValues?.get(req.key) : undefined;
+    if (fixed) return fixed.some((v) => requirementPasses(req, v));
     const value = this.value(req.key);
     if (value !== undefined && this.role(req.key) === 'offering') return combinedOperator(req) === 'NotIn' && requirementPasses(req, value);
     return requirementPasses(req, value);

@@ -157,19 +157,20 @@ export class OverlayIndex {
 
   /** Every eligible version active at `t` that this launch meets: the winner and those it outranks. */
   matchesAt(view: KarpenterView, t: number): OverlayVersion[] {
-    const out: OverlayVersion[] = [];
-    for (const v of this.candidates(view)) if (activeAt(v, t) && view.passesAll(v.overlay.requirements)) out.push(v);
-    return out;
+    // A set: a version filed under several values can be found more than once.
+    const out = new Set<OverlayVersion>();
+    for (const v of this.candidates(view)) if (activeAt(v, t) && view.passesAll(v.overlay.requirements)) out.add(v);
+    return [...out];
   }
 
   /** The versions this launch could match: those filed under a value Karpenter sees for it, and those with no anchor. */
   private *candidates(view: KarpenterView): Iterable<OverlayVersion> {
     if (this.dirty) this.rebuild();
     for (const [key, byValue] of this.buckets) {
-      const value = view.value(key);
-      if (value === undefined) continue;
-      const found = byValue.get(value);
-      if (found) yield* found;
+      for (const value of view.valuesFor(key)) {
+        const found = byValue.get(value);
+        if (found) yield* found;
+      }
     }
     yield* this.unanchored;
   }

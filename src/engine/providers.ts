@@ -9,6 +9,11 @@ export interface ProviderKeys {
   readonly instanceTypeKeys: ReadonlySet<string>;
   /** Keys in an offering's requirements; those absent from the instance type's narrow only NotIn. */
   readonly offeringKeys: ReadonlySet<string>;
+  /**
+   * Instance-type keys whose values are the same on every type and in no offering: Karpenter
+   * compares an overlay with all of them, never with the one value a node carries.
+   */
+  readonly fixedValues?: ReadonlyMap<string, readonly string[]>;
 }
 
 // karpenter-provider-aws v1.14.1 (paired with core v1.14.1), pkg/providers/instancetype
@@ -70,6 +75,7 @@ export const AWS_KEYS: ProviderKeys = {
     'karpenter.k8s.aws/capacity-reservation-interruptible',
     'karpenter.k8s.aws/placement-group-partition',
   ]),
+  fixedValues: new Map([['karpenter.k8s.aws/instance-tenancy', ['default', 'dedicated']]]),
 };
 
 // sigs.k8s.io/karpenter v1.14.1 kwok/cloudprovider/helpers.go (newInstanceType): the KWOK

@@ -100,3 +100,14 @@ t.test('an overlay counts once Karpenter validated its current generation', asyn
   t.match(reason, `${NOT_VALIDATED} in generation 2 yet (it validated 1)`);
   t.equal(winnerOf(decideWith(indexWith([withCreation(computeSavingsPlan(), T0 - 60_000)], undefined, { requireOverlayReady: false }))), 'cost-aware-compute-sp-global', 'requireOverlayReady: false counts it without a status');
 });
+
+t.test('a key every AWS instance type defines with the same values is compared with all of them (tenancy)', async (t) => {
+  const dedicated = overlay('dedicated', [onDemand, { key: 'karpenter.k8s.aws/instance-tenancy', operator: 'In', values: ['dedicated'] }]);
+  const neither = overlay('neither', [onDemand, { key: 'karpenter.k8s.aws/instance-tenancy', operator: 'NotIn', values: ['default', 'dedicated'] }]);
+  const absentTenancy = overlay('no-tenancy', [onDemand, { key: 'karpenter.k8s.aws/instance-tenancy', operator: 'DoesNotExist' }]);
+  const onDefault = node({ 'karpenter.k8s.aws/instance-tenancy': 'default' });
+  t.equal(winnerOf(decideWith(indexWith([dedicated]), onDefault)), 'dedicated', 'In [dedicated] prices a default-tenancy launch too: the type admits both');
+  t.equal(winnerOf(decideWith(indexWith([neither]), onDefault)), null, 'NotIn both: no value left');
+  t.equal(winnerOf(decideWith(indexWith([absentTenancy]), onDefault)), null, 'DoesNotExist: the type defines it');
+  t.equal(winnerOf(decideWith(indexWith([dedicated], undefined, { nodePools: [] }), onDefault)), null, 'without the NodePool, the node\'s one value stands in');
+});
