@@ -167,6 +167,7 @@ export function loadConfig(input: LoadInput): LoadedConfig {
       const value = e.keyword === 'additionalProperties' ? '' : ` = ${JSON.stringify(path.split('.').reduce<any>((o, k) => o?.[k], doc))}`;
       const rule = e.keyword === 'additionalProperties' ? 'is not a known setting'
         : e.keyword === 'format' ? FORMAT_RULES[String(e.params.format)] ?? e.message
+        : e.keyword === 'enum' ? `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`
         : e.message ?? e.keyword;
       problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
     }

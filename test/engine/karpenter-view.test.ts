@@ -3,7 +3,7 @@
 // validated its current generation. The differential test checks the same against Karpenter's
 // own controller on generated clusters; these cases name each rule.
 import t from 'tap';
-import { decide, KWOK_KEYS, NOT_VALIDATED, toNodeView, toOverlayView, type Decision, type OverlayObject } from '../../src/engine/index.ts';
+import { decide, KWOK_KEYS, NOT_VALIDATED, toNodeView, toOverlayView, withExtraKeys, type Decision, type OverlayObject } from '../../src/engine/index.ts';
 import { computeSavingsPlan, karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { defaultPool, indexWith, iso, newIndex, settings, T0, withCreation, withStatus } from './fixtures.ts';
 
@@ -110,4 +110,13 @@ t.test('a key every AWS instance type defines with the same values is compared w
   t.equal(winnerOf(decideWith(indexWith([neither]), onDefault)), null, 'NotIn both: no value left');
   t.equal(winnerOf(decideWith(indexWith([absentTenancy]), onDefault)), null, 'DoesNotExist: the type defines it');
   t.equal(winnerOf(decideWith(indexWith([dedicated], undefined, { nodePools: [] }), onDefault)), null, 'without the NodePool, the node\'s one value stands in');
+});
+
+t.test('instanceTypeKeys: keys another provider defines are compared like the provider\'s own', async (t) => {
+  const custom = overlay('gen', [onDemand, { key: 'example.com/generation', operator: 'In', values: ['7'] }]);
+  const n = node({ 'example.com/generation': '7' });
+  t.equal(winnerOf(decideWith(indexWith([custom]), n)), null, 'undefined for the AWS provider');
+  const extended = { ...settings, provider: withExtraKeys(settings.provider, ['example.com/generation']) };
+  t.equal(winnerOf(decideWith(indexWith([custom]), n, T0 + 5_000, extended)), 'gen', 'defined once listed');
+  t.equal(withExtraKeys(settings.provider, []), settings.provider, 'nothing listed: the provider as it is');
 });
