@@ -12,7 +12,8 @@ import { stringify } from 'yaml';
 import type { Report } from '../src/engine/index.ts';
 import type { RunningWatcher } from '../src/watcher.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
-import { KarpenterSim } from '../kit/karpenter-sim.ts';
+import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
+import { UNVALIDATED_ANNOTATION } from '../kit/overlay-validation.ts';
 import { OVERLAY_API, sleep, until } from '../kit/fleet.ts';
 import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
 
@@ -129,4 +130,22 @@ t.test('a restart posts no second Event (the apiserver refuses the name); the ca
   t.equal(await eventCount(watcher, 'created'), 0);
   t.equal((await nodeEvents()).length, 5, 'still one Event per node');
   t.same(await gauge(watcher), { [`${RI} reserved-instance`]: 3, 'other other': 2 }, 'two series at most: the biggest, and the sum of the rest');
+});
+
+t.test('overlays Karpenter refused or never validated: report names them with the reason, the gauge counts them', async (t) => {
+  // One Karpenter never gave a status (its NodeOverlay gate off), one it found in Conflict.
+  const ri = reservedInstance('r6g.large', 'us-west-2');
+  const unvalidated = { ...ri, metadata: { ...ri.metadata, annotations: { [UNVALIDATED_ANNOTATION]: 'never' } } };
+  const conflicting = { ...ec2InstanceSavingsPlan('m5', 'us-west-2'), metadata: { ...ec2InstanceSavingsPlan('m5', 'us-west-2').metadata, name: 'cost-aware-ec2-sp-m5-us-west-2-dup' } };
+  for (const o of [unvalidated, conflicting]) await sim.custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+  await sim.custom.patchClusterCustomObjectStatus({ ...OVERLAY_API, name: 'cost-aware-ec2-sp-m5-us-west-2-dup', body: { status: { conditions: [
+    { type: 'ValidationSucceeded', status: 'False', reason: 'Conflict', message: 'conflict with another overlay', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
+    { type: 'Ready', status: 'False', reason: 'UnhealthyDependents', message: 'ValidationSucceeded=False', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
+  ] } } }, mergePatch);
+  const states = async () => Object.fromEntries([...(await watcher!.metrics.registry.metrics()).matchAll(/^veneer_nodewatcher_overlays\{state="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+  await until('the watcher sees both', async () => (await states()).unvalidated === 1 && (await states()).rejected_conflict === 1);
+  t.same(await states(), { counted: 4, rejected_conflict: 1, rejected_validation: 0, unvalidated: 1, capacity_only: 0, deleting: 0 });
+  const live = JSON.parse((await report(['-o', 'json'], cp.writeKubeConfig())).out) as Report;
+  t.match(live.overlays.find((o) => o.overlay === 'cost-aware-ec2-sp-m5-us-west-2-dup'), { verdict: 'rejected', note: 'rejected by Karpenter (ValidationSucceeded=False, Conflict)' });
+  t.match(live.overlays.find((o) => o.overlay === 'cost-aware-ri-r6g.large-us-west-2'), { verdict: 'unvalidated', note: /^not validated by Karpenter: is its NodeOverlay feature gate on\? \(created \d+ min ago\)$/ });
 });
