@@ -53,8 +53,10 @@ interface Binaries {
   /** cert-manager's CRDs, from the module version its controllers were built from. */
   certManagerCrds: string;
   promtool: string;
-  /** test/karpenter-oracle: Karpenter's own matching code, the decision engine's judge. */
-  karpenterOracle: string;
+  /** test/karpenter-oracle built on sigs.k8s.io/karpenter v1.14.1: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
+  karpenterOracleV1_14_1: string;
+  /** The same judge built on sigs.k8s.io/karpenter v1.15.0. */
+  karpenterOracleV1_15_0: string;
 }
 
 const live = new Set<ControlPlane>();
@@ -99,7 +101,7 @@ export function binary(name: keyof Binaries): string {
   const bins: Binaries = {
     apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
     certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '',
-    karpenterOracle: env.VENEER_KARPENTER_ORACLE ?? '',
+    karpenterOracleV1_14_1: env.VENEER_KARPENTER_ORACLE_V1_14_1 ?? '', karpenterOracleV1_15_0: env.VENEER_KARPENTER_ORACLE_V1_15_0 ?? '',
   };
   if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
   return bins[name];

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local control plane's programs from the Go module proxy into a cache outside the
 # repo: kube-apiserver, etcd, helm, cert-manager (kit/cert-manager: its controllers and cainjector,
-# with its CRDs), promtool, and the Karpenter oracle (test/karpenter-oracle: Karpenter's own
-# matching code, the judge of the decision engine). Idempotent: when every one is cached it only
-# prints their paths.
+# with its CRDs), promtool, and the Karpenter judges (test/karpenter-oracle: Karpenter's own
+# NodeOverlay controller and store, the judge of the decision engine, once per Karpenter version).
+# Idempotent: when every one is cached it only prints their paths.
 #
 # Why a wrapper module: k8s.io/kubernetes replaces every staging module with ./staging/...,
 # so `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` cannot work. A throw-away module
@@ -25,12 +25,21 @@ HELM_BIN="$HELM_DIR/helm"
 # promtool checks the metrics exposition and tests the alert rules.
 PROMETHEUS_VERSION="${VENEER_PROMETHEUS_VERSION:-v0.316.0}"
 PROMTOOL_BIN="$CACHE_ROOT/promtool-$PROMETHEUS_VERSION/promtool"
-# cert-manager and the oracle are built from this repository's sources: the cache key is their
+# cert-manager and the judges are built from this repository's sources: the cache key is their
 # hash, so an edit rebuilds them and an old build is never used by mistake.
+# The judge: one Go source (test/karpenter-oracle/*.go) built once per Karpenter version, each with
+# its own go.mod/go.sum (test/karpenter-oracle/<version>/, committed and tidy).
 ORACLE_SRC="$(cd "$(dirname "$0")/.." && pwd)/test/karpenter-oracle"
-KARPENTER_VERSION="$(awk '$1 == "sigs.k8s.io/karpenter" { print $2 }' "$ORACLE_SRC/go.mod")"
-ORACLE_HASH="$(cat "$ORACLE_SRC/go.mod" "$ORACLE_SRC/go.sum" "$ORACLE_SRC/main.go" | sha256sum | cut -c1-12)"
-ORACLE_BIN="$CACHE_ROOT/karpenter-oracle-$KARPENTER_VERSION-$ORACLE_HASH/karpenter-oracle"
+JUDGE_VERSIONS=(v1.14.1 v1.15.0)
+# A module whose `go` directive is newer than the local Go is built with this toolchain (the go
+# command fetches it from the module proxy once per machine): Karpenter v1.15.0 needs Go >= 1.26.9.
+JUDGE_NEWER_TOOLCHAIN="${VENEER_JUDGE_TOOLCHAIN:-go1.27.3}"
+declare -A JUDGE_BIN=()
+for v in "${JUDGE_VERSIONS[@]}"; do
+  hash="$(cat "$ORACLE_SRC"/*.go "$ORACLE_SRC/$v/go.mod" "$ORACLE_SRC/$v/go.sum" | sha256sum | cut -c1-12)"
+  JUDGE_BIN[$v]="$CACHE_ROOT/karpenter-oracle-$v-$hash/karpenter-oracle"
+done
+unset v hash
 CM_SRC="$(cd "$(dirname "$0")/.." && pwd)/kit/cert-manager"
 CM_VERSION="$(awk '$1 == "github.com/cert-manager/cert-manager" { print $2 }' "$CM_SRC/go.mod")"
 CM_HASH="$(cat "$CM_SRC/go.mod" "$CM_SRC/go.sum" "$CM_SRC/main.go" | sha256sum | cut -c1-12)"
@@ -40,18 +49,36 @@ CM_BIN="$CM_DIR/cert-manager"
 log() { printf '[control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ "${1:-}" = "--print-env" ]; then
-  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_KARPENTER_ORACLE=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\n' \
-    "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$ORACLE_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN"
+  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\n' \
+    "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN"
+  # VENEER_KARPENTER_ORACLE_V1_14_1=..., one per Karpenter version.
+  for v in "${JUDGE_VERSIONS[@]}"; do
+    name="${v^^}"
+    printf 'VENEER_KARPENTER_ORACLE_%s=%s\n' "${name//./_}" "${JUDGE_BIN[$v]}"
+  done
   exit 0
 fi
 
 # Programs by name, in build order; arguments name a subset (the demo needs only the first two).
+# `karpenter-oracle` alone names the judges of every Karpenter version.
 declare -A BIN_OF=([etcd]="$ETCD_BIN" [kube-apiserver]="$APISERVER_BIN" [helm]="$HELM_BIN"
-  [karpenter-oracle]="$ORACLE_BIN" [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN")
-PROGRAMS=(etcd kube-apiserver helm karpenter-oracle cert-manager promtool)
-WANTED=("${@:-${PROGRAMS[@]}}")
+  [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN")
+PROGRAMS=(etcd kube-apiserver helm)
+for v in "${JUDGE_VERSIONS[@]}"; do
+  BIN_OF[karpenter-oracle-$v]="${JUDGE_BIN[$v]}"
+  PROGRAMS+=("karpenter-oracle-$v")
+done
+PROGRAMS+=(cert-manager promtool)
+WANTED=()
+for name in "${@:-${PROGRAMS[@]}}"; do
+  if [ "$name" = karpenter-oracle ]; then
+    for v in "${JUDGE_VERSIONS[@]}"; do WANTED+=("karpenter-oracle-$v"); done
+  else
+    WANTED+=("$name")
+  fi
+done
 for name in "${WANTED[@]}"; do
-  [ -n "${BIN_OF[$name]:-}" ] || { log "unknown program $name (one of: ${PROGRAMS[*]})"; exit 2; }
+  [ -n "${BIN_OF[$name]:-}" ] || { log "unknown program $name (one of: ${PROGRAMS[*]} karpenter-oracle)"; exit 2; }
 done
 all_cached() {
   local name
@@ -150,12 +177,26 @@ build_helm() {
     env GOBIN="$HELM_DIR" go install -p 2 -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+# The judge for one Karpenter version: the shared sources and that version's go.mod/go.sum in a
+# temporary module, so a build never writes into the repository.
 build_karpenter_oracle() {
-  mkdir -p "$(dirname "$ORACLE_BIN")"
+  local version="$1" bin="${JUDGE_BIN[$1]}"
+  local work; work="$(mktemp -d)"
+  trap 'rm -rf "$work"' RETURN
+  cp "$ORACLE_SRC"/*.go "$ORACLE_SRC/$version/go.mod" "$ORACLE_SRC/$version/go.sum" "$work/"
+  local required; required="$(awk '$1 == "sigs.k8s.io/karpenter" { print $2 }' "$work/go.mod")"
+  [ "$required" = "$version" ] || { log "karpenter-oracle-$version: its go.mod requires sigs.k8s.io/karpenter $required"; exit 1; }
+  local toolchain=local need have
+  need="$(awk '$1 == "go" { print $2 }' "$work/go.mod")"
+  have="$(go env GOVERSION | sed 's/^go//')"
+  [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" = "$need" ] || toolchain="$JUDGE_NEWER_TOOLCHAIN"
+  mkdir -p "$(dirname "$bin")"
+  # Builds of earlier sources for this version are never used again.
+  find "$CACHE_ROOT" -maxdepth 1 -name "karpenter-oracle-$version-*" ! -path "$(dirname "$bin")" -exec rm -rf {} +
   # go.mod and go.sum are committed and tidy: the build must not change them.
-  with_progress "karpenter-oracle (sigs.k8s.io/karpenter $KARPENTER_VERSION): compile" \
-    bash -c "cd '$ORACLE_SRC' && GOFLAGS=-mod=readonly go build -p 2 -trimpath -ldflags '-s -w' -o '$ORACLE_BIN.tmp.$$' ."
-  mv "$ORACLE_BIN.tmp.$$" "$ORACLE_BIN"
+  with_progress "karpenter-oracle-$version (sigs.k8s.io/karpenter $version, go $need, toolchain $toolchain): compile" \
+    bash -c "cd '$work' && GOTOOLCHAIN='$toolchain' GOFLAGS=-mod=readonly go build -p 2 -trimpath -ldflags '-s -w' -o '$bin.tmp.$$' ."
+  mv "$bin.tmp.$$" "$bin"
 }
 
 build_cert_manager() {
@@ -182,6 +223,10 @@ build_promtool() {
 
 log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 25-40 minutes on 2 cores)"
 for name in "${WANTED[@]}"; do
-  [ -x "${BIN_OF[$name]}" ] || "build_${name//-/_}"
+  [ -x "${BIN_OF[$name]}" ] && continue
+  case "$name" in
+    karpenter-oracle-*) build_karpenter_oracle "${name#karpenter-oracle-}" ;;
+    *) "build_${name//-/_}" ;;
+  esac
 done
 for name in "${WANTED[@]}"; do log "ready: ${BIN_OF[$name]}"; done

@@ -1,57 +1,200 @@
-// A client for test/karpenter-oracle: Karpenter's own pkg/scheduling, built from the Go module
-// proxy by scripts/control-plane.sh, asked one JSON line at a time.
+// A client for test/karpenter-oracle, the judge of the decision engine: Karpenter's own NodeOverlay
+// controller (Reconcile: validation, conflicts, statuses) and instance-type store (ApplyAll: the
+// price each NodePool's offerings get), built per Karpenter version from the Go module proxy by
+// scripts/control-plane.sh and asked one JSON line at a time.
+//
+// judge() may be called many times without waiting: the answers come back in request order (the
+// judge works on all cores), and at most MAX_IN_FLIGHT requests are written ahead of their answers.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { RequirementSpec } from '../../src/engine/requirements.ts';
 import { binary } from '../../kit/control-plane.ts';
 
-export interface OracleOverlay {
+export const JUDGE_VERSIONS = ['v1.14.1', 'v1.15.0'] as const;
+export type JudgeVersion = (typeof JUDGE_VERSIONS)[number];
+
+const BINARY = {
+  'v1.14.1': 'karpenterOracleV1_14_1',
+  'v1.15.0': 'karpenterOracleV1_15_0',
+} as const satisfies Record<JudgeVersion, Parameters<typeof binary>[0]>;
+
+const MAX_IN_FLIGHT = 64;
+/** The judge's stderr kept for error messages: the last this many characters. */
+const STDERR_KEPT = 64 * 1024;
+
+/** A corev1.NodeSelectorRequirement (operators In, NotIn, Exists, DoesNotExist, Gt, Lt; Karpenter's Gte, Lte). */
+export interface JudgeRequirement {
+  key: string;
+  operator: string;
+  values?: string[];
+}
+
+/** A NodePool template requirement (`NodeSelectorRequirementWithMinValues`). */
+export interface JudgeNodePoolRequirement extends JudgeRequirement {
+  minValues?: number;
+}
+
+export interface JudgeOffering {
+  /** Typically capacity type and zone (reserved offerings also their reservation id). */
+  requirements: JudgeRequirement[];
+  price: number;
+  available: boolean;
+}
+
+/**
+ * An instance type as the cloud provider returns it: its requirements are used as given (the
+ * judge adds nothing), so they carry the instance type name, zones, capacity types, family, ...
+ */
+export interface JudgeInstanceType {
   name: string;
-  weight?: number;
-  requirements: RequirementSpec[];
+  requirements: JudgeRequirement[];
+  offerings: JudgeOffering[];
+  /** Resource quantities, e.g. `{cpu: '4', memory: '16Gi', pods: '58'}`. */
+  capacity: Record<string, string>;
 }
 
-export interface OracleCase {
-  overlays: OracleOverlay[];
-  nodes: Record<string, string>[];
+export interface JudgeNodePool {
+  name: string;
+  /** spec.template.metadata.labels */
+  labels: Record<string, string>;
+  /** spec.template.spec.requirements */
+  requirements: JudgeNodePoolRequirement[];
 }
 
-export interface OracleTables {
+export interface JudgeOverlay {
+  name: string;
+  /** Unset counts as 0. */
+  weight?: number | null;
+  /** metadata.generation; 1 when absent. */
+  generation?: number;
+  requirements: JudgeRequirement[];
+  price?: string;
+  priceAdjustment?: string;
+  capacity?: Record<string, string>;
+}
+
+export interface JudgeLaunch {
+  nodePool: string;
+  instanceType: string;
+  /** Index into that instance type's offerings. */
+  offering: number;
+}
+
+export interface JudgeCase {
+  instanceTypes: JudgeInstanceType[];
+  nodePools: JudgeNodePool[];
+  overlays: JudgeOverlay[];
+  launches: JudgeLaunch[];
+}
+
+/** A status condition exactly as Karpenter wrote it, read back from the fake client. */
+export interface JudgeCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration: number;
+  /** RFC 3339; the judge's clock is fixed. */
+  lastTransitionTime: string;
+}
+
+export interface JudgeAnswer {
+  /** Per launch: the overlay whose price Karpenter's store applied to that offering, or null. */
+  applied: (string | null)[];
+  /** Every overlay's status. */
+  statuses: Record<string, { conditions: JudgeCondition[] }>;
+  /** Set only when Reconcile failed (or left a NodePool unevaluated); `applied` is then all null. */
+  error?: string;
+}
+
+export interface JudgeTables {
   normalizedLabels: Record<string, string>;
   normalizedLabelValues: Record<string, Record<string, string>>;
 }
 
-export class KarpenterOracle {
-  private readonly child: ChildProcessWithoutNullStreams;
-  private readonly waiting: { resolve: (line: string) => void; reject: (e: Error) => void }[] = [];
-  private stderr = '';
+/** Karpenter's global label sets as the judge sees them (with the AWS provider's init), sorted. */
+export interface JudgeWellKnown {
+  wellKnownLabels: string[];
+  restrictedLabelDomains: string[];
+}
 
-  constructor(bin = binary('karpenterOracle')) {
+interface Waiting {
+  resolve: (line: string) => void;
+  reject: (e: Error) => void;
+}
+
+export class KarpenterJudge {
+  readonly version: JudgeVersion;
+  private readonly child: ChildProcessWithoutNullStreams;
+  /** Written, awaiting their answers, in order. */
+  private readonly inFlight: Waiting[] = [];
+  /** Not yet written (more than MAX_IN_FLIGHT asked at once). */
+  private readonly queued: { line: string; waiting: Waiting }[] = [];
+  private stderr = '';
+  private failure: Error | undefined;
+  private closing = false;
+  private readonly exited: Promise<void>;
+
+  constructor(version: JudgeVersion, bin = binary(BINARY[version])) {
+    this.version = version;
     this.child = spawn(bin, [], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
-    createInterface({ input: this.child.stdout }).on('line', (line) => this.waiting.shift()?.resolve(line));
-    this.child.on('exit', (code) => {
-      for (const w of this.waiting.splice(0)) w.reject(new Error(`karpenter-oracle exited (${code}): ${this.stderr}`));
+    this.child.stderr.on('data', (d: Buffer) => {
+      this.stderr = (this.stderr + d.toString()).slice(-STDERR_KEPT);
     });
+    // A write after the judge died fails with EPIPE; the exit handler reports why it died.
+    this.child.stdin.on('error', () => {});
+    createInterface({ input: this.child.stdout }).on('line', (line) => {
+      this.inFlight.shift()?.resolve(line);
+      this.pump();
+    });
+    this.exited = new Promise((resolve) => {
+      const fail = (why: string) => {
+        this.failure ??= new Error(`karpenter-oracle ${version} ${why}: ${this.stderr.trim()}`);
+        for (const w of [...this.inFlight.splice(0), ...this.queued.splice(0).map((q) => q.waiting)]) w.reject(this.failure);
+        resolve();
+      };
+      this.child.on('error', (e) => fail(`failed to start (${e.message})`));
+      this.child.on('close', (code, signal) => fail(`exited (${signal ?? code})`));
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight.length < MAX_IN_FLIGHT) {
+      const next = this.queued.shift();
+      if (next === undefined) break;
+      this.inFlight.push(next.waiting);
+      this.child.stdin.write(next.line);
+    }
+    if (this.closing && this.queued.length === 0) this.child.stdin.end();
   }
 
   private ask(request: unknown): Promise<string> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new Error(`karpenter-oracle ${this.version} is closed`));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      this.child.stdin.write(`${JSON.stringify(request)}\n`);
+      this.queued.push({ line: `${JSON.stringify(request)}\n`, waiting: { resolve, reject } });
+      this.pump();
     });
   }
 
-  /** Per node, the overlay whose price Karpenter applies (null: none). */
-  async winners(c: OracleCase): Promise<(string | null)[]> {
-    return (JSON.parse(await this.ask(c)) as { winners: (string | null)[] }).winners;
+  /** Karpenter's verdict on one case: whose price each launch got, and every overlay's status. */
+  async judge(c: JudgeCase): Promise<JudgeAnswer> {
+    return JSON.parse(await this.ask(c)) as JudgeAnswer;
   }
 
-  async tables(): Promise<OracleTables> {
-    return JSON.parse(await this.ask({ tables: true })) as OracleTables;
+  /** v1.NormalizedLabels and v1.NormalizedLabelValues. */
+  async tables(): Promise<JudgeTables> {
+    return JSON.parse(await this.ask({ tables: true })) as JudgeTables;
   }
 
-  close(): void {
-    this.child.stdin.end();
+  /** v1.WellKnownLabels and v1.RestrictedLabelDomains. */
+  async wellKnown(): Promise<JudgeWellKnown> {
+    return JSON.parse(await this.ask({ wellKnown: true })) as JudgeWellKnown;
+  }
+
+  /** Ends the judge once the requests already asked are answered; resolves when it has exited. */
+  close(): Promise<void> {
+    this.closing = true;
+    this.pump();
+    return this.exited;
   }
 }
