@@ -93,15 +93,20 @@ bash "$(dirname "$0")/system-tools.sh" --go
 
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod"
 
-# Prints a heartbeat while a long step runs, so a cold build is visibly alive.
+# Prints a heartbeat every 30 s while a long step runs, so a cold build is visibly alive; a step
+# that ends sooner (a warm build takes seconds) is not kept waiting for the next heartbeat.
 with_progress() {
   local what="$1"; shift
   local start=$SECONDS
   "$@" &
   local pid=$!
+  local beat=$((start + 30))
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 30
-    kill -0 "$pid" 2>/dev/null && log "$what: still working ($((SECONDS - start)) s)"
+    sleep 1
+    if [ "$SECONDS" -ge "$beat" ] && kill -0 "$pid" 2>/dev/null; then
+      log "$what: still working ($((SECONDS - start)) s)"
+      beat=$((beat + 30))
+    fi
   done
   # set -e would stop the script too, but without saying which step failed.
   wait "$pid" || { local rc=$?; log "$what: FAILED (exit $rc)"; exit "$rc"; }
