@@ -53,6 +53,8 @@ interface Binaries {
   /** cert-manager's CRDs, from the module version its controllers were built from. */
   certManagerCrds: string;
   promtool: string;
+  /** test/aws-instance-keys: the label keys karpenter-provider-aws's own code defines. */
+  awsInstanceKeys: string;
   /** test/karpenter-oracle built on sigs.k8s.io/karpenter v1.14.1: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
   karpenterOracleV1_14_1: string;
   /** The same judge built on sigs.k8s.io/karpenter v1.15.0. */
@@ -100,7 +102,7 @@ export function binary(name: keyof Binaries): string {
   const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
   const bins: Binaries = {
     apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
-    certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '',
+    certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '', awsInstanceKeys: env.VENEER_AWS_INSTANCE_KEYS ?? '',
     karpenterOracleV1_14_1: env.VENEER_KARPENTER_ORACLE_V1_14_1 ?? '', karpenterOracleV1_15_0: env.VENEER_KARPENTER_ORACLE_V1_15_0 ?? '',
   };
   if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);

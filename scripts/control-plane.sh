@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane's programs from the Go module proxy into a cache outside the
 # repo: kube-apiserver, etcd, helm, cert-manager (kit/cert-manager: its controllers and cainjector,
-# with its CRDs), promtool, and the Karpenter judges (test/karpenter-oracle: Karpenter's own
+# with its CRDs), promtool, the AWS provider's key printer (test/aws-instance-keys), and the Karpenter judges (test/karpenter-oracle: Karpenter's own
 # NodeOverlay controller and store, the judge of the decision engine, once per Karpenter version).
 # Idempotent: when every one is cached it only prints their paths.
 #
@@ -40,6 +40,10 @@ for v in "${JUDGE_VERSIONS[@]}"; do
   JUDGE_BIN[$v]="$CACHE_ROOT/karpenter-oracle-$v-$hash/karpenter-oracle"
 done
 unset v hash
+# The AWS provider's instance-type keys, printed by its own code (test/aws-instance-keys), which
+# test/engine/provider-keys.test.ts compares with the engine's.
+AWS_KEYS_SRC="$(cd "$(dirname "$0")/.." && pwd)/test/aws-instance-keys"
+AWS_KEYS_BIN="$CACHE_ROOT/aws-instance-keys-$(cat "$AWS_KEYS_SRC/go.mod" "$AWS_KEYS_SRC/go.sum" "$AWS_KEYS_SRC/main.go" | sha256sum | cut -c1-12)/aws-instance-keys"
 CM_SRC="$(cd "$(dirname "$0")/.." && pwd)/kit/cert-manager"
 CM_VERSION="$(awk '$1 == "github.com/cert-manager/cert-manager" { print $2 }' "$CM_SRC/go.mod")"
 CM_HASH="$(cat "$CM_SRC/go.mod" "$CM_SRC/go.sum" "$CM_SRC/main.go" | sha256sum | cut -c1-12)"
@@ -49,8 +53,8 @@ CM_BIN="$CM_DIR/cert-manager"
 log() { printf '[control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ "${1:-}" = "--print-env" ]; then
-  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\n' \
-    "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN"
+  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\nVENEER_AWS_INSTANCE_KEYS=%s\n' \
+    "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN" "$AWS_KEYS_BIN"
   # VENEER_KARPENTER_ORACLE_V1_14_1=..., one per Karpenter version.
   for v in "${JUDGE_VERSIONS[@]}"; do
     name="${v^^}"
@@ -62,13 +66,13 @@ fi
 # Programs by name, in build order; arguments name a subset (the demo needs only the first two).
 # `karpenter-oracle` alone names the judges of every Karpenter version.
 declare -A BIN_OF=([etcd]="$ETCD_BIN" [kube-apiserver]="$APISERVER_BIN" [helm]="$HELM_BIN"
-  [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN")
+  [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN" [aws-instance-keys]="$AWS_KEYS_BIN")
 PROGRAMS=(etcd kube-apiserver helm)
 for v in "${JUDGE_VERSIONS[@]}"; do
   BIN_OF[karpenter-oracle-$v]="${JUDGE_BIN[$v]}"
   PROGRAMS+=("karpenter-oracle-$v")
 done
-PROGRAMS+=(cert-manager promtool)
+PROGRAMS+=(cert-manager promtool aws-instance-keys)
 WANTED=()
 for name in "${@:-${PROGRAMS[@]}}"; do
   if [ "$name" = karpenter-oracle ]; then
@@ -224,6 +228,15 @@ build_promtool() {
   mkdir -p "$(dirname "$PROMTOOL_BIN")"
   with_progress "promtool (github.com/prometheus/prometheus $PROMETHEUS_VERSION): go install" \
     env GOBIN="$(dirname "$PROMTOOL_BIN")" go install -p 2 -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+}
+
+build_aws_instance_keys() {
+  mkdir -p "$(dirname "$AWS_KEYS_BIN")"
+  find "$CACHE_ROOT" -maxdepth 1 -name 'aws-instance-keys-*' ! -path "$(dirname "$AWS_KEYS_BIN")" -exec rm -rf {} +
+  # go.mod and go.sum are committed and tidy: the build must not change them.
+  with_progress "aws-instance-keys (github.com/aws/karpenter-provider-aws, test/aws-instance-keys): compile" \
+    bash -c "cd '$AWS_KEYS_SRC' && GOFLAGS=-mod=readonly go build -p 2 -trimpath -ldflags '-s -w' -o '$AWS_KEYS_BIN.tmp.$$' ."
+  mv "$AWS_KEYS_BIN.tmp.$$" "$AWS_KEYS_BIN"
 }
 
 log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 25-40 minutes on 2 cores)"
