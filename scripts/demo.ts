@@ -132,6 +132,10 @@ try {
   }
 
   if (keep) {
+    // What a user tries next must meet the webhook, not only the reconciler.
+    step('registering the mutating webhook again before handing over');
+    await registrations.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
+    await waitForMutatingWebhook(admin, config.labelNamespace);
     const path = cp.writeKubeConfig();
     const metricsUrl = `https://127.0.0.1:${watcher.metricsPort}/metrics`;
     console.log([

@@ -1,8 +1,10 @@
 // The README's main command, run start to finish and its output checked.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import { karpenterNode } from '../kit/veneer.ts';
 
 const { stdout } = await promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts')], { timeout: 240_000, maxBuffer: 4 << 20 });
 const row = (name: string) => stdout.split('\n').find((l) => l.startsWith(name))?.split(/\s{2,}/) ?? [];
@@ -15,4 +17,22 @@ t.test('the demo shows every path at work', async (t) => {
   t.match(stdout, /^ {2}veneer_nodewatcher_nodes_pending 0$/m);
   t.match(stdout, /^ {2}veneer_nodewatcher_nodes_influenced_current\{capacity_type="reserved-instance"\} 3$/m);
   t.match(stdout, /\] done$/m, 'torn down');
+});
+
+t.test('--keep hands over with the webhook registered again: a node created afterwards is recorded inline', async (t) => {
+  const demo = spawn(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts'), '--keep'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void demo.kill('SIGINT'));
+  let out = '';
+  demo.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 240_000;
+  while (!/--keep: the control plane and the watcher keep running/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  const kubeconfig = /KUBECONFIG=(\S+) kubectl get nodes/.exec(out)?.[1];
+  if (!kubeconfig) throw new Error(`the demo never handed over:\n${out}`);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const created = await kc.makeApiClient(k8s.CoreV1Api).createNode({ body: karpenterNode({ name: 'tried-afterwards', instanceType: 'm5.xlarge' }) as k8s.V1Node });
+  const story = JSON.parse(created.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as { decidedBy?: string; overlay?: string };
+  t.match(story, { decidedBy: 'webhook', overlay: 'cost-aware-ri-m5.xlarge-us-west-2' }, 'the record came back in the CREATE response');
+  demo.kill('SIGINT');
+  await new Promise((r) => demo.once('exit', r));
 });
