@@ -4,6 +4,7 @@
 import { normalizedKey, normalizedValue } from './normalize.ts';
 import { toEpochMs } from './overlay.ts';
 import type { Labels } from './requirements.ts';
+import { type Version, VersionHistory } from './versions.ts';
 
 type Timestamp = string | Date | undefined | null;
 
@@ -36,20 +37,18 @@ export function toNodePoolView(obj: NodePoolObject): NodePoolView {
   };
 }
 
-interface PoolVersion {
+interface PoolVersion extends Version {
   readonly pool: NodePoolView;
   readonly labelsKey: string;
-  readonly from: number;
-  to: number | undefined;
 }
 
 export class NodePoolHistory {
-  private readonly history = new Map<string, PoolVersion[]>();
+  private readonly history = new VersionHistory<PoolVersion>();
 
   /** Records a NodePool as seen at `at`; only a change of its template labels starts a version. */
   observe(pool: NodePoolView, at: number): void {
     const versions = this.history.get(pool.name) ?? [];
-    const open = versions.at(-1)?.to === undefined ? versions.at(-1) : undefined;
+    const open = this.history.open(pool.name);
     const labelsKey = JSON.stringify(Object.entries(pool.templateLabels).sort(([a], [b]) => (a < b ? -1 : 1)));
     if (pool.deletingAt !== undefined) {
       // Karpenter launches nothing more for a NodePool being deleted.
@@ -66,14 +65,12 @@ export class NodePoolHistory {
   }
 
   forget(name: string, at: number): void {
-    const open = this.history.get(name)?.at(-1);
-    if (open && open.to === undefined) open.to = Math.max(open.from, at);
+    this.history.end(name, at);
   }
 
-  /** A full list taken at `at`: NodePools missing from it went away unseen, at the latest by `at`. */
+  /** A full list taken at `at`. */
   replaceAll(pools: readonly NodePoolView[], at: number): void {
-    const present = new Set(pools.map((p) => p.name));
-    for (const name of this.history.keys()) if (!present.has(name)) this.forget(name, at);
+    this.history.endAllBut(new Set(pools.map((p) => p.name)), at);
     for (const p of pools) this.observe(p, at);
   }
 
@@ -94,8 +91,6 @@ export class NodePoolHistory {
   }
 
   get size(): number {
-    let n = 0;
-    for (const versions of this.history.values()) if (versions.at(-1)?.to === undefined) n++;
-    return n;
+    return this.history.inForce;
   }
 }

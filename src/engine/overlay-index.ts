@@ -5,14 +5,13 @@
 import { combinedOperator } from './requirements.ts';
 import type { KarpenterView } from './karpenter-view.ts';
 import { NodePoolHistory, type NodePoolView } from './nodepool.ts';
+import { type Version, VersionHistory } from './versions.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView, outranks } from './overlay.ts';
 
-export interface OverlayVersion {
+export interface OverlayVersion extends Version {
   readonly overlay: OverlayView;
   /** Why it does not count, or undefined when it does. */
   readonly ineligible: string | undefined;
-  readonly from: number;
-  to: number | undefined;
 }
 
 export interface Match {
@@ -35,7 +34,7 @@ export class OverlayIndex {
   readonly nodePools = new NodePoolHistory();
   private readonly policy: OverlayPolicy;
   private readonly retentionMs: number;
-  private readonly history = new Map<string, OverlayVersion[]>();
+  private readonly history = new VersionHistory<OverlayVersion>();
   /** Decisions at or after this time are exact: we were watching, and nothing was pruned. */
   private exactSince = Number.POSITIVE_INFINITY;
   /** Intervals in which the watch was broken: changes in them were timed when seen, late. */
@@ -65,7 +64,7 @@ export class OverlayIndex {
   observe(overlay: OverlayView, at: number): void {
     const versions = this.history.get(overlay.name) ?? [];
     const current = versions.at(-1);
-    const open = current && current.to === undefined ? current : undefined;
+    const open = this.history.open(overlay.name);
     if (overlay.deletingAt !== undefined) {
       if (open) open.to = Math.min(at, Math.max(open.from, overlay.deletingAt));
       else if (!current && overlay.createdAt !== undefined && overlay.createdAt < overlay.deletingAt) {
@@ -100,17 +99,12 @@ export class OverlayIndex {
 
   /** Records a deletion seen at `at`. */
   forget(name: string, at: number): void {
-    const open = this.history.get(name)?.at(-1);
-    if (open && open.to === undefined) open.to = Math.max(open.from, at);
+    this.history.end(name, at);
   }
 
-  /**
-   * Replaces the live set with a full list taken at `at` (initial sync or a safety relist):
-   * overlays missing from it went away unseen, at the latest by `at`.
-   */
+  /** Replaces the live set with a full list taken at `at` (initial sync or a safety relist). */
   replaceAll(overlays: readonly OverlayView[], at: number): void {
-    const present = new Set(overlays.map((o) => o.name));
-    for (const name of this.history.keys()) if (!present.has(name)) this.forget(name, at);
+    this.history.endAllBut(new Set(overlays.map((o) => o.name)), at);
     for (const o of overlays) this.observe(o, at);
   }
 
@@ -190,9 +184,7 @@ export class OverlayIndex {
   }
 
   get size(): number {
-    let n = 0;
-    for (const versions of this.history.values()) if (versions.at(-1)?.to === undefined) n++;
-    return n;
+    return this.history.inForce;
   }
 
   private *versions(): Iterable<OverlayVersion> {
