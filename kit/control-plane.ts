@@ -47,6 +47,8 @@ export interface AuditEvent {
 
 interface Binaries {
   apiserver: string;
+  /** kube-scheduler of the same release: it marks pending pods Unschedulable, which Karpenter provisions for. */
+  kubeScheduler: string;
   etcd: string;
   helm: string;
   certManager: string;
@@ -59,6 +61,10 @@ interface Binaries {
   karpenterOracleV1_14_1: string;
   /** The same judge built on sigs.k8s.io/karpenter v1.15.0. */
   karpenterOracleV1_15_0: string;
+  /** Real Karpenter with its KWOK cloud provider (sigs.k8s.io/karpenter/kwok), run by kit/karpenter.ts. */
+  karpenterKwok: string;
+  /** Its CRDs, from the module version it was built from (kwok/charts/crds and the KWOKNodeClass). */
+  karpenterKwokCrds: string;
 }
 
 const live = new Set<ControlPlane>();
@@ -104,6 +110,7 @@ export function binary(name: keyof Binaries): string {
     apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
     certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '', awsInstanceKeys: env.VENEER_AWS_INSTANCE_KEYS ?? '',
     karpenterOracleV1_14_1: env.VENEER_KARPENTER_ORACLE_V1_14_1 ?? '', karpenterOracleV1_15_0: env.VENEER_KARPENTER_ORACLE_V1_15_0 ?? '',
+    kubeScheduler: env.VENEER_KUBE_SCHEDULER ?? '', karpenterKwok: env.VENEER_KARPENTER_KWOK ?? '', karpenterKwokCrds: env.VENEER_KARPENTER_KWOK_CRDS ?? '',
   };
   if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
   return bins[name];

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the local control plane's programs from the Go module proxy into a cache outside the
-# repo: kube-apiserver, etcd, helm, cert-manager (kit/cert-manager: its controllers and cainjector,
-# with its CRDs), promtool, the AWS provider's key printer (test/aws-instance-keys), and the Karpenter judges (test/karpenter-oracle: Karpenter's own
-# NodeOverlay controller and store, the judge of the decision engine, once per Karpenter version).
+# repo: kube-apiserver, kube-scheduler, etcd, helm, cert-manager (kit/cert-manager: its controllers and
+# cainjector, with its CRDs), promtool, the AWS provider's key printer (test/aws-instance-keys), the
+# Karpenter judges (test/karpenter-oracle: Karpenter's own NodeOverlay controller and store, the judge
+# of the decision engine, once per Karpenter version) and real Karpenter with its KWOK cloud provider
+# (karpenter-kwok, with the CRDs of the same module version; kit/karpenter.ts runs it).
 # Idempotent: when every one is cached it only prints their paths.
 #
 # Why a wrapper module: k8s.io/kubernetes replaces every staging module with ./staging/...,
 # so `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` cannot work. A throw-away module
 # that requires k8s.io/kubernetes and re-points each staging module at its published v0.N.P
-# release builds the real thing.
+# release builds the real thing (kube-apiserver and kube-scheduler alike).
 set -euo pipefail
 
 K8S_VERSION="${VENEER_K8S_VERSION:-v1.35.4}"
@@ -19,6 +21,8 @@ CACHE_ROOT="${VENEER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/veneer-node-watc
 K8S_DIR="$CACHE_ROOT/kubernetes-$K8S_VERSION"
 ETCD_DIR="$CACHE_ROOT/etcd-$ETCD_VERSION"
 APISERVER_BIN="$K8S_DIR/kube-apiserver"
+# kube-scheduler marks pending pods Unschedulable, which is what Karpenter provisions for.
+SCHEDULER_BIN="$K8S_DIR/kube-scheduler"
 ETCD_BIN="$ETCD_DIR/etcd"
 HELM_DIR="$CACHE_ROOT/helm-$HELM_VERSION"
 HELM_BIN="$HELM_DIR/helm"
@@ -49,12 +53,18 @@ CM_VERSION="$(awk '$1 == "github.com/cert-manager/cert-manager" { print $2 }' "$
 CM_HASH="$(cat "$CM_SRC/go.mod" "$CM_SRC/go.sum" "$CM_SRC/main.go" | sha256sum | cut -c1-12)"
 CM_DIR="$CACHE_ROOT/cert-manager-$CM_VERSION-$CM_HASH"
 CM_BIN="$CM_DIR/cert-manager"
+# Real Karpenter with its KWOK cloud provider (sigs.k8s.io/karpenter/kwok, as Karpenter's own scale
+# tests run it): it launches "instances" by creating Node objects. Its CRDs are copied from the same
+# module version (kwok/charts/crds: their rules also accept the karpenter.kwok.sh/* keys).
+KARPENTER_KWOK_VERSION="${VENEER_KARPENTER_KWOK_VERSION:-v1.15.0}"
+KWOK_DIR="$CACHE_ROOT/karpenter-kwok-$KARPENTER_KWOK_VERSION"
+KWOK_BIN="$KWOK_DIR/karpenter-kwok"
 
 log() { printf '[control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 if [ "${1:-}" = "--print-env" ]; then
-  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\nVENEER_AWS_INSTANCE_KEYS=%s\n' \
-    "$APISERVER_BIN" "$ETCD_BIN" "$HELM_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN" "$AWS_KEYS_BIN"
+  printf 'VENEER_KUBE_APISERVER=%s\nVENEER_KUBE_SCHEDULER=%s\nVENEER_ETCD=%s\nVENEER_HELM=%s\nVENEER_CERT_MANAGER=%s\nVENEER_CERT_MANAGER_CRDS=%s\nVENEER_PROMTOOL=%s\nVENEER_AWS_INSTANCE_KEYS=%s\nVENEER_KARPENTER_KWOK=%s\nVENEER_KARPENTER_KWOK_CRDS=%s\n' \
+    "$APISERVER_BIN" "$SCHEDULER_BIN" "$ETCD_BIN" "$HELM_BIN" "$CM_BIN" "$CM_DIR/crds" "$PROMTOOL_BIN" "$AWS_KEYS_BIN" "$KWOK_BIN" "$KWOK_DIR/crds"
   # VENEER_KARPENTER_ORACLE_V1_14_1=..., one per Karpenter version.
   for v in "${JUDGE_VERSIONS[@]}"; do
     name="${v^^}"
@@ -65,14 +75,15 @@ fi
 
 # Programs by name, in build order; arguments name a subset (the demo needs only the first two).
 # `karpenter-oracle` alone names the judges of every Karpenter version.
-declare -A BIN_OF=([etcd]="$ETCD_BIN" [kube-apiserver]="$APISERVER_BIN" [helm]="$HELM_BIN"
-  [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN" [aws-instance-keys]="$AWS_KEYS_BIN")
-PROGRAMS=(etcd kube-apiserver helm)
+declare -A BIN_OF=([etcd]="$ETCD_BIN" [kube-apiserver]="$APISERVER_BIN" [kube-scheduler]="$SCHEDULER_BIN"
+  [helm]="$HELM_BIN" [cert-manager]="$CM_BIN" [promtool]="$PROMTOOL_BIN" [aws-instance-keys]="$AWS_KEYS_BIN"
+  [karpenter-kwok]="$KWOK_BIN")
+PROGRAMS=(etcd kube-apiserver kube-scheduler helm)
 for v in "${JUDGE_VERSIONS[@]}"; do
   BIN_OF[karpenter-oracle-$v]="${JUDGE_BIN[$v]}"
   PROGRAMS+=("karpenter-oracle-$v")
 done
-PROGRAMS+=(cert-manager promtool aws-instance-keys)
+PROGRAMS+=(cert-manager promtool aws-instance-keys karpenter-kwok)
 WANTED=()
 for name in "${@:-${PROGRAMS[@]}}"; do
   if [ "$name" = karpenter-oracle ]; then
@@ -117,14 +128,18 @@ with_progress() {
   log "$what: done in $((SECONDS - start)) s"
 }
 
-build_kube_apiserver() {
+# One command of k8s.io/kubernetes (cmd/<name>) from the wrapper module, with the version ldflags the
+# release build sets (a wrong version string breaks the apiserver's start-up).
+build_kubernetes_command() {
+  local cmd="$1" bin="$2"
   local work; work="$(mktemp -d)"
-  trap 'rm -rf "$work"' RETURN
+  # Cleared once run: the trap would fire again when the caller (build_kube_scheduler) returns.
+  trap 'rm -rf "$work"; trap - RETURN' RETURN
   local minor="${K8S_VERSION#v1.}"          # 35.4
   local staging_version="v0.$minor"         # v0.35.4
-  log "kube-apiserver $K8S_VERSION: resolving staging modules ($staging_version)"
+  log "$cmd $K8S_VERSION: resolving staging modules ($staging_version)"
   cat > "$work/go.mod" <<GOMOD
-module veneer.local/kube-apiserver-build
+module veneer.local/$cmd-build
 
 go 1.25.0
 
@@ -140,17 +155,20 @@ GOMOD
     count=$((count + 1))
   done < <(grep -E '=> \./staging/' "$modfile" | awk '{print $1}')
   rm -f "$modfile"
-  log "kube-apiserver: $count staging modules pinned to $staging_version"
-  # `go get` of the command resolves exactly the packages kube-apiserver needs.
-  with_progress "kube-apiserver: resolve dependencies" \
-    bash -c "cd '$work' && go get 'k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION'"
-  mkdir -p "$K8S_DIR"
+  log "$cmd: $count staging modules pinned to $staging_version"
+  # `go get` of the command resolves exactly the packages it needs.
+  with_progress "$cmd: resolve dependencies" \
+    bash -c "cd '$work' && go get 'k8s.io/kubernetes/cmd/$cmd@$K8S_VERSION'"
+  mkdir -p "$(dirname "$bin")"
   local vp=k8s.io/component-base/version
   local ldflags="-s -w -X $vp.gitVersion=$K8S_VERSION -X $vp.gitMajor=1 -X $vp.gitMinor=${minor%%.*}"
-  with_progress "kube-apiserver: compile" \
-    bash -c "cd '$work' && go build -p 2 -trimpath -ldflags '$ldflags' -o '$APISERVER_BIN.tmp.$$' k8s.io/kubernetes/cmd/kube-apiserver"
-  mv "$APISERVER_BIN.tmp.$$" "$APISERVER_BIN"
+  with_progress "$cmd: compile" \
+    bash -c "cd '$work' && go build -p 2 -trimpath -ldflags '$ldflags' -o '$bin.tmp.$$' k8s.io/kubernetes/cmd/$cmd"
+  mv "$bin.tmp.$$" "$bin"
 }
+
+build_kube_apiserver() { build_kubernetes_command kube-apiserver "$APISERVER_BIN"; }
+build_kube_scheduler() { build_kubernetes_command kube-scheduler "$SCHEDULER_BIN"; }
 
 build_etcd() {
   local work; work="$(mktemp -d)"
@@ -228,6 +246,43 @@ build_promtool() {
   mkdir -p "$(dirname "$PROMTOOL_BIN")"
   with_progress "promtool (github.com/prometheus/prometheus $PROMETHEUS_VERSION): go install" \
     env GOBIN="$(dirname "$PROMTOOL_BIN")" go install -p 2 -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+}
+
+# Karpenter's KWOK build from a throw-away module that requires the version; a tools.go importing the
+# command keeps `go mod tidy` honest (it would drop a requirement no file imports). Karpenter v1.15
+# needs a newer Go than the local one: the toolchain is fetched once per machine, as for the judges.
+build_karpenter_kwok() {
+  local work; work="$(mktemp -d)"
+  trap 'rm -rf "$work"' RETURN
+  cat > "$work/go.mod" <<GOMOD
+module veneer.local/karpenter-kwok-build
+
+go 1.25.0
+
+require sigs.k8s.io/karpenter $KARPENTER_KWOK_VERSION
+GOMOD
+  cat > "$work/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "sigs.k8s.io/karpenter/kwok"
+GO
+  local toolchain="$JUDGE_NEWER_TOOLCHAIN"
+  with_progress "karpenter-kwok $KARPENTER_KWOK_VERSION (toolchain $toolchain): go mod tidy" \
+    bash -c "cd '$work' && GOTOOLCHAIN='$toolchain' go mod tidy >/dev/null"
+  mkdir -p "$KWOK_DIR"
+  with_progress "karpenter-kwok $KARPENTER_KWOK_VERSION: compile" \
+    bash -c "cd '$work' && GOTOOLCHAIN='$toolchain' go build -p 2 -trimpath -ldflags '-s -w' -o '$KWOK_BIN.tmp.$$' sigs.k8s.io/karpenter/kwok"
+  # The CRDs of the very module version the controller was built from: NodeClaim, NodePool,
+  # NodeOverlay and CapacityBuffer as the KWOK chart installs them, and the KWOKNodeClass.
+  local module_dir
+  module_dir="$(cd "$work" && GOTOOLCHAIN="$toolchain" go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)" \
+    && rm -rf "$KWOK_DIR/crds" && mkdir -p "$KWOK_DIR/crds" \
+    && cp "$module_dir"/kwok/charts/crds/*.yaml "$module_dir/kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml" "$KWOK_DIR/crds/" \
+    && chmod u+w "$KWOK_DIR"/crds/*.yaml \
+    || { log "karpenter-kwok: copying its CRDs FAILED"; exit 1; }
+  mv "$KWOK_BIN.tmp.$$" "$KWOK_BIN"
 }
 
 build_aws_instance_keys() {
