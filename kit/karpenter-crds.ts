@@ -11,8 +11,6 @@ import { validateOverlaysLikeKarpenter } from './overlay-validation.ts';
 const crdDir = join(dirname(fileURLToPath(import.meta.url)), 'crds');
 export const crdFiles = ['karpenter.sh_nodeoverlays.yaml', 'karpenter.sh_nodepools.yaml', 'karpenter.sh_nodeclaims.yaml'].map((f) => join(crdDir, f));
 
-const resources = ['/apis/karpenter.sh/v1alpha1/nodeoverlays', '/apis/karpenter.sh/v1/nodepools', '/apis/karpenter.sh/v1/nodeclaims'];
-
 /** The NodePool `karpenterNode` (kit/veneer.ts) launches into: no template labels, on-demand and spot. */
 export function nodePool(name = 'default', labels: Record<string, string> = {}) {
   return {
@@ -43,22 +41,25 @@ export async function waitEstablished(api: k8s.ApiextensionsV1Api, names: string
   }
 }
 
-export async function installKarpenterCRDs(cp: ControlPlane, timeoutMs = 30_000): Promise<void> {
+/** Creates the CRDs in `files` and waits until the apiserver serves each of their resources. */
+export async function installCRDFiles(cp: ControlPlane, files: string[], timeoutMs = 30_000): Promise<void> {
   const kc = cp.adminKubeConfig();
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
-  const names: string[] = [];
-  for (const file of crdFiles) {
+  const crds: k8s.V1CustomResourceDefinition[] = [];
+  for (const file of files) {
     // loadYaml maps `x-kubernetes-validations` to the client's camelCase field; a plain parse
     // would have the typed client drop every CEL rule without a word.
     const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(file, 'utf8'));
-    names.push(crd.metadata?.name ?? '');
+    crds.push(crd);
     await api.createCustomResourceDefinition({ body: crd });
   }
   const deadline = Date.now() + timeoutMs;
-  await waitEstablished(api, names, deadline);
+  await waitEstablished(api, crds.map((crd) => crd.metadata?.name ?? ''), deadline);
   // Established is not the end: the watch cache of a new resource answers 429 until it has
   // initialised, so wait until a watch opens.
-  for (const path of resources) {
+  for (const crd of crds) {
+    const version = crd.spec.versions.find((v) => v.storage)?.name;
+    const path = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`;
     for (;;) {
       const opened = await new k8s.Watch(kc).watch(path, { timeoutSeconds: 1 }, () => {}, () => {}).then(
         (req) => (req.abort(), true),
@@ -72,6 +73,10 @@ export async function installKarpenterCRDs(cp: ControlPlane, timeoutMs = 30_000)
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  await kc.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1', plural: 'nodepools', body: nodePool() });
+}
+
+export async function installKarpenterCRDs(cp: ControlPlane, timeoutMs = 30_000): Promise<void> {
+  await installCRDFiles(cp, crdFiles, timeoutMs);
+  await cp.adminKubeConfig().makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1', plural: 'nodepools', body: nodePool() });
   validateOverlaysLikeKarpenter(cp);
 }

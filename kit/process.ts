@@ -48,6 +48,11 @@ export class ManagedProcess {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
   }
 
+  /** The program's own pid (setpriv execs it), while it runs. */
+  get pid(): number | undefined {
+    return this.running ? this.child?.pid : undefined;
+  }
+
   get running(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }

@@ -5,7 +5,18 @@ import type { RequirementSpec } from '../src/engine/requirements.ts';
 
 const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] };
 
-function veneerOverlay(name: string, weight: number, labels: Record<string, string>, requirements: RequirementSpec[]): OverlayObject & { apiVersion: string; kind: string } {
+/**
+ * The instance-family key Veneer's overlays name, per Karpenter cloud provider: Veneer writes AWS
+ * keys; under the KWOK provider (kit/karpenter.ts) the same overlays must name KWOK's key to match
+ * anything. The instance-type key is the well-known one under both.
+ */
+export const FAMILY_KEY = { aws: 'karpenter.k8s.aws/instance-family', kwok: 'karpenter.kwok.sh/instance-family' } as const;
+export type OverlayProvider = keyof typeof FAMILY_KEY;
+
+/** A NodeOverlay as created: name and labels always there. */
+export type VeneerOverlay = OverlayObject & { apiVersion: string; kind: string; metadata: { name: string; labels: Record<string, string> } };
+
+function veneerOverlay(name: string, weight: number, labels: Record<string, string>, requirements: RequirementSpec[]): VeneerOverlay {
   return {
     apiVersion: 'karpenter.sh/v1alpha1',
     kind: 'NodeOverlay',
@@ -20,22 +31,23 @@ export function validatedByKarpenter<T extends OverlayObject>(o: T, at: string, 
   return { ...o, metadata: { ...o.metadata, generation }, status: { conditions: [condition('Ready'), condition('ValidationSucceeded')] } };
 }
 
-export function computeSavingsPlan() {
+export function computeSavingsPlan(provider: OverlayProvider = 'aws') {
   return veneerOverlay('cost-aware-compute-sp-global', 10, { 'veneer.io/capacity-type': 'compute-savings-plan' }, [
     onDemand,
-    { key: 'karpenter.k8s.aws/instance-family', operator: 'Exists' },
+    { key: FAMILY_KEY[provider], operator: 'Exists' },
   ]);
 }
 
-export function ec2InstanceSavingsPlan(family: string, region: string) {
+export function ec2InstanceSavingsPlan(family: string, region: string, provider: OverlayProvider = 'aws') {
   return veneerOverlay(
     `cost-aware-ec2-sp-${family}-${region}`,
     20,
     { 'veneer.io/capacity-type': 'ec2-instance-savings-plan', 'veneer.io/instance-family': family, 'veneer.io/region': region },
-    [onDemand, { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: [family] }],
+    [onDemand, { key: FAMILY_KEY[provider], operator: 'In', values: [family] }],
   );
 }
 
+/** The same for every provider: the instance-type key is well-known. */
 export function reservedInstance(type: string, region: string) {
   return veneerOverlay(
     `cost-aware-ri-${type}-${region}`,

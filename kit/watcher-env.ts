@@ -109,6 +109,8 @@ export interface WatcherEnvOptions {
   auditPolicy?: string;
   /** More kube-apiserver flags (a higher -v to see why it cut a watch, for example). */
   extraApiServerArgs?: string[];
+  /** Installs the Karpenter CRDs (default: kit/crds with the overlay-validation stand-in; kit/karpenter.ts installs real Karpenter's). */
+  installCRDs?: (cp: ControlPlane) => Promise<void>;
 }
 
 export interface ClusterEnv {
@@ -175,7 +177,7 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
   });
   try {
     const admin = cp.adminKubeConfig();
-    await installKarpenterCRDs(cp);
+    await (opts.installCRDs ?? installKarpenterCRDs)(cp);
     await grantWatcherRole(admin, watcherUsers.map((name) => ({ kind: 'User', name, apiGroup: 'rbac.authorization.k8s.io' })));
     const certDir = join(cp.dir, 'webhook-certs');
     mkdirSync(certDir, { recursive: true });
