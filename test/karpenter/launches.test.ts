@@ -1,0 +1,288 @@
+// Node launches through REAL Karpenter (KWOK provider, kit/karpenter.ts), not a simulation: pending
+// pods, kube-scheduler marks them Unschedulable, Karpenter provisions NodeClaims and its KWOK
+// provider creates the Nodes, then Karpenter registers them (label sync, unregistered taint
+// removed, owner reference, finalizer). Two launch paths:
+//   - instant (KWOKNodeClass without delay): the Node's CREATE carries every label, right after
+//     Karpenter's launch, before the NodeClaim has its providerID: the webhook records each node
+//     inline from the node's own labels;
+//   - booting (nodeRegistrationDelay 2s): the Node comes 2 s after the launch, as a booting
+//     kubelet's would, when the NodeClaim already has its providerID: the webhook records each
+//     node inline from the node and its NodeClaim.
+// And a third run with the mutating webhook unregistered (the watcher's webhook down): the
+// reconciler records each node, with one PATCH, racing Karpenter's registration.
+// For every launched node: exactly one record on on-demand nodes and none on spot (the watch
+// history and the audit log show it was written once and never changed, whoever wrote it), the
+// overlay it names is the one Karpenter's own NodeOverlay controller and store apply (the judge,
+// fed the same catalog, NodePools, overlays and each node's offering), and the validating webhook
+// never refused Karpenter. VENEER_KARPENTER_LAUNCHES sets the launches per path (default 100).
+import t, { type Test } from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import type { DecisionStory } from '../../src/engine/index.ts';
+import { counter, OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
+import { createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
+import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
+import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../support/kwok-judge.ts';
+import { History, quantiles, type NodeVersion } from '../support/node-history.ts';
+
+const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
+t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
+const started = Date.now();
+
+// The watcher's requests, and Karpenter's on nodes (with the admission annotations the apiserver
+// adds: which webhook mutated which CREATE).
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: [${WATCHER_USER}]
+  - level: Metadata
+    users: [${KARPENTER_USER}]
+    resources: [{ group: "", resources: [nodes] }]
+  - level: None
+`;
+
+const POOLS: KwokNodePool[] = [
+  { name: 'instant', nodeClass: 'instant' },
+  // A template label, which Karpenter compares with overlays (the preference below names it).
+  { name: 'booting', nodeClass: 'booting', labels: { team: 'batch' } },
+  { name: 'late', nodeClass: 'instant' },
+];
+const env = await startKarpenterEnv({
+  auditPolicy: AUDIT_POLICY,
+  karpenter: { nodeClasses: { instant: {}, booting: { nodeRegistrationDelay: '2s' } }, nodePools: POOLS },
+});
+const { cp, admin, karpenter } = env;
+const { watcher } = await launchWatcher(cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
+const history = new History(admin);
+t.teardown(async () => {
+  history.stop();
+  await watcher.stop();
+  await cp.stop();
+});
+await registerWebhooksAt(admin, env.certs.caPem, watcher.webhookPort!, 5);
+const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+const core = admin.makeApiClient(k8s.CoreV1Api);
+
+// Veneer's three kinds on KWOK keys, and a preference for the booting pool's team on 4 vCPUs or more.
+const RI = reservedInstance('m5.xlarge', REGION);
+const EC2_M5 = ec2InstanceSavingsPlan('m5', REGION, 'kwok');
+const COMPUTE = computeSavingsPlan('kwok');
+const PREF: VeneerOverlay = {
+  apiVersion: 'karpenter.sh/v1alpha1',
+  kind: 'NodeOverlay',
+  metadata: { name: 'pref-booting-1', labels: { 'app.kubernetes.io/managed-by': 'veneer', 'veneer.io/type': 'preference' } },
+  spec: {
+    weight: 25,
+    priceAdjustment: '-10%',
+    requirements: [
+      { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+      { key: 'team', operator: 'In', values: ['batch'] },
+      { key: 'karpenter.kwok.sh/instance-cpu', operator: 'Gte', values: ['4'] },
+      { key: FAMILY_KEY.kwok, operator: 'Exists' },
+    ],
+  },
+};
+const OVERLAYS = [RI, EC2_M5, COMPUTE, PREF];
+// Every fifth pod is spot: with m5.xlarge fifth, the first spot node is an m5.xlarge.
+const TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6g.2xlarge', 'm5.xlarge', 't3.large'];
+
+for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+await until('Karpenter validated every overlay', async () => {
+  const items = ((await custom.listClusterCustomObject(OVERLAY_API)) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
+  return items.length === OVERLAYS.length && items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'));
+}, 30_000);
+await until('the watcher counts them', async () => /^veneer_nodewatcher_overlays\{state="counted"\} 4$/m.test(await watcher.metrics.registry.metrics()), 20_000);
+// Creation timestamps have whole seconds: launches come in a later second than the validations.
+await sleep(1100);
+await history.start();
+
+const judge = new KarpenterJudge('v1.15.0');
+t.teardown(() => judge.close());
+
+interface AuditEntry {
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource?: string; name?: string; subresource?: string };
+  responseStatus?: { code?: number; message?: string };
+  stage: string;
+  annotations?: Record<string, string>;
+}
+const audit = () => cp.auditEvents() as unknown as AuditEntry[];
+const story = (v: NodeVersion | undefined): DecisionStory | undefined => {
+  const a = v?.annotations['veneer.io/overlay-decision'];
+  return a ? (JSON.parse(a) as DecisionStory) : undefined;
+};
+const RECORD_LABELS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/capacity-type', 'veneer.io/instance-family', 'veneer.io/instance-type', 'veneer.io/region', 'veneer.io/labeled-at'];
+const recordOf = (v: NodeVersion) => JSON.stringify([RECORD_LABELS.map((k) => v.labels[k] ?? null), v.annotations['veneer.io/overlay-decision'] ?? null]);
+
+/** `count` pods in `pool`, a node each: the types in turn, every fifth spot. */
+function pods(pool: string, count: number): PendingPod[] {
+  return Array.from({ length: count }, (_, i) => ({
+    name: `${pool}-${i}`,
+    nodePool: pool,
+    instanceType: TYPES[i % TYPES.length]!,
+    capacityType: (i % 5 === 4 ? 'spot' : 'on-demand') as CapacityType,
+  }));
+}
+
+const nodesOf = (pool: string) => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
+const registered = (v: NodeVersion | undefined) => v !== undefined && v.labels['karpenter.sh/registered'] === 'true' && v.owners.some((o) => o.startsWith('NodeClaim/'))
+  && v.finalizers.includes('karpenter.sh/termination') && !v.taints.includes('karpenter.sh/unregistered:NoExecute');
+
+const summary: string[] = [];
+
+async function launchPath(t: Test, pool: string, path: string, count: number, expected?: 'reconciler'): Promise<void> {
+  const LAUNCHES = count;
+  const wanted = pods(pool, count);
+  const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
+  const t0 = Date.now();
+  await createPendingPods(admin, wanted, karpenter.catalog);
+  await until(`${LAUNCHES} ${pool} nodes registered by Karpenter`, () => {
+    const nodes = nodesOf(pool);
+    return nodes.length === LAUNCHES && nodes.every(([, v]) => registered(v.at(-1)));
+  }, 60_000 + LAUNCHES * 2_000);
+  const allRegistered = Date.now() - t0;
+  await until(`${onDemand} records`, () => nodesOf(pool).filter(([, v]) => story(v.at(-1)) !== undefined).length === onDemand, 60_000);
+  await sleep(1500); // room for a second write, or a change by anyone, to show up
+  const nodes = nodesOf(pool);
+  t.equal(nodes.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
+  const claims = await karpenter.nodeClaims();
+  t.equal(claims.filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool).length, LAUNCHES, `${LAUNCHES} NodeClaims`);
+
+  // Exactly one record per on-demand node, none on spot; written once, never changed after.
+  const writes = new Map<string, number>();
+  for (const e of audit()) {
+    if (e.stage === 'ResponseComplete' && e.user.username === WATCHER_USER && e.objectRef?.resource === 'nodes' && (e.verb === 'patch' || e.verb === 'update') && e.responseStatus?.code === 200) {
+      writes.set(e.objectRef.name ?? '', (writes.get(e.objectRef.name ?? '') ?? 0) + 1);
+    }
+  }
+  const by = { webhook: 0, reconciler: 0 };
+  const from = { node: 0, 'node+nodeclaim': 0 };
+  let approximate = 0;
+  const problems: string[] = [];
+  const latency = { claimToRecord: [] as number[], nodeToRecord: [] as number[], claimToNode: [] as number[] };
+  for (const [name, versions] of nodes) {
+    const last = versions.at(-1)!;
+    const spot = last.labels['karpenter.sh/capacity-type'] === 'spot';
+    const firstRecorded = versions.findIndex((v) => story(v) !== undefined);
+    if (spot) {
+      if (firstRecorded >= 0 || last.labels['veneer.io/overlay-influenced'] !== undefined) problems.push(`${name}: spot node with a record`);
+      if (writes.has(name)) problems.push(`${name}: the watcher wrote to a spot node`);
+      continue;
+    }
+    if (firstRecorded < 0) {
+      problems.push(`${name}: no record`);
+      continue;
+    }
+    const s = story(versions[firstRecorded])!;
+    by[s.decidedBy as 'webhook' | 'reconciler']++;
+    from[s.characteristicsFrom]++;
+    if (s.basis !== 'exact') approximate++;
+    const changed = versions.slice(firstRecorded).filter((v) => recordOf(v) !== recordOf(versions[firstRecorded]!));
+    if (changed.length > 0) problems.push(`${name}: the record changed in ${changed.length} later versions`);
+    // Inline: the record is in the CREATE itself and the watcher never wrote; else one PATCH.
+    const expectedWrites = s.decidedBy === 'webhook' ? 0 : 1;
+    if ((writes.get(name) ?? 0) !== expectedWrites) problems.push(`${name}: decided by the ${s.decidedBy}, ${writes.get(name) ?? 0} watcher writes`);
+    if (s.decidedBy === 'webhook' && firstRecorded !== 0) problems.push(`${name}: decided by the webhook but not in the first version`);
+    const claim = history.claims.get(last.labels['kubernetes.io/hostname'] ?? '');
+    if (claim) {
+      latency.claimToRecord.push(versions[firstRecorded]!.seenAt - claim.seenAt);
+      latency.claimToNode.push(versions[0]!.seenAt - claim.seenAt);
+    }
+    latency.nodeToRecord.push(versions[firstRecorded]!.seenAt - versions[0]!.seenAt);
+  }
+  t.same(problems, [], 'every on-demand node has exactly one record, written once and never changed; spot nodes have none');
+  t.comment(`who recorded: the webhook inline ${by.webhook}, the reconciler ${by.reconciler}; decided from the node alone ${from.node}, from node and NodeClaim ${from['node+nodeclaim']}; basis approximate ${approximate}`);
+  if (expected) t.equal(by[expected], onDemand, `the ${expected} recorded every node`);
+  // Karpenter's registration came after every inline record (and changed none: above); the
+  // reconciler's PATCH lands before or after it, whichever is first.
+  const recordedBeforeRegistration = nodes.filter(([, v]) => {
+    const first = v.findIndex((x) => story(x) !== undefined);
+    return first >= 0 && !registered(v[first]) && registered(v.at(-1));
+  }).length;
+  if (by.reconciler === 0) t.equal(recordedBeforeRegistration, onDemand, "Karpenter's registration (label sync, taint removal, owner reference, finalizer) came after every record and changed none");
+  else t.comment(`the reconciler's record came before Karpenter's registration on ${recordedBeforeRegistration} of ${onDemand} nodes, after it on the rest`);
+
+  // The overlay Karpenter's own controller and store apply to each node's offering.
+  const launches: JudgeLaunch[] = [];
+  const names: string[] = [];
+  for (const [name, v] of nodes) {
+    const labels = v.at(-1)!.labels;
+    launches.push({ nodePool: pool, instanceType: labels['node.kubernetes.io/instance-type']!, offering: karpenter.offeringOf(labels).offering });
+    names.push(name);
+  }
+  const answer = await judge.judge(kwokJudgeCase(karpenter.catalog, karpenter.nodePools, OVERLAYS, launches));
+  t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
+  const disagree: string[] = [];
+  const perOverlay = new Map<string, number>();
+  for (const [i, name] of names.entries()) {
+    const recorded = story(history.nodes.get(name)?.at(-1))?.overlay ?? null;
+    const applied = answer.applied[i] ?? null;
+    perOverlay.set(`${launches[i]!.instanceType} ${history.nodes.get(name)?.at(-1)?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`, (perOverlay.get(`${launches[i]!.instanceType} ${history.nodes.get(name)?.at(-1)?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`) ?? 0) + 1);
+    if (recorded !== applied) disagree.push(`${name} (${launches[i]!.instanceType}, offering ${launches[i]!.offering}): Karpenter applied ${applied}, the record names ${recorded}`);
+  }
+  t.same(disagree, [], `the record names the overlay Karpenter's own code applies, on all ${LAUNCHES} nodes`);
+  t.comment([...perOverlay.entries()].sort().map(([k, n]) => `${n} x ${k}`).join('; '));
+
+  const summaryLine = `${path} (${pool}): ${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${by.webhook}, by reconciler ${by.reconciler}; characteristics from node ${from.node}, node+nodeclaim ${from['node+nodeclaim']}; basis approximate ${approximate}; NodeClaim->Node ${quantiles(latency.claimToNode)}; NodeClaim->record ${quantiles(latency.claimToRecord)}; Node->record ${quantiles(latency.nodeToRecord)}`;
+  t.comment(summaryLine);
+  summary.push(summaryLine);
+}
+
+t.test(`instant path: ${LAUNCHES} concurrent launches, the Node created with every label`, (t) => launchPath(t, 'instant', 'instant', LAUNCHES));
+t.test(`booting path: ${LAUNCHES} concurrent launches, the Node 2 s after the launch`, (t) => launchPath(t, 'booting', 'booting', LAUNCHES));
+t.test('webhook down: the reconciler records each node once, racing Karpenter\'s registration', async (t) => {
+  await admin.makeApiClient(k8s.AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name: 'veneer-node-watcher' });
+  // The apiserver stops calling it a moment later: probe with dry-run creates.
+  await until('the mutating webhook is out of force', async () => {
+    const probe = await core.createNode({ body: { metadata: { name: 'webhook-gone-probe', labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } }, dryRun: 'All' });
+    return probe.metadata?.labels?.['veneer.io/overlay-influenced'] === undefined;
+  }, 30_000);
+  await launchPath(t, 'late', 'webhook down', Math.max(12, Math.round(LAUNCHES / 5)), 'reconciler');
+});
+
+t.test('Karpenter was never refused: no validating webhook call, no 4xx on its node writes', async (t) => {
+  const refused = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && (e.responseStatus?.code ?? 0) >= 400 && e.responseStatus?.code !== 409 && e.responseStatus?.code !== 404);
+  t.same(refused.map((e) => `${e.verb} ${e.objectRef?.name}: ${e.responseStatus?.code} ${e.responseStatus?.message}`), [], 'no node write of Karpenter refused');
+  const conflicted = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && e.responseStatus?.code === 409);
+  const conflicts = POOLS.map((p) => `${conflicted.filter((e) => e.objectRef?.name?.startsWith(`kwok-${p.name}-`)).length} on ${p.name} nodes`).join(', ');
+  const watcherFailures = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === WATCHER_USER && e.objectRef?.resource === 'nodes' && (e.responseStatus?.code ?? 0) >= 400);
+  t.same(watcherFailures.map((e) => `${e.verb} ${e.objectRef?.name}: ${e.responseStatus?.code}`), [], "none of the watcher's node writes failed");
+  const karpenterWrites = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && ['create', 'update', 'patch'].includes(e.verb));
+  const mutated = karpenterWrites.filter((e) => e.verb === 'create' && Object.entries(e.annotations ?? {}).some(([k, v]) => k.startsWith('mutation.webhook.admission.k8s.io/') && v.includes('record.nodes.veneer.io') && v.includes('"mutated":true'))).length;
+  const metrics = (await cp.get('/metrics')).body;
+  const validatingCalls = counter(metrics, 'apiserver_admission_webhook_admission_duration_seconds_count', { name: 'protect-record.nodes.veneer.io' });
+  const rejections = counter(metrics, 'apiserver_admission_webhook_rejection_count', { name: 'protect-record.nodes.veneer.io' }) + counter(metrics, 'apiserver_admission_webhook_rejection_count', { name: 'record.nodes.veneer.io' });
+  t.equal(rejections, 0, 'the apiserver counts no webhook rejection');
+  t.equal(validatingCalls, 0, "the validating webhook was never even called: Karpenter's writes never touch a record (its match condition)");
+  t.comment(`Karpenter's node writes: ${karpenterWrites.filter((e) => e.verb === 'create').length} creates (${mutated} mutated inline by record.nodes.veneer.io), ${karpenterWrites.filter((e) => e.verb !== 'create').length} updates/patches, conflicts (409, retried by Karpenter): ${conflicts}`);
+});
+
+t.test(`both carry Karpenter's ${PRICE_OVERLAY_APPLIED}; the record tells spot from on-demand and names the overlay`, async (t) => {
+  const m5xl = [...history.nodes.entries()].filter(([, v]) => v.at(-1)?.labels['node.kubernetes.io/instance-type'] === 'm5.xlarge' && v.at(-1)?.labels['karpenter.sh/nodepool'] === 'instant');
+  const pick = (ct: CapacityType) => m5xl.find(([, v]) => v.at(-1)?.labels['karpenter.sh/capacity-type'] === ct);
+  const [spotName] = pick('spot') ?? [];
+  const [odName] = pick('on-demand') ?? [];
+  t.ok(spotName && odName, 'an m5.xlarge spot node and an on-demand one');
+  const spot = await core.readNode({ name: spotName! });
+  const od = await core.readNode({ name: odName! });
+  const claims = new Map((await karpenter.nodeClaims()).map((c) => [c.metadata.name, c]));
+  for (const n of [spot, od]) {
+    t.equal(n.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], 'true', `${n.metadata?.labels?.['karpenter.sh/capacity-type']} node: ${PRICE_OVERLAY_APPLIED}=true`);
+    t.equal(claims.get(n.metadata?.labels?.['kubernetes.io/hostname'] ?? '')?.metadata.annotations?.[PRICE_OVERLAY_APPLIED], 'true', '...and its NodeClaim');
+  }
+  t.same(RECORD_LABELS.filter((k) => spot.metadata?.labels?.[k] !== undefined), [], 'the spot node: no record (no overlay priced a spot offering)');
+  t.match(od.metadata?.labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': RI.metadata.name, 'veneer.io/capacity-type': 'reserved-instance', 'veneer.io/instance-type': 'm5.xlarge' }, 'the on-demand node: the Reserved Instance overlay');
+  t.match(JSON.parse(od.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}'), { influenced: true, overlay: RI.metadata.name, weight: 30, price: '0.00', basis: 'exact' });
+});
+
+t.test('footprint', async (t) => {
+  const u = karpenter.usage();
+  t.ok(u.karpenter && u.scheduler, 'Karpenter and kube-scheduler still running');
+  const line = `karpenter RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB (peak ${u.karpenter?.peakRssMiB.toFixed(0)}), ${u.karpenter?.cpuSeconds.toFixed(1)} CPU-s; kube-scheduler RSS ${u.scheduler?.rssMiB.toFixed(0)} MiB (peak ${u.scheduler?.peakRssMiB.toFixed(0)}), ${u.scheduler?.cpuSeconds.toFixed(1)} CPU-s; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`;
+  t.comment(line);
+  console.error(['karpenter launches:', ...summary, line].join('\n  '));
+});

@@ -1,0 +1,86 @@
+// Every version of every Node (and the first sight of every NodeClaim) as a watch delivers them,
+// with the time this process saw each: what shows a record was written once and never changed by
+// the writes that came after it (Karpenter's registration), and how long each launch took.
+import * as k8s from '@kubernetes/client-node';
+
+export interface NodeVersion {
+  type: string;
+  resourceVersion: string;
+  seenAt: number;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  taints: string[];
+  owners: string[];
+  finalizers: string[];
+}
+
+interface Watched {
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[]; finalizers?: string[] };
+  spec?: { taints?: { key: string; effect: string }[] };
+  status?: { providerID?: string };
+}
+
+export class History {
+  readonly nodes = new Map<string, NodeVersion[]>();
+  /** NodeClaim name -> when first seen, and when first seen with status.providerID. */
+  readonly claims = new Map<string, { seenAt: number; launchedAt?: number }>();
+  private readonly stops: (() => void)[] = [];
+  private stopped = false;
+
+  private readonly kc: k8s.KubeConfig;
+
+  constructor(kc: k8s.KubeConfig) {
+    this.kc = kc;
+  }
+
+  async start(): Promise<void> {
+    await this.follow('/api/v1/nodes', (type, o) => {
+      const m = o.metadata ?? {};
+      const versions = this.nodes.get(m.name ?? '') ?? [];
+      versions.push({
+        type,
+        resourceVersion: m.resourceVersion ?? '',
+        seenAt: Date.now(),
+        labels: m.labels ?? {},
+        annotations: m.annotations ?? {},
+        taints: (o.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`),
+        owners: (m.ownerReferences ?? []).map((r) => `${r.kind}/${r.name}`),
+        finalizers: m.finalizers ?? [],
+      });
+      this.nodes.set(m.name ?? '', versions);
+    });
+    await this.follow('/apis/karpenter.sh/v1/nodeclaims', (_type, o) => {
+      const name = o.metadata?.name ?? '';
+      const c = this.claims.get(name) ?? { seenAt: Date.now() };
+      if (c.launchedAt === undefined && o.status?.providerID) c.launchedAt = Date.now();
+      this.claims.set(name, c);
+    });
+  }
+
+  /** A watch from now on, resumed from the last resourceVersion if the apiserver ends it. */
+  private async follow(path: string, onEvent: (type: string, o: Watched) => void): Promise<void> {
+    let rv: string | undefined;
+    const open = async (): Promise<void> => {
+      const req = await new k8s.Watch(this.kc).watch(path, { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) }, (type: string, o: Watched) => {
+        rv = o.metadata?.resourceVersion ?? rv;
+        if (type !== 'BOOKMARK') onEvent(type, o);
+      }, () => {
+        if (!this.stopped) setTimeout(() => void open(), 100);
+      });
+      this.stops.push(() => req.abort());
+    };
+    await open();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const s of this.stops.splice(0)) s();
+  }
+}
+
+export function quantiles(values: number[]): string {
+  if (values.length === 0) return 'n/a';
+  const sorted = [...values].sort((a, b) => a - b);
+  const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+  return `p50 ${q(0.5)} ms, p95 ${q(0.95)} ms, max ${sorted.at(-1)} ms (n=${sorted.length})`;
+}
