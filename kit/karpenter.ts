@@ -288,6 +288,8 @@ export interface PendingPod {
   instanceType: string;
   capacityType?: CapacityType;
   nodePool?: string;
+  /** Pins `topology.kubernetes.io/zone` (KWOK picks the cheapest zone, any of them for on-demand). */
+  zone?: string;
 }
 
 /** A CPU request no two of which fit one node of the type (allocatable is capacity less 100m). */
@@ -305,6 +307,7 @@ export function podObject(pod: PendingPod, catalog: KwokInstanceType[]): k8s.V1P
         'node.kubernetes.io/instance-type': pod.instanceType,
         ...(pod.capacityType ? { 'karpenter.sh/capacity-type': pod.capacityType } : {}),
         ...(pod.nodePool ? { 'karpenter.sh/nodepool': pod.nodePool } : {}),
+        ...(pod.zone ? { 'topology.kubernetes.io/zone': pod.zone } : {}),
       },
       containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: cpuRequestFor(type), memory: '64Mi' } } }],
     },
