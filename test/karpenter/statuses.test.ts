@@ -5,6 +5,7 @@
 // `report` names each rejected overlay with Karpenter's reason. Karpenter's own NodeOverlay
 // controller as the judge (test/karpenter-oracle) gets the same catalog, NodePools and overlays and
 // must write the same verdicts, except where the cloud provider's registered label domains differ.
+// (What Karpenter compares an overlay with, on its own nodes: test/karpenter/compares.test.ts.)
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,7 +13,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Report } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KWOK_WATCHER_FLAGS, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
@@ -30,7 +31,6 @@ t.teardown(async () => {
 });
 await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5);
 const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
-const core = env.admin.makeApiClient(k8s.CoreV1Api);
 
 type Overlay = VeneerOverlay;
 const named = (o: Overlay, name: string, labels: Record<string, string> = {}): Overlay => ({ ...o, metadata: { ...o.metadata, name, labels: { ...o.metadata.labels, ...labels } } });
@@ -135,40 +135,6 @@ t.test('deleting the winner of the pair: Karpenter validates the other, and the 
   t.same(await states(), { counted: 4, rejected_conflict: 0, rejected_validation: 2, unvalidated: 0, capacity_only: 1, deleting: 0 });
   t.comment(`Conflict lifted ${flipped} ms after the delete; the watcher's gauge followed ${Date.now() - t0} ms after it`);
   await sleep(0);
-});
-
-t.test("what Karpenter compares, seen on its own nodes: a region requirement prices no KWOK type (region is only in KWOK's offerings)", async (t) => {
-  for (const o of await overlays()) await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: o.metadata.name });
-  // Veneer's Reserved Instance shape with the region pinned too, for t3.large; a plain one for c6i.large.
-  const ri = reservedInstance('t3.large', REGION);
-  const regional = { ...ri, spec: { ...ri.spec, requirements: [...(ri.spec?.requirements ?? []), { key: 'topology.kubernetes.io/region', operator: 'In', values: [REGION] }] } };
-  const plain = reservedInstance('c6i.large', REGION);
-  for (const o of [regional, plain]) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-  await until('Karpenter validated both', async () => {
-    const all = await overlays();
-    return all.length === 2 && all.every((o) => condition(o, 'ValidationSucceeded')?.status === 'True');
-  }, 20_000);
-  await until('the watcher counts both', async () => (await states()).counted === 2, 20_000);
-  await sleep(1100); // the launches come in a later second than the validations
-  await createPendingPods(env.admin, [{ name: 'regional', instanceType: 't3.large', capacityType: 'on-demand' }, { name: 'plain', instanceType: 'c6i.large', capacityType: 'on-demand' }], env.karpenter.catalog);
-  const recorded = async () => (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced'] !== undefined);
-  await until('both nodes recorded', async () => (await recorded()).length === 2, 60_000);
-  const byType = new Map((await recorded()).map((n) => [n.metadata?.labels?.['node.kubernetes.io/instance-type'], n]));
-  const t3 = byType.get('t3.large');
-  const c6i = byType.get('c6i.large');
-  t.equal(t3?.metadata?.labels?.['topology.kubernetes.io/region'], REGION, 'the t3.large node carries the region label...');
-  t.equal(t3?.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], undefined, `...yet Karpenter priced no offering of t3.large (no ${PRICE_OVERLAY_APPLIED})`);
-  t.equal(t3?.metadata?.labels?.['veneer.io/overlay-influenced'], 'false', 'and the watcher records: not influenced');
-  t.equal(c6i?.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], 'true', `the control: Karpenter priced c6i.large (${PRICE_OVERLAY_APPLIED}=true)`);
-  t.equal(c6i?.metadata?.labels?.['veneer.io/matching-overlay'], plain.metadata.name, 'and the watcher names its overlay');
-  const judge = new KarpenterJudge('v1.15.0');
-  t.teardown(() => judge.close());
-  const [t3Offering, c6iOffering] = [t3, c6i].map((n) => env.karpenter.offeringOf(n?.metadata?.labels ?? {}).offering);
-  const answer = await judge.judge(kwokJudgeCase(env.karpenter.catalog, env.karpenter.nodePools, [regional, plain], [
-    { nodePool: 'default', instanceType: 't3.large', offering: t3Offering! },
-    { nodePool: 'default', instanceType: 'c6i.large', offering: c6iOffering! },
-  ]));
-  t.same(answer.applied, [null, plain.metadata.name], 'the judge agrees');
 });
 
 t.test('footprint', async (t) => {
