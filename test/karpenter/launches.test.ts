@@ -164,6 +164,10 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   let approximate = 0;
   const problems: string[] = [];
   const latency = { claimToRecord: [] as number[], nodeToRecord: [] as number[], claimToNode: [] as number[] };
+  // The launch time the record was decided for (its evaluatedAt) against Karpenter's decision (the
+  // NodeClaim's creationTimestamp): later when the node could not be linked to its NodeClaim.
+  const claimCreated = new Map(claims.map((c) => [c.metadata.name, Date.parse(c.metadata.creationTimestamp ?? '')]));
+  const evaluatedLate: number[] = [];
   for (const [name, versions] of nodes) {
     const last = versions.at(-1)!;
     const spot = last.labels['karpenter.sh/capacity-type'] === 'spot';
@@ -193,6 +197,8 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
       latency.claimToNode.push(versions[0]!.seenAt - claim.seenAt);
     }
     latency.nodeToRecord.push(versions[firstRecorded]!.seenAt - versions[0]!.seenAt);
+    const decidedAt = claimCreated.get(last.labels['kubernetes.io/hostname'] ?? '');
+    if (decidedAt !== undefined) evaluatedLate.push(Date.parse(s.evaluatedAt) - decidedAt);
   }
   t.same(problems, [], 'every on-demand node has exactly one record, written once and never changed; spot nodes have none');
   t.comment(`who recorded: the webhook inline ${by.webhook}, the reconciler ${by.reconciler}; decided from the node alone ${from.node}, from node and NodeClaim ${from['node+nodeclaim']}; basis approximate ${approximate}`);
@@ -227,7 +233,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   t.same(disagree, [], `the record names the overlay Karpenter's own code applies, on all ${LAUNCHES} nodes`);
   t.comment([...perOverlay.entries()].sort().map(([k, n]) => `${n} x ${k}`).join('; '));
 
-  const summaryLine = `${path} (${pool}): ${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${by.webhook}, by reconciler ${by.reconciler}; characteristics from node ${from.node}, node+nodeclaim ${from['node+nodeclaim']}; basis approximate ${approximate}; NodeClaim->Node ${quantiles(latency.claimToNode)}; NodeClaim->record ${quantiles(latency.claimToRecord)}; Node->record ${quantiles(latency.nodeToRecord)}`;
+  const summaryLine = `${path} (${pool}): ${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${by.webhook}, by reconciler ${by.reconciler}; characteristics from node ${from.node}, node+nodeclaim ${from['node+nodeclaim']}; basis approximate ${approximate}; evaluatedAt - NodeClaim creation (whole seconds) ${quantiles(evaluatedLate)}; NodeClaim->Node ${quantiles(latency.claimToNode)}; NodeClaim->record ${quantiles(latency.claimToRecord)}; Node->record ${quantiles(latency.nodeToRecord)}`;
   t.comment(summaryLine);
   summary.push(summaryLine);
 }

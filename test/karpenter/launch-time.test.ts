@@ -1,0 +1,71 @@
+// Which moment a record is decided for: Karpenter decides a launch when it creates the NodeClaim;
+// the Node comes later (here: KWOK creates it within seconds, or 2 s later with a registration
+// delay; on AWS the kubelet registers 30 s or more later). An overlay deleted in between must not
+// change the record: Karpenter priced the launch with it. Real Karpenter launches m5.xlarge nodes
+// under a Reserved Instance overlay (and a Compute Savings Plan under it); once every NodeClaim
+// exists, the RI overlay is deleted, before (most of) the Nodes are created.
+//   - A node the watcher links to its NodeClaim (providerID; KWOK's NodeClaim has it once the
+//     launch returned) is decided as of the NodeClaim's creation: the RI, as Karpenter decided.
+//   - A node created before its NodeClaim shows the providerID (KWOK without a delay creates the
+//     Node at once) is decided from the node alone, as of the Node's creation: after the delete,
+//     the Compute Savings Plan, with basis "exact". Marked todo: the watcher gets these wrong.
+import t from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import type { DecisionStory } from '../../src/engine/index.ts';
+import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
+import { createPendingPods, KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
+import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
+import { KarpenterJudge } from '../support/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../support/kwok-judge.ts';
+
+t.setTimeout(240_000);
+const PER_POOL = 20;
+const POOLS = [{ name: 'instant', nodeClass: 'instant' }, { name: 'booting', nodeClass: 'booting' }];
+const env = await startKarpenterEnv({ karpenter: { nodeClasses: { instant: {}, booting: { nodeRegistrationDelay: '2s' } }, nodePools: POOLS } });
+const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
+t.teardown(async () => {
+  await watcher.stop();
+  await env.cp.stop();
+});
+await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5);
+const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
+const core = env.admin.makeApiClient(k8s.CoreV1Api);
+const RI = reservedInstance('m5.xlarge', REGION);
+const CSP = computeSavingsPlan('kwok');
+for (const o of [RI, CSP]) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+await until('the watcher counts both', async () => /^veneer_nodewatcher_overlays\{state="counted"\} 2$/m.test(await watcher.metrics.registry.metrics()), 30_000);
+await sleep(1100); // the launches come in a later second than the validations
+
+const pods = POOLS.flatMap((p) => Array.from({ length: PER_POOL }, (_, i) => ({ name: `${p.name}-${i}`, nodePool: p.name, instanceType: 'm5.xlarge', capacityType: 'on-demand' as const })));
+await createPendingPods(env.admin, pods, env.karpenter.catalog);
+await until('every NodeClaim', async () => (await env.karpenter.nodeClaims()).length === pods.length, 60_000);
+const nodesBefore = (await core.listNode()).items.length;
+await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name });
+t.comment(`${pods.length} NodeClaims existed when the RI overlay was deleted; ${nodesBefore} of their Nodes did`);
+await until('every node recorded', async () => (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced']).length === pods.length, 60_000);
+
+const nodes = (await core.listNode()).items.map((n) => ({ name: n.metadata?.name ?? '', pool: n.metadata?.labels?.['karpenter.sh/nodepool'], story: JSON.parse(n.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as DecisionStory }));
+const judge = new KarpenterJudge('v1.15.0');
+t.teardown(() => judge.close());
+// What Karpenter's store applied when it created the NodeClaims: both overlays were validated then.
+const decided = await judge.judge(kwokJudgeCase(env.karpenter.catalog, env.karpenter.nodePools, [RI, CSP], [{ nodePool: 'instant', instanceType: 'm5.xlarge', offering: 0 }]));
+t.equal(decided.applied[0], RI.metadata.name, "Karpenter's own code priced these launches with the RI overlay");
+
+const linked = nodes.filter((n) => n.story.characteristicsFrom === 'node+nodeclaim');
+const alone = nodes.filter((n) => n.story.characteristicsFrom === 'node');
+const summary = (list: typeof nodes) => POOLS.map((p) => `${p.name} ${list.filter((n) => n.pool === p.name).length}`).join(', ');
+t.comment(`decided with the NodeClaim: ${summary(linked)}; from the node alone: ${summary(alone)}`);
+t.ok(linked.length > 0, 'some nodes were linked to their NodeClaim (the booting path)');
+
+t.test('linked to its NodeClaim: decided as of the launch, the RI', async (t) => {
+  t.same(linked.filter((n) => n.story.overlay !== RI.metadata.name).map((n) => `${n.name}: ${n.story.overlay}`), []);
+});
+
+t.test("decided from the node alone: as of the Node's creation, after the delete", async (t) => {
+  const wrong = alone.filter((n) => n.story.overlay !== RI.metadata.name);
+  t.comment(`${wrong.length} of ${alone.length} records decided from the node alone name ${[...new Set(wrong.map((n) => n.story.overlay))].join(', ') || 'nothing else'} (basis ${[...new Set(wrong.map((n) => n.story.basis))].join(', ') || '-'}), where Karpenter applied ${RI.metadata.name}`);
+  t.same(wrong.map((n) => `${n.name}: ${n.story.overlay} (evaluatedAt ${n.story.evaluatedAt}, basis ${n.story.basis})`), [], 'they name the overlay Karpenter applied', {
+    todo: "the engine takes the Node's creation as the launch time when the NodeClaim is unknown, and still says basis exact",
+  });
+});
