@@ -264,6 +264,33 @@ export class Karpenter {
     return ((await this.custom.listClusterCustomObject(NODECLAIM_API)) as { items: NodeClaim[] }).items;
   }
 
+  /** Waits until `count` NodeClaims (of `pool`, if given) exist; returns them. */
+  async waitForNodeClaims(count: number, pool?: string, timeoutMs = 60_000): Promise<NodeClaim[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const claims = (await this.nodeClaims()).filter((c) => pool === undefined || c.metadata.labels?.['karpenter.sh/nodepool'] === pool);
+      if (claims.length >= count) return claims;
+      if (Date.now() > deadline) throw new Error(`${claims.length} of ${count} NodeClaims after ${timeoutMs} ms`);
+      await sleep(200);
+    }
+  }
+
+  /** Waits until `count` Karpenter nodes (of `pool`, if given; registered by Karpenter, if asked) exist; returns them. */
+  async waitForNodes(count: number, opts: { pool?: string; registered?: boolean; timeoutMs?: number } = {}): Promise<k8s.V1Node[]> {
+    const core = this.cp.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
+    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+    for (;;) {
+      const nodes = (await core.listNode()).items.filter((n) => {
+        const labels = n.metadata?.labels ?? {};
+        return labels['karpenter.sh/nodepool'] !== undefined && (opts.pool === undefined || labels['karpenter.sh/nodepool'] === opts.pool)
+          && (!opts.registered || labels['karpenter.sh/registered'] === 'true');
+      });
+      if (nodes.length >= count) return nodes;
+      if (Date.now() > deadline) throw new Error(`${nodes.length} of ${count} nodes after ${opts.timeoutMs ?? 60_000} ms`);
+      await sleep(200);
+    }
+  }
+
   /** The catalog entry and offering index a launched node runs on (its type, capacity type and zone). */
   offeringOf(labels: Record<string, string>): { type: KwokInstanceType; offering: number } {
     const type = this.catalog.find((t) => t.name === labels['node.kubernetes.io/instance-type']);

@@ -39,7 +39,7 @@ await sleep(1100); // the launches come in a later second than the validations
 
 const pods = POOLS.flatMap((p) => Array.from({ length: PER_POOL }, (_, i) => ({ name: `${p.name}-${i}`, nodePool: p.name, instanceType: 'm5.xlarge', capacityType: 'on-demand' as const })));
 await createPendingPods(env.admin, pods, env.karpenter.catalog);
-await until('every NodeClaim', async () => (await env.karpenter.nodeClaims()).length === pods.length, 60_000);
+await env.karpenter.waitForNodeClaims(pods.length);
 const nodesBefore = (await core.listNode()).items.length;
 await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name });
 t.comment(`${pods.length} NodeClaims existed when the RI overlay was deleted; ${nodesBefore} of their Nodes did`);
