@@ -294,7 +294,7 @@ build_aws_instance_keys() {
   mv "$AWS_KEYS_BIN.tmp.$$" "$AWS_KEYS_BIN"
 }
 
-log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 25-40 minutes on 2 cores)"
+log "cold build of ${WANTED[*]} into $CACHE_ROOT (first time only: all of them take 30-50 minutes on 2 cores)"
 for name in "${WANTED[@]}"; do
   [ -x "${BIN_OF[$name]}" ] && continue
   case "$name" in
