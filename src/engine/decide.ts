@@ -12,6 +12,12 @@ export { NODEPOOL_LABEL };
 export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
 export const REGISTERED_LABEL = 'karpenter.sh/registered';
 
+/**
+ * How long before its Node a launch can have been decided: Karpenter deletes a NodeClaim whose
+ * node has not registered within 15 minutes (nodeclaim/lifecycle, registrationTimeout).
+ */
+export const LAUNCH_BEFORE_NODE_MS = 15 * 60_000;
+
 export interface EngineSettings {
   keys: RecordKeys;
   /** A node older than this is decided with whatever labels it has. */
@@ -67,6 +73,22 @@ export function karpenterView(labels: Labels, at: number, index: OverlayIndex, s
   return new KarpenterView(labels, index.nodePools.at(labels[NODEPOOL_LABEL], at), settings.provider);
 }
 
+/**
+ * Without its NodeClaim, a node's launch is known only to lie within LAUNCH_BEFORE_NODE_MS
+ * before its creation: the node's creation stands in, which is exact only if the overlay that
+ * wins is the same at every moment of that window (it can change only where an overlay began or
+ * ceased to count).
+ */
+function launchUncertain(input: DecisionInput, view: KarpenterView, index: OverlayIndex): boolean {
+  if (input.nodeClaim) return false;
+  const createdAt = input.node.createdAt ?? input.now;
+  const from = createdAt - LAUNCH_BEFORE_NODE_MS;
+  const changes = index.changesBetween(from, createdAt);
+  if (changes.length === 0) return false;
+  const winner = index.match(view, createdAt).version;
+  return [from, ...changes].some((t) => index.match(view, t).version !== winner);
+}
+
 function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number): string | undefined {
   if (input.nodeClaim) return undefined;
   if (view.labels[REGISTERED_LABEL] === 'true') return undefined;
@@ -75,6 +97,7 @@ function readiness(input: DecisionInput, view: KarpenterView, at: number, index:
   for (const key of index.keysNamedAt(at)) {
     if (view.missing(key)) return `label ${key} not yet on the node and its NodeClaim is unknown`;
   }
+  if (launchUncertain(input, view, index)) return 'the overlay that wins changed in the 15 minutes before the node was created, and its NodeClaim, which dates the launch, is unknown';
   return undefined;
 }
 
@@ -91,8 +114,9 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   }
   const match = index.match(view, evaluatedAt);
   const overlay = match.version?.overlay;
-  // Without its NodePool, the node's labels stand in for what Karpenter compared.
-  const basis = view.pool ? match.basis : 'approximate';
+  // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
+  // NodeClaim, the node's creation for the launch.
+  const basis = view.pool && !launchUncertain(input, view, index) ? match.basis : 'approximate';
   const record = buildRecord({
     keys: settings.keys,
     overlay,

@@ -40,6 +40,8 @@ export class OverlayIndex {
   /** Intervals in which the watch was broken: changes in them were timed when seen, late. */
   private gaps: [number, number][] = [];
   private dirty = true;
+  /** When eligible versions began or ended to count, sorted; rebuilt after any change. */
+  private changeTimes: number[] | undefined;
   private buckets = new Map<string, Map<string, OverlayVersion[]>>();
   private unanchored: OverlayVersion[] = [];
 
@@ -62,6 +64,7 @@ export class OverlayIndex {
 
   /** Records an overlay as seen at `at` (an ADDED or MODIFIED event, or a list item). */
   observe(overlay: OverlayView, at: number): void {
+    this.changeTimes = undefined;
     const versions = this.history.get(overlay.name) ?? [];
     const current = versions.at(-1);
     const open = this.history.open(overlay.name);
@@ -100,6 +103,7 @@ export class OverlayIndex {
   /** Records a deletion seen at `at`. */
   forget(name: string, at: number): void {
     this.history.end(name, at);
+    this.changeTimes = undefined;
   }
 
   /** Replaces the live set with a full list taken at `at` (initial sync or a safety relist). */
@@ -124,6 +128,7 @@ export class OverlayIndex {
 
   /** Drops versions that ended before the retention window; decisions that far back become approximate. */
   prune(now: number): void {
+    this.changeTimes = undefined;
     const horizon = now - this.retentionMs;
     this.nodePools.prune(horizon);
     this.gaps = this.gaps.filter(([, to]) => to >= horizon);
@@ -167,6 +172,31 @@ export class OverlayIndex {
       }
     }
     yield* this.unanchored;
+  }
+
+  /** When an eligible overlay began or ceased to count, after `from` and by `to`. */
+  changesBetween(from: number, to: number): number[] {
+    const times = (this.changeTimes ??= this.eligibleBoundaries());
+    let lo = 0;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((times[mid] as number) <= from) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: number[] = [];
+    for (let i = lo; i < times.length && (times[i] as number) <= to; i++) out.push(times[i] as number);
+    return out;
+  }
+
+  private eligibleBoundaries(): number[] {
+    const times: number[] = [];
+    for (const v of this.versions()) {
+      if (v.ineligible !== undefined) continue;
+      times.push(v.from);
+      if (v.to !== undefined) times.push(v.to);
+    }
+    return times.sort((a, b) => a - b);
   }
 
   /** Every key that an eligible overlay active at `t` names in its requirements. */

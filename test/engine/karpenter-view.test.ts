@@ -3,8 +3,8 @@
 // validated its current generation. The differential test checks the same against Karpenter's
 // own controller on generated clusters; these cases name each rule.
 import t from 'tap';
-import { decide, KWOK_KEYS, NOT_VALIDATED, toNodeView, toOverlayView, withExtraKeys, type Decision, type OverlayObject } from '../../src/engine/index.ts';
-import { computeSavingsPlan, karpenterNode, reservedInstance } from '../../kit/veneer.ts';
+import { decide, KWOK_KEYS, NOT_VALIDATED, toNodeClaimView, toNodeView, toOverlayView, withExtraKeys, type Decision, type OverlayObject } from '../../src/engine/index.ts';
+import { computeSavingsPlan, karpenterNode, nodeClaimFor, reservedInstance } from '../../kit/veneer.ts';
 import { defaultPool, indexWith, iso, newIndex, settings, T0, withCreation, withStatus } from './fixtures.ts';
 
 const overlay = (name: string, requirements: OverlayObject['spec'] extends infer S ? S extends { requirements?: infer R } ? R : never : never, weight = 50): OverlayObject => ({
@@ -119,4 +119,21 @@ t.test('instanceTypeKeys: keys another provider defines are compared like the pr
   const extended = { ...settings, provider: withExtraKeys(settings.provider, ['example.com/generation']) };
   t.equal(winnerOf(decideWith(indexWith([custom]), n, T0 + 5_000, extended)), 'gen', 'defined once listed');
   t.equal(withExtraKeys(settings.provider, []), settings.provider, 'nothing listed: the provider as it is');
+});
+
+t.test('without its NodeClaim, a node created within 15 minutes of an overlay change waits for the NodeClaim to date the launch', async (t) => {
+  const ri = reservedInstance('m5.xlarge', 'us-west-2');
+  const index = indexWith([computeSavingsPlan(), ri]);
+  // The RI stops counting at T0 - 5 min; Karpenter may have launched the node before or after.
+  index.forget(ri.metadata?.name ?? '', T0 - 300_000);
+  const kubelet = karpenterNode({ name: 'n', stage: 'kubelet', createdAt: iso(T0), extraLabels: { 'node.kubernetes.io/instance-type': 'm5.xlarge', 'karpenter.k8s.aws/instance-family': 'm5' } });
+  t.match(decide({ node: toNodeView(kubelet), now: T0 + 1_000, decidedBy: 'webhook' }, index, settings), { outcome: 'undetermined', reason: /NodeClaim, which dates the launch, is unknown/, retryAt: T0 + 60_000 });
+  const claim = toNodeClaimView(nodeClaimFor({ name: 'n', claimName: 'n-claim', instanceType: 'm5.xlarge', claimCreatedAt: iso(T0 - 400_000) }));
+  t.match(decide({ node: toNodeView(kubelet), nodeClaim: claim, now: T0 + 1_000, decidedBy: 'webhook' }, index, settings), { outcome: 'influenced', basis: 'exact', overlay: { name: ri.metadata?.name } }, 'its NodeClaim dates the launch before the change');
+  t.match(decide({ node: toNodeView(kubelet), now: T0 + 61_000, decidedBy: 'reconciler' }, index, settings), { outcome: 'influenced', basis: 'approximate', overlay: { name: 'cost-aware-compute-sp-global' } }, 'past the grace period: decided, and said to be approximate');
+  const later = karpenterNode({ name: 'm', stage: 'kubelet', createdAt: iso(T0 + 901_000), extraLabels: { 'node.kubernetes.io/instance-type': 'm5.xlarge', 'karpenter.k8s.aws/instance-family': 'm5' } });
+  t.match(decide({ node: toNodeView(later), now: T0 + 902_000, decidedBy: 'webhook' }, index, settings), { outcome: 'influenced', basis: 'exact' }, 'nothing changed in the 15 minutes before it: decided at CREATE');
+  // An overlay for another instance type, created a minute before the node: the winner is the same all along.
+  index.observe(toOverlayView({ ...reservedInstance('c6i.large', 'us-west-2'), metadata: { ...reservedInstance('c6i.large', 'us-west-2').metadata, creationTimestamp: iso(T0 + 840_000) } }), T0 + 840_000);
+  t.match(decide({ node: toNodeView(later), now: T0 + 902_000, decidedBy: 'webhook' }, index, settings), { outcome: 'influenced', basis: 'exact', overlay: { name: 'cost-aware-compute-sp-global' } }, 'a change that cannot alter its winner does not hold it back');
 });

@@ -7,8 +7,10 @@
 //   - A node the watcher links to its NodeClaim (providerID; KWOK's NodeClaim has it once the
 //     launch returned) is decided as of the NodeClaim's creation: the RI, as Karpenter decided.
 //   - A node created before its NodeClaim shows the providerID (KWOK without a delay creates the
-//     Node at once) is decided from the node alone, as of the Node's creation: after the delete,
-//     the Compute Savings Plan, with basis "exact". Marked todo: the watcher gets these wrong.
+//     Node at once) cannot be dated by its NodeClaim at CREATE. Karpenter may have launched it up
+//     to 15 minutes before the Node appeared, so once an overlay changed in that window the
+//     watcher waits for the registration, whose ownerReference names the NodeClaim. Before this,
+//     8-10 of 20 such nodes were recorded under the Compute Savings Plan with basis "exact".
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
@@ -42,6 +44,7 @@ await createPendingPods(env.admin, pods, env.karpenter.catalog);
 await env.karpenter.waitForNodeClaims(pods.length);
 const nodesBefore = (await core.listNode()).items.length;
 await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name });
+const deletedAt = Date.now();
 t.comment(`${pods.length} NodeClaims existed when the RI overlay was deleted; ${nodesBefore} of their Nodes did`);
 await until('every node recorded', async () => (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced']).length === pods.length, 60_000);
 
@@ -62,10 +65,11 @@ t.test('linked to its NodeClaim: decided as of the launch, the RI', async (t) =>
   t.same(linked.filter((n) => n.story.overlay !== RI.metadata.name).map((n) => `${n.name}: ${n.story.overlay}`), []);
 });
 
-t.test("decided from the node alone: as of the Node's creation, after the delete", async (t) => {
+t.test('decided from the node alone only where no overlay changed in the 15 minutes before the Node', async (t) => {
   const wrong = alone.filter((n) => n.story.overlay !== RI.metadata.name);
-  t.comment(`${wrong.length} of ${alone.length} records decided from the node alone name ${[...new Set(wrong.map((n) => n.story.overlay))].join(', ') || 'nothing else'} (basis ${[...new Set(wrong.map((n) => n.story.basis))].join(', ') || '-'}), where Karpenter applied ${RI.metadata.name}`);
-  t.same(wrong.map((n) => `${n.name}: ${n.story.overlay} (evaluatedAt ${n.story.evaluatedAt}, basis ${n.story.basis})`), [], 'they name the overlay Karpenter applied', {
-    todo: "the engine takes the Node's creation as the launch time when the NodeClaim is unknown, and still says basis exact",
-  });
+  t.comment(`${alone.length} records decided from the node alone (all before the delete), ${wrong.length} naming another overlay than Karpenter applied`);
+  t.same(wrong.map((n) => `${n.name}: ${n.story.overlay} (evaluatedAt ${n.story.evaluatedAt}, basis ${n.story.basis})`), [], 'they name the overlay Karpenter applied');
+  // Creation timestamps have whole seconds: a node stamped with a later second than the delete came after it.
+  const after = Math.floor(deletedAt / 1000) * 1000 + 1000;
+  t.same(alone.filter((n) => Date.parse(n.story.evaluatedAt) >= after).map((n) => n.name), [], 'no node created after the delete was decided without its NodeClaim');
 });
