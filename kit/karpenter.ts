@@ -18,7 +18,10 @@ import { binary, type ControlPlane, freePort } from './control-plane.ts';
 import { installCRDFiles } from './karpenter-crds.ts';
 import { ManagedProcess, sleep } from './process.ts';
 import { startClusterEnv, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
+import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
 
+/** The Karpenter version that runs (scripts/control-plane.sh builds it; `npm run test:matrix` also runs v1.14.1). */
+export const KARPENTER_VERSION = (process.env.VENEER_KARPENTER_KWOK_VERSION ?? 'v1.15.0') as JudgeVersion;
 export const KARPENTER_USER = 'karpenter';
 /** The bootstrap RBAC of every cluster binds the scheduler's roles to this user. */
 export const SCHEDULER_USER = 'system:kube-scheduler';

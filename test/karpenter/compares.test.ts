@@ -10,7 +10,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { createPendingPods, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import type { VeneerOverlay } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
@@ -81,7 +81,7 @@ t.test('each probe, on a node of its type that real Karpenter launched', async (
   await until(`${pods.length} nodes recorded`, async () => (await recorded()).length === pods.length, 90_000);
   const nodes = await recorded();
 
-  const judge = new KarpenterJudge('v1.15.0');
+  const judge = new KarpenterJudge(KARPENTER_VERSION);
   t.teardown(() => judge.close());
   const answer = await judge.judge(kwokJudgeCase(env.karpenter.catalog, env.karpenter.nodePools, overlays, nodes.map((n) => {
     const labels = n.metadata?.labels ?? {};

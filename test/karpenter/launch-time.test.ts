@@ -15,7 +15,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { createPendingPods, KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
@@ -49,7 +49,7 @@ t.comment(`${pods.length} NodeClaims existed when the RI overlay was deleted; ${
 await until('every node recorded', async () => (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced']).length === pods.length, 60_000);
 
 const nodes = (await core.listNode()).items.map((n) => ({ name: n.metadata?.name ?? '', pool: n.metadata?.labels?.['karpenter.sh/nodepool'], story: JSON.parse(n.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as DecisionStory }));
-const judge = new KarpenterJudge('v1.15.0');
+const judge = new KarpenterJudge(KARPENTER_VERSION);
 t.teardown(() => judge.close());
 // What Karpenter's store applied when it created the NodeClaims: both overlays were validated then.
 const decided = await judge.judge(kwokJudgeCase(env.karpenter.catalog, env.karpenter.nodePools, [RI, CSP], [{ nodePool: 'instant', instanceType: 'm5.xlarge', offering: 0 }]));

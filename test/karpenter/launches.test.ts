@@ -19,7 +19,7 @@ import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
 import { counter, OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
@@ -99,7 +99,7 @@ await until('the watcher counts them', async () => /^veneer_nodewatcher_overlays
 await sleep(1100);
 await history.start();
 
-const judge = new KarpenterJudge('v1.15.0');
+const judge = new KarpenterJudge(KARPENTER_VERSION);
 t.teardown(() => judge.close());
 
 interface AuditEntry {

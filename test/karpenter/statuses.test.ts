@@ -13,7 +13,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Report } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv } from '../../kit/karpenter.ts';
+import { KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
@@ -92,7 +92,7 @@ t.test("Karpenter's own statuses: validated, Conflict, RuntimeValidation", async
   t.match(condition(all.get(BAD_CAPACITY_TYPE.metadata.name), 'ValidationSucceeded')?.message, /no valid values found in \[reserved-instance\] for karpenter\.sh\/capacity-type/);
 
   // The judge: Karpenter's NodeOverlay controller over the same catalog, NodePools and overlays.
-  const judge = new KarpenterJudge('v1.15.0');
+  const judge = new KarpenterJudge(KARPENTER_VERSION);
   t.teardown(() => judge.close());
   const answer = await judge.judge(kwokJudgeCase(env.karpenter.catalog, env.karpenter.nodePools, created));
   t.notOk(answer.error, answer.error ?? "the judge's Reconcile succeeded");
