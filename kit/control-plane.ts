@@ -215,6 +215,9 @@ export class ControlPlane {
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // The default reconciler publishes the advertise address as the `kubernetes` Service's
+      // endpoint, which 1.37 refuses for a loopback address; nothing here uses that Service.
+      '--endpoint-reconciler-type=none',
       `--secure-port=${securePort}`,
       `--cert-dir=${join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${serving.certPath}`,
