@@ -17,7 +17,8 @@ import * as k8s from '@kubernetes/client-node';
 import { binary, type ControlPlane, freePort } from './control-plane.ts';
 import { installCRDFiles } from './karpenter-crds.ts';
 import { ManagedProcess, sleep } from './process.ts';
-import { startClusterEnv, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
+import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
+import type { RunningWatcher } from '../src/watcher.ts';
 import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
 
 /** The Karpenter version that runs (scripts/control-plane.sh builds it; `npm run test:matrix` also runs v1.14.1). */
@@ -352,7 +353,7 @@ export async function createPendingPods(admin: k8s.KubeConfig, pods: PendingPod[
 
 // ---------------------------------------------------------------------------------------------
 // The whole cluster: control plane, Karpenter's CRDs, the watcher's identity and certificates,
-// Karpenter and kube-scheduler. The test starts the watcher (launchWatcher with KWOK_WATCHER_FLAGS).
+// Karpenter and kube-scheduler; startKarpenterWithWatcher adds the watcher on KWOK's keys with both webhooks.
 
 export interface KarpenterEnv extends ClusterEnv {
   karpenter: Karpenter;
@@ -362,6 +363,26 @@ export async function startKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: 
   const env = await startClusterEnv({ ...opts, installCRDs: installKwokCRDs });
   try {
     return { ...env, karpenter: await Karpenter.start(env.cp, opts.karpenter) };
+  } catch (err) {
+    await env.cp.stop();
+    throw err;
+  }
+}
+
+/** A Karpenter env with the watcher running on KWOK's keys and both webhooks registered; `stop` ends both. */
+export async function startKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {}): Promise<KarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
+  const env = await startKarpenterEnv(opts);
+  try {
+    const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
+    const stop = async () => {
+      await watcher.stop();
+      await env.cp.stop();
+    };
+    await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5).catch(async (err) => {
+      await stop();
+      throw err;
+    });
+    return { ...env, watcher, stop };
   } catch (err) {
     await env.cp.stop();
     throw err;

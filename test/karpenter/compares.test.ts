@@ -10,21 +10,16 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
+import { createPendingPods, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import type { VeneerOverlay } from '../../kit/veneer.ts';
-import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
 
 t.setTimeout(240_000);
 const started = Date.now();
-const env = await startKarpenterEnv();
-const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
-t.teardown(async () => {
-  await watcher.stop();
-  await env.cp.stop();
-});
-await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5);
+const env = await startKarpenterWithWatcher();
+t.teardown(env.stop);
+const { watcher } = env;
 const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
 const core = env.admin.makeApiClient(k8s.CoreV1Api);
 

@@ -15,22 +15,17 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
+import { createPendingPods, REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
-import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
 
 t.setTimeout(240_000);
 const PER_POOL = 20;
 const POOLS = [{ name: 'instant', nodeClass: 'instant' }, { name: 'booting', nodeClass: 'booting' }];
-const env = await startKarpenterEnv({ karpenter: { nodeClasses: { instant: {}, booting: { nodeRegistrationDelay: '2s' } }, nodePools: POOLS } });
-const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
-t.teardown(async () => {
-  await watcher.stop();
-  await env.cp.stop();
-});
-await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5);
+const env = await startKarpenterWithWatcher({ karpenter: { nodeClasses: { instant: {}, booting: { nodeRegistrationDelay: '2s' } }, nodePools: POOLS } });
+t.teardown(env.stop);
+const { watcher } = env;
 const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
 const core = env.admin.makeApiClient(k8s.CoreV1Api);
 const RI = reservedInstance('m5.xlarge', REGION);

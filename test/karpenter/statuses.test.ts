@@ -13,9 +13,8 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Report } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { KWOK_WATCHER_FLAGS, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
+import { REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
-import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
 
@@ -23,13 +22,9 @@ t.setTimeout(240_000);
 const started = Date.now();
 const cli = join(import.meta.dirname, '..', '..', 'src', 'cli.ts');
 
-const env = await startKarpenterEnv();
-const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
-t.teardown(async () => {
-  await watcher.stop();
-  await env.cp.stop();
-});
-await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5);
+const env = await startKarpenterWithWatcher();
+t.teardown(env.stop);
+const { watcher } = env;
 const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
 
 type Overlay = VeneerOverlay;
