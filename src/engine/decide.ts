@@ -4,7 +4,7 @@ import type { Labels } from './requirements.ts';
 import { KarpenterView, NODEPOOL_LABEL } from './karpenter-view.ts';
 import type { ProviderKeys } from './providers.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
-import type { OverlayIndex } from './overlay-index.ts';
+import type { Match, OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
 
@@ -79,17 +79,15 @@ export function karpenterView(labels: Labels, at: number, index: OverlayIndex, s
  * wins is the same at every moment of that window (it can change only where an overlay began or
  * ceased to count).
  */
-function launchUncertain(input: DecisionInput, view: KarpenterView, index: OverlayIndex): boolean {
+function launchUncertain(input: DecisionInput, view: KarpenterView, index: OverlayIndex, winner: Match['version']): boolean {
   if (input.nodeClaim) return false;
   const createdAt = input.node.createdAt ?? input.now;
   const from = createdAt - LAUNCH_BEFORE_NODE_MS;
   const changes = index.changesBetween(from, createdAt);
-  if (changes.length === 0) return false;
-  const winner = index.match(view, createdAt).version;
-  return [from, ...changes].some((t) => index.match(view, t).version !== winner);
+  return changes.length > 0 && [from, ...changes].some((t) => index.match(view, t).version !== winner);
 }
 
-function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number): string | undefined {
+function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number, launchUnknown: boolean): string | undefined {
   if (input.nodeClaim) return undefined;
   if (view.labels[REGISTERED_LABEL] === 'true') return undefined;
   const createdAt = input.node.createdAt ?? input.now;
@@ -97,7 +95,7 @@ function readiness(input: DecisionInput, view: KarpenterView, at: number, index:
   for (const key of index.keysNamedAt(at)) {
     if (view.missing(key)) return `label ${key} not yet on the node and its NodeClaim is unknown`;
   }
-  if (launchUncertain(input, view, index)) return 'the overlay that wins changed in the 15 minutes before the node was created, and its NodeClaim, which dates the launch, is unknown';
+  if (launchUnknown) return 'the overlay that wins changed in the 15 minutes before the node was created, and its NodeClaim, which dates the launch, is unknown';
   return undefined;
 }
 
@@ -108,15 +106,16 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   if (s.recorded) return { outcome: 'recorded' };
   const evaluatedAt = launchTime(node, nodeClaim, now);
   const view = karpenterView(characteristics(node, nodeClaim), evaluatedAt, index, settings);
-  const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs);
+  const match = index.match(view, evaluatedAt);
+  const launchUnknown = launchUncertain(input, view, index, match.version);
+  const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs, launchUnknown);
   if (waiting !== undefined) {
     return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs };
   }
-  const match = index.match(view, evaluatedAt);
   const overlay = match.version?.overlay;
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
   // NodeClaim, the node's creation for the launch.
-  const basis = view.pool && !launchUncertain(input, view, index) ? match.basis : 'approximate';
+  const basis = view.pool && !launchUnknown ? match.basis : 'approximate';
   const record = buildRecord({
     keys: settings.keys,
     overlay,
