@@ -9,6 +9,7 @@ import { runNodeCreateSuite, runWebhookServerSuite } from './admission.ts';
 import { runClusterSuite } from './cluster.ts';
 import { compareEvents } from './events.ts';
 import { runDecisionSuite } from './decision.ts';
+import { runKarpenterSuite } from './karpenter.ts';
 import { runReportSuite } from './report.ts';
 import { runScaleSuite } from './scale.ts';
 import { mergeSuites, type SuiteResult } from './stats.ts';
@@ -22,6 +23,8 @@ const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteR
   cluster: async (progress) => mergeSuites(await runClusterSuite(progress), await compareEvents(progress)),
   scale: runScaleSuite,
   report: runReportSuite,
+  // Real Karpenter (KWOK provider) launching nodes for bursts of pending pods, the watcher beside it.
+  karpenter: runKarpenterSuite,
 };
 /** The names for figures that come out of a shared run. */
 const aliases: Record<string, string[]> = {

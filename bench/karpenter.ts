@@ -1,0 +1,209 @@
+// karpenter: bursts of pending pods through REAL Karpenter (its KWOK provider, kit/karpenter.ts),
+// each pod needing a node of its own (a mix of instance types, every fifth spot, as
+// test/karpenter/launches.test.ts launches them), with a registration delay of 2 s (the
+// KWOKNodeClass's nodeRegistrationDelay, as a booting kubelet's), and the watcher with both
+// webhooks registered. Every node version and NodeClaim is recorded from a watch
+// (test/support/node-history.ts); each on-demand node's record is checked against the overlay
+// Karpenter's own code applies to its offering (the judge, test/support/karpenter-oracle.ts).
+//
+// The watcher runs as its own process (the compiled CLI, as bench/cluster.ts runs it), so that
+// its RSS is its own and not this harness's (which holds every node version it saw).
+// VENEER_BENCH_KARPENTER_BURSTS (default `100,500`) sets the bursts, for smoke runs; a warm-up
+// burst of 10 comes first, in a pool of its own, and is not counted.
+import * as k8s from '@kubernetes/client-node';
+import { p50, p99 } from './cluster.ts';
+import type { SuiteResult } from './stats.ts';
+import type { DecisionStory } from '../src/engine/index.ts';
+import { COMPILED_CLI, counter, metricsOf, sleep, spawnServe, until, OVERLAY_API, waitReady, type ServeProcess } from '../kit/fleet.ts';
+import { createPendingPods, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, KARPENTER_VERSION, type PendingPod, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
+import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
+import { registerWebhooksAt, WATCHER_USER } from '../kit/watcher-env.ts';
+import { KarpenterJudge, type JudgeLaunch } from '../test/support/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../test/support/kwok-judge.ts';
+import { History, type NodeVersion } from '../test/support/node-history.ts';
+
+type Progress = (msg: string) => void;
+
+const REGISTRATION_DELAY = '2s';
+const BURSTS = (process.env.VENEER_BENCH_KARPENTER_BURSTS ?? '100,500').split(',').map(Number);
+const WARM_UP = 10;
+/** The types in turn, as launches.test.ts: with m5.xlarge fifth, the first spot node is an m5.xlarge. */
+const TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6g.2xlarge', 'm5.xlarge', 't3.large'];
+/** Veneer's three kinds on KWOK's keys. */
+const OVERLAYS = [reservedInstance('m5.xlarge', REGION), ec2InstanceSavingsPlan('m5', REGION, 'kwok'), computeSavingsPlan('kwok')];
+
+const poolName = (i: number, size: number) => `burst${i}-${size}`;
+
+function pods(pool: string, count: number): PendingPod[] {
+  return Array.from({ length: count }, (_, i) => ({
+    name: `${pool}-${i}`,
+    nodePool: pool,
+    instanceType: TYPES[i % TYPES.length]!,
+    capacityType: (i % 5 === 4 ? 'spot' : 'on-demand') as CapacityType,
+  }));
+}
+
+const story = (v: NodeVersion | undefined): DecisionStory | undefined => {
+  const a = v?.annotations['veneer.io/overlay-decision'];
+  return a ? (JSON.parse(a) as DecisionStory) : undefined;
+};
+/** Karpenter's registration: the label it sets in the update that also lifts the unregistered taint. */
+const isRegistered = (v: NodeVersion) => v.labels['karpenter.sh/registered'] === 'true';
+
+interface BurstResult {
+  size: number;
+  nodes: number;
+  onDemand: number;
+  correct: number;
+  byWebhook: number;
+  byReconciler: number;
+  missing: number;
+  spotWithRecord: number;
+  podsToRegisteredMs: number;
+  claimToRecord: number[];
+  claimToNode: number[];
+  registerToRecord: number[];
+  disagree: string[];
+}
+
+export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult> {
+  const started = Date.now();
+  const pools: KwokNodePool[] = [{ name: 'warm', nodeClass: 'booting' }, ...BURSTS.map((n, i) => ({ name: poolName(i, n), nodeClass: 'booting' }))];
+  progress(`karpenter: control plane, Karpenter ${KARPENTER_VERSION} (KWOK, nodeRegistrationDelay ${REGISTRATION_DELAY}) and kube-scheduler`);
+  const env: KarpenterEnv = await startKarpenterEnv({ karpenter: { nodeClasses: { booting: { nodeRegistrationDelay: REGISTRATION_DELAY } }, nodePools: pools, logLevel: 'error' } });
+  const { cp, admin, karpenter } = env;
+  const history = new History(admin);
+  const judge = new KarpenterJudge(KARPENTER_VERSION);
+  let serve: ServeProcess | undefined;
+  try {
+    serve = await spawnServe(cp, env.certs, WATCHER_USER, { ...KWOK_WATCHER_FLAGS, '--leader-election-enabled': 'false', '--log-level': 'warn' }, [], COMPILED_CLI);
+    await waitReady(serve.healthPort, '/readyz', 60_000);
+    await registerWebhooksAt(admin, env.certs.caPem, serve.webhookPort, 5);
+    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+    for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+    await until('Karpenter validated the overlays and the watcher counts them', async () => counter(await metricsOf(serve!.metricsPort), 'veneer_nodewatcher_overlays', { state: 'counted' }) === OVERLAYS.length, 60_000);
+    // Launch-time rules depend on the overlays not changing right before launches; creation
+    // timestamps have whole seconds, so the launches come in a later second than the validations.
+    await sleep(1100);
+    await history.start();
+
+    const burst = async (pool: string, size: number): Promise<BurstResult> => {
+      const wanted = pods(pool, size);
+      const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
+      const nodesOf = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
+      const t0 = Date.now();
+      await createPendingPods(admin, wanted, karpenter.catalog);
+      // A burst that does not finish is measured as it stands (missing records count as wrong).
+      const deadline = t0 + 120_000 + size * 500;
+      let podsToRegisteredMs = Number.NaN;
+      while (Date.now() < deadline) {
+        const nodes = nodesOf();
+        if (Number.isNaN(podsToRegisteredMs) && nodes.length === size && nodes.every(([, v]) => v.some(isRegistered))) podsToRegisteredMs = Date.now() - t0;
+        if (!Number.isNaN(podsToRegisteredMs) && nodes.filter(([, v]) => v.some((x) => story(x) !== undefined)).length >= onDemand) break;
+        await sleep(100);
+      }
+      if (Date.now() >= deadline) progress(`karpenter: burst ${pool} did not finish in ${deadline - t0} ms: ${nodesOf().length} of ${size} nodes`);
+      await sleep(1000); // room for a late write to show
+      const nodes = nodesOf();
+      const launches: JudgeLaunch[] = nodes.map(([, v]) => ({ nodePool: pool, instanceType: v.at(-1)!.labels['node.kubernetes.io/instance-type']!, offering: karpenter.offeringOf(v.at(-1)!.labels).offering }));
+      const answer = await judge.judge(kwokJudgeCase(karpenter.catalog, karpenter.nodePools, OVERLAYS, launches));
+      if (answer.error) throw new Error(`the judge's Reconcile failed: ${answer.error}`);
+      const r: BurstResult = { size, nodes: nodes.length, onDemand, correct: 0, byWebhook: 0, byReconciler: 0, missing: onDemand - nodes.filter(([, v]) => v.at(-1)!.labels['karpenter.sh/capacity-type'] === 'on-demand').length, spotWithRecord: 0, podsToRegisteredMs, claimToRecord: [], claimToNode: [], registerToRecord: [], disagree: [] };
+      for (const [i, [name, versions]] of nodes.entries()) {
+        const last = versions.at(-1)!;
+        const first = versions.find((v) => story(v) !== undefined);
+        if (last.labels['karpenter.sh/capacity-type'] === 'spot') {
+          if (first || last.labels['veneer.io/overlay-influenced'] !== undefined) r.spotWithRecord++;
+          continue;
+        }
+        if (!first) {
+          r.missing++;
+          continue;
+        }
+        const s = story(first)!;
+        if (s.decidedBy === 'webhook') r.byWebhook++;
+        else r.byReconciler++;
+        const applied = answer.applied[i] ?? null;
+        if (story(last)?.overlay === applied) r.correct++;
+        else r.disagree.push(`${name} (${launches[i]!.instanceType}): Karpenter applied ${applied}, the record names ${story(last)?.overlay}`);
+        const claim = history.claims.get(last.labels['kubernetes.io/hostname'] ?? '');
+        if (claim) {
+          r.claimToRecord.push(first.seenAt - claim.seenAt);
+          r.claimToNode.push(versions[0]!.seenAt - claim.seenAt);
+        }
+        const reg = versions.find(isRegistered);
+        if (reg) r.registerToRecord.push(Math.max(0, first.seenAt - reg.seenAt));
+      }
+      return r;
+    };
+
+    progress(`karpenter: warm-up burst of ${WARM_UP} pods`);
+    await burst('warm', WARM_UP);
+    const results: BurstResult[] = [];
+    const usage: { size: number; karpenter: number; scheduler: number; watcher: number }[] = [];
+    const rss = (pid: number | undefined) => Math.round((usageOf(pid)?.rssMiB ?? Number.NaN) * 10) / 10;
+    for (const [i, size] of BURSTS.entries()) {
+      progress(`karpenter: ${size} pending pods at once`);
+      results.push(await burst(poolName(i, size), size));
+      usage.push({ size, karpenter: rss(karpenter.controller.pid), scheduler: rss(karpenter.scheduler.pid), watcher: rss(serve.child.pid) });
+      const r = results.at(-1)!;
+      progress(`karpenter: ${r.nodes} nodes, ${r.correct}/${r.onDemand} records correct, ${r.byWebhook} inline, claim->record p99 ${p99(r.claimToRecord)} ms`);
+    }
+    const peak = { karpenter: usageOf(karpenter.controller.pid), scheduler: usageOf(karpenter.scheduler.pid), watcher: usageOf(serve.child.pid) };
+    const lastUsage = usage.at(-1)!;
+    const round3 = (x: number) => Math.round(x * 1000) / 1000;
+    const onDemand = results.reduce((a, r) => a + r.onDemand, 0);
+    const wallS = Math.round((Date.now() - started) / 100) / 10;
+    const worst = (f: (r: BurstResult) => number) => Math.max(...results.map(f));
+    return {
+      // Shares over the on-demand nodes of every burst; latencies the worse burst's.
+      keys: {
+        karpenter_nodes: results.reduce((a, r) => a + r.nodes, 0),
+        karpenter_records_correct: round3(results.reduce((a, r) => a + r.correct, 0) / onDemand),
+        karpenter_inline_share: round3(results.reduce((a, r) => a + r.byWebhook, 0) / onDemand),
+        karpenter_claim_to_record_p50_ms: worst((r) => p50(r.claimToRecord)),
+        karpenter_claim_to_record_p99_ms: worst((r) => p99(r.claimToRecord)),
+        karpenter_register_to_record_p99_ms: worst((r) => p99(r.registerToRecord)),
+        karpenter_rss_mb: lastUsage.karpenter,
+        karpenter_scheduler_rss_mb: lastUsage.scheduler,
+        karpenter_watcher_rss_mb: lastUsage.watcher,
+      },
+      targets: {
+        karpenter_nodes: String(BURSTS.reduce((a, n) => a + n, 0)),
+        karpenter_records_correct: '1.0',
+        karpenter_inline_share: '>= 0.99',
+        karpenter_claim_to_record_p50_ms: `reported (includes the ${REGISTRATION_DELAY} registration delay)`,
+        karpenter_claim_to_record_p99_ms: `reported (includes the ${REGISTRATION_DELAY} registration delay)`,
+        karpenter_register_to_record_p99_ms: '<= 500',
+        karpenter_rss_mb: 'reported',
+        karpenter_scheduler_rss_mb: 'reported',
+        karpenter_watcher_rss_mb: '<= 150',
+      },
+      table: results.map((r, i) => ({
+        burst: r.size, nodes: r.nodes, on_demand: r.onDemand, correct: r.correct, by_webhook: r.byWebhook, by_reconciler: r.byReconciler, missing: r.missing, spot_with_record: r.spotWithRecord,
+        pods_to_all_registered_s: Math.round(r.podsToRegisteredMs / 100) / 10,
+        claim_to_node_p50_ms: p50(r.claimToNode), claim_to_record_p50_ms: p50(r.claimToRecord), claim_to_record_p99_ms: p99(r.claimToRecord), register_to_record_p99_ms: p99(r.registerToRecord),
+        karpenter_rss_mb: usage[i]!.karpenter, scheduler_rss_mb: usage[i]!.scheduler, watcher_rss_mb: usage[i]!.watcher,
+      })),
+      raw: {
+        karpenter_version: KARPENTER_VERSION,
+        registration_delay: REGISTRATION_DELAY,
+        bursts: BURSTS,
+        suite_wall_s: wallS,
+        claim_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.claimToRecord])),
+        register_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.registerToRecord])),
+        disagree: results.flatMap((r) => r.disagree).slice(0, 20),
+        peak_rss_mb: { karpenter: peak.karpenter?.peakRssMiB, scheduler: peak.scheduler?.peakRssMiB, watcher: peak.watcher?.peakRssMiB },
+        cpu_s: { karpenter: peak.karpenter?.cpuSeconds, scheduler: peak.scheduler?.cpuSeconds, watcher: peak.watcher?.cpuSeconds },
+      },
+    };
+  } finally {
+    history.stop();
+    await judge.close().catch(() => undefined);
+    if (serve && serve.child.exitCode === null) {
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+    }
+    await cp.stop();
+  }
+}
