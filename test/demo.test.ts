@@ -6,7 +6,9 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { karpenterNode } from '../kit/veneer.ts';
 
-const { stdout } = await promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts')], { timeout: 240_000, maxBuffer: 4 << 20 });
+const demo = (...args: string[]) => promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts'), ...args], { timeout: 240_000, maxBuffer: 4 << 20 });
+// Both modes at once: the simulated one and the one where real Karpenter (KWOK) launches the nodes.
+const [{ stdout }, { stdout: karpenterOut }] = await Promise.all([demo(), demo('--karpenter')]);
 const row = (name: string) => stdout.split('\n').find((l) => l.startsWith(name))?.split(/\s{2,}/) ?? [];
 
 t.test('the demo shows every path at work', async (t) => {
@@ -17,6 +19,26 @@ t.test('the demo shows every path at work', async (t) => {
   t.match(stdout, /^ {2}veneer_nodewatcher_nodes_pending 0$/m);
   t.match(stdout, /^ {2}veneer_nodewatcher_nodes_influenced_current\{capacity_type="reserved-instance"\} 3$/m);
   t.match(stdout, /\] done$/m, 'torn down');
+});
+
+t.test('--karpenter: real Karpenter launches a node per pod, and each is recorded as in the simulation', async (t) => {
+  // Node names are Karpenter's (random): rows by capacity type, instance type and who recorded.
+  const rows = karpenterOut.split('\n').filter((l) => l.startsWith('kwok-')).map((l) => l.trim().split(/\s{2,}/).slice(1, 7).join(' ')).sort();
+  t.same(rows, [
+    'on-demand c6i.large true cost-aware-compute-sp-global compute-savings-plan webhook',
+    'on-demand m5.2xlarge true cost-aware-ec2-sp-m5-us-west-2 ec2-instance-savings-plan webhook',
+    'on-demand m5.large true cost-aware-ec2-sp-m5-us-west-2 ec2-instance-savings-plan reconciler',
+    'on-demand m5.xlarge true cost-aware-ri-m5.xlarge-us-west-2 reserved-instance reconciler',
+    'on-demand m5.xlarge true cost-aware-ri-m5.xlarge-us-west-2 reserved-instance webhook',
+    'on-demand m5.xlarge true cost-aware-ri-m5.xlarge-us-west-2 reserved-instance webhook',
+    'on-demand r6g.xlarge true cost-aware-compute-sp-global compute-savings-plan webhook',
+    'on-demand t3.large true cost-aware-compute-sp-global compute-savings-plan reconciler',
+    'spot m5.xlarge - - - -',
+  ]);
+  t.match(karpenterOut, /9 NodeClaims for 9 pods/);
+  t.match(karpenterOut, /No record changed in any later version of its Node/);
+  t.match(karpenterOut, /^ {2}veneer_nodewatcher_nodes_pending 0$/m);
+  t.match(karpenterOut, /\] done$/m, 'torn down');
 });
 
 t.test('--keep hands over with the webhook registered again: a node created afterwards is recorded inline', async (t) => {
