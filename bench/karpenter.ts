@@ -8,12 +8,12 @@
 //
 // The watcher runs as its own process (the compiled CLI, as bench/cluster.ts runs it), so that
 // its RSS is its own and not this harness's (which holds every node version it saw).
-// In the 500-pod burst (2 cores; 3 runs, one with 2 of 400 records by the reconciler) Karpenter's NodeClaim status writes fall behind KWOK's
-// Node creates: every Node came before its NodeClaim showed the providerID, so the webhook could
-// not link it at CREATE and, the overlays having changed minutes before, recorded it inline in
-// Karpenter's registration update instead (at_create 0, register_to_record 0): claim-to-record
-// there is mostly Karpenter's Node-to-registration time. In the 100-pod burst every record was in
-// the CREATE.
+// In the 500-pod burst (2 cores; 3 runs, one with 2 of 400 records by the reconciler), Karpenter's
+// NodeClaim status writes fall behind KWOK's Node creates: every Node came before its NodeClaim
+// showed the providerID, so the webhook could not link it at CREATE and, the overlays having
+// changed in the 15 minutes before, recorded it inline in Karpenter's registration update instead
+// (at_create 0, register_to_record 0): claim-to-record there is mostly Karpenter's
+// Node-to-registration time. In the 100-pod burst every record was in the CREATE.
 // VENEER_BENCH_KARPENTER_BURSTS (default `100,500`) sets the bursts, for smoke runs; a warm-up
 // burst of 10 comes first, in a pool of its own, and is not counted.
 import * as k8s from '@kubernetes/client-node';
