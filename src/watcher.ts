@@ -81,7 +81,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const tls = loadTls();
   const caches = new ClusterCaches(
     { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
-    { policy: overlayPolicy(config), selector: config.overlaySelector, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
+    { policy: overlayPolicy(config), retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
     config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );

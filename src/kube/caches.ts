@@ -25,8 +25,6 @@ const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metad
 
 export interface OverlayCacheOptions {
   policy: OverlayPolicy;
-  /** The policy's selector as written, for the watch. */
-  selector: string;
   retentionMs: number;
   relistIntervalMs: number;
 }
@@ -41,8 +39,8 @@ export class OverlayCache {
       resource: 'nodeoverlays',
       client: deps.client,
       watchPath: OVERLAYS_PATH,
-      labelSelector: opts.selector,
-      listPage: lister(deps.client, OVERLAYS_PATH, { labelSelector: opts.selector }),
+      labelSelector: opts.policy.selector.source,
+      listPage: lister(deps.client, OVERLAYS_PATH, { labelSelector: opts.policy.selector.source }),
       keyOf: nameOf,
       slim: (obj) => toOverlayView(obj as OverlayObject),
       handlers: {
