@@ -19,40 +19,25 @@
 import * as k8s from '@kubernetes/client-node';
 import { p50, p99 } from './cluster.ts';
 import type { SuiteResult } from './stats.ts';
-import type { DecisionStory } from '../src/engine/index.ts';
 import { COMPILED_CLI, counter, metricsOf, sleep, spawnServe, until, OVERLAY_API, waitReady, type ServeProcess } from '../kit/fleet.ts';
-import { createPendingPods, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, KARPENTER_VERSION, type PendingPod, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
+import { burstPods, createPendingPods, type KwokNodePool, KWOK_WATCHER_FLAGS, KARPENTER_VERSION, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { registerWebhooksAt, WATCHER_USER } from '../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../test/support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../test/support/kwok-judge.ts';
-import { History, type NodeVersion } from '../test/support/node-history.ts';
+import { History, storyOf, type NodeVersion } from '../test/support/node-history.ts';
 
 type Progress = (msg: string) => void;
 
 const REGISTRATION_DELAY = '2s';
 const BURSTS = (process.env.VENEER_BENCH_KARPENTER_BURSTS ?? '100,500').split(',').map(Number);
 const WARM_UP = 10;
-/** The types in turn, as launches.test.ts: with m5.xlarge fifth, the first spot node is an m5.xlarge. */
-const TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6g.2xlarge', 'm5.xlarge', 't3.large'];
 /** Veneer's three kinds on KWOK's keys. */
 const OVERLAYS = [reservedInstance('m5.xlarge', REGION), ec2InstanceSavingsPlan('m5', REGION, 'kwok'), computeSavingsPlan('kwok')];
 
 const poolName = (i: number, size: number) => `burst${i}-${size}`;
 
-function pods(pool: string, count: number): PendingPod[] {
-  return Array.from({ length: count }, (_, i) => ({
-    name: `${pool}-${i}`,
-    nodePool: pool,
-    instanceType: TYPES[i % TYPES.length]!,
-    capacityType: (i % 5 === 4 ? 'spot' : 'on-demand') as CapacityType,
-  }));
-}
 
-const story = (v: NodeVersion | undefined): DecisionStory | undefined => {
-  const a = v?.annotations['veneer.io/overlay-decision'];
-  return a ? (JSON.parse(a) as DecisionStory) : undefined;
-};
 /** Karpenter's registration: the label it sets in the update that also lifts the unregistered taint. */
 const isRegistered = (v: NodeVersion) => v.labels['karpenter.sh/registered'] === 'true';
 
@@ -101,7 +86,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
     await history.start();
 
     const burst = async (pool: string, size: number): Promise<BurstResult> => {
-      const wanted = pods(pool, size);
+      const wanted = burstPods(pool, size);
       const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
       const nodesOf = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
       const t0 = Date.now();
@@ -112,7 +97,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
       while (Date.now() < deadline) {
         const nodes = nodesOf();
         if (Number.isNaN(podsToRegisteredMs) && nodes.length === size && nodes.every(([, v]) => v.some(isRegistered))) podsToRegisteredMs = Date.now() - t0;
-        if (!Number.isNaN(podsToRegisteredMs) && nodes.filter(([, v]) => v.some((x) => story(x) !== undefined)).length >= onDemand) break;
+        if (!Number.isNaN(podsToRegisteredMs) && nodes.filter(([, v]) => v.some((x) => storyOf(x) !== undefined)).length >= onDemand) break;
         await sleep(100);
       }
       if (Date.now() >= deadline) progress(`karpenter: burst ${pool} did not finish in ${deadline - t0} ms: ${nodesOf().length} of ${size} nodes`);
@@ -124,7 +109,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
       const r: BurstResult = { size, nodes: nodes.length, onDemand, correct: 0, byWebhook: 0, byReconciler: 0, missing: onDemand - nodes.filter(([, v]) => v.at(-1)!.labels['karpenter.sh/capacity-type'] === 'on-demand').length, spotWithRecord: 0, atCreate: 0, withNodeClaim: 0, claimLaunchedAfterNode: 0, podsToRegisteredMs, claimToRecord: [], claimToNode: [], nodeToRecord: [], registerToRecord: [], disagree: [] };
       for (const [i, [name, versions]] of nodes.entries()) {
         const last = versions.at(-1)!;
-        const first = versions.find((v) => story(v) !== undefined);
+        const first = versions.find((v) => storyOf(v) !== undefined);
         if (last.labels['karpenter.sh/capacity-type'] === 'spot') {
           if (first || last.labels['veneer.io/overlay-influenced'] !== undefined) r.spotWithRecord++;
           continue;
@@ -133,15 +118,15 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
           r.missing++;
           continue;
         }
-        const s = story(first)!;
+        const s = storyOf(first)!;
         if (s.decidedBy === 'webhook') r.byWebhook++;
         else r.byReconciler++;
         if (first === versions[0]) r.atCreate++;
         if (s.characteristicsFrom === 'node+nodeclaim') r.withNodeClaim++;
         r.nodeToRecord.push(first.seenAt - versions[0]!.seenAt);
         const applied = answer.applied[i] ?? null;
-        if (story(last)?.overlay === applied) r.correct++;
-        else r.disagree.push(`${name} (${launches[i]!.instanceType}): Karpenter applied ${applied}, the record names ${story(last)?.overlay}`);
+        if (storyOf(last)?.overlay === applied) r.correct++;
+        else r.disagree.push(`${name} (${launches[i]!.instanceType}): Karpenter applied ${applied}, the record names ${storyOf(last)?.overlay}`);
         const claim = history.claims.get(last.labels['kubernetes.io/hostname'] ?? '');
         if (claim) {
           r.claimToRecord.push(first.seenAt - claim.seenAt);

@@ -388,3 +388,16 @@ export async function startKarpenterWithWatcher(opts: WatcherEnvOptions & { karp
     throw err;
   }
 }
+
+/** The instance types a burst cycles through: with m5.xlarge fifth, the first spot node (every fifth) is an m5.xlarge. */
+export const BURST_TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6g.2xlarge', 'm5.xlarge', 't3.large'];
+
+/** `count` pods in `pool`, a node each: BURST_TYPES in turn, every fifth spot. */
+export function burstPods(pool: string, count: number): PendingPod[] {
+  return Array.from({ length: count }, (_, i) => ({
+    name: `${pool}-${i}`,
+    nodePool: pool,
+    instanceType: BURST_TYPES[i % BURST_TYPES.length]!,
+    capacityType: (i % 5 === 4 ? 'spot' : 'on-demand') as CapacityType,
+  }));
+}

@@ -17,14 +17,13 @@
 // never refused Karpenter. VENEER_KARPENTER_LAUNCHES sets the launches per path (default 100).
 import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import type { DecisionStory } from '../../src/engine/index.ts';
 import { counter, OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
+import { burstPods, createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
-import { History, quantiles, type NodeVersion } from '../support/node-history.ts';
+import { History, quantiles, storyOf, type NodeVersion } from '../support/node-history.ts';
 
 const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
 t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
@@ -86,8 +85,6 @@ const PREF: VeneerOverlay = {
   },
 };
 const OVERLAYS = [RI, EC2_M5, COMPUTE, PREF];
-// Every fifth pod is spot: with m5.xlarge fifth, the first spot node is an m5.xlarge.
-const TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6g.2xlarge', 'm5.xlarge', 't3.large'];
 
 for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
 await until('Karpenter validated every overlay', async () => {
@@ -111,22 +108,9 @@ interface AuditEntry {
   annotations?: Record<string, string>;
 }
 const audit = () => cp.auditEvents() as unknown as AuditEntry[];
-const story = (v: NodeVersion | undefined): DecisionStory | undefined => {
-  const a = v?.annotations['veneer.io/overlay-decision'];
-  return a ? (JSON.parse(a) as DecisionStory) : undefined;
-};
 const RECORD_LABELS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/capacity-type', 'veneer.io/instance-family', 'veneer.io/instance-type', 'veneer.io/region', 'veneer.io/labeled-at'];
 const recordOf = (v: NodeVersion) => JSON.stringify([RECORD_LABELS.map((k) => v.labels[k] ?? null), v.annotations['veneer.io/overlay-decision'] ?? null]);
 
-/** `count` pods in `pool`, a node each: the types in turn, every fifth spot. */
-function pods(pool: string, count: number): PendingPod[] {
-  return Array.from({ length: count }, (_, i) => ({
-    name: `${pool}-${i}`,
-    nodePool: pool,
-    instanceType: TYPES[i % TYPES.length]!,
-    capacityType: (i % 5 === 4 ? 'spot' : 'on-demand') as CapacityType,
-  }));
-}
 
 const nodesOf = (pool: string) => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
 const registered = (v: NodeVersion | undefined) => v !== undefined && v.labels['karpenter.sh/registered'] === 'true' && v.owners.some((o) => o.startsWith('NodeClaim/'))
@@ -136,7 +120,7 @@ const summary: string[] = [];
 
 async function launchPath(t: Test, pool: string, path: string, count: number, expected?: 'reconciler'): Promise<void> {
   const LAUNCHES = count;
-  const wanted = pods(pool, count);
+  const wanted = burstPods(pool, count);
   const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
   const t0 = Date.now();
   await createPendingPods(admin, wanted, karpenter.catalog);
@@ -145,7 +129,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
     return nodes.length === LAUNCHES && nodes.every(([, v]) => registered(v.at(-1)));
   }, 60_000 + LAUNCHES * 2_000);
   const allRegistered = Date.now() - t0;
-  await until(`${onDemand} records`, () => nodesOf(pool).filter(([, v]) => story(v.at(-1)) !== undefined).length === onDemand, 60_000);
+  await until(`${onDemand} records`, () => nodesOf(pool).filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemand, 60_000);
   await sleep(1500); // room for a second write, or a change by anyone, to show up
   const nodes = nodesOf(pool);
   t.equal(nodes.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
@@ -171,7 +155,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   for (const [name, versions] of nodes) {
     const last = versions.at(-1)!;
     const spot = last.labels['karpenter.sh/capacity-type'] === 'spot';
-    const firstRecorded = versions.findIndex((v) => story(v) !== undefined);
+    const firstRecorded = versions.findIndex((v) => storyOf(v) !== undefined);
     if (spot) {
       if (firstRecorded >= 0 || last.labels['veneer.io/overlay-influenced'] !== undefined) problems.push(`${name}: spot node with a record`);
       if (writes.has(name)) problems.push(`${name}: the watcher wrote to a spot node`);
@@ -181,7 +165,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
       problems.push(`${name}: no record`);
       continue;
     }
-    const s = story(versions[firstRecorded])!;
+    const s = storyOf(versions[firstRecorded])!;
     by[s.decidedBy as 'webhook' | 'reconciler']++;
     from[s.characteristicsFrom]++;
     if (s.basis !== 'exact') approximate++;
@@ -209,7 +193,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   if (expected) t.equal(by[expected], onDemand, `the ${expected} recorded every node`);
   // Karpenter's registration came after every inline record (and changed none: above); the
   // reconciler's PATCH lands before or after it, whichever is first.
-  const firstRecord = (v: NodeVersion[]) => v.findIndex((x) => story(x) !== undefined);
+  const firstRecord = (v: NodeVersion[]) => v.findIndex((x) => storyOf(x) !== undefined);
   const recordedBeforeRegistration = nodes.filter(([, v]) => firstRecord(v) >= 0 && !registered(v[firstRecord(v)]) && registered(v.at(-1))).length;
   const recordedInRegistration = nodes.filter(([, v]) => firstRecord(v) > 0 && registered(v[firstRecord(v)]) && !registered(v[firstRecord(v) - 1])).length;
   if (by.reconciler === 0) {
@@ -230,7 +214,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   const disagree: string[] = [];
   const perOverlay = new Map<string, number>();
   for (const [i, name] of names.entries()) {
-    const recorded = story(history.nodes.get(name)?.at(-1))?.overlay ?? null;
+    const recorded = storyOf(history.nodes.get(name)?.at(-1))?.overlay ?? null;
     const applied = answer.applied[i] ?? null;
     perOverlay.set(`${launches[i]!.instanceType} ${history.nodes.get(name)?.at(-1)?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`, (perOverlay.get(`${launches[i]!.instanceType} ${history.nodes.get(name)?.at(-1)?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`) ?? 0) + 1);
     if (recorded !== applied) disagree.push(`${name} (${launches[i]!.instanceType}, offering ${launches[i]!.offering}): Karpenter applied ${applied}, the record names ${recorded}`);

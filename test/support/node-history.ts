@@ -2,6 +2,7 @@
 // with the time this process saw each: what shows a record was written once and never changed by
 // the writes that came after it (Karpenter's registration), and how long each launch took.
 import * as k8s from '@kubernetes/client-node';
+import { readStory, type DecisionStory } from '../../src/engine/index.ts';
 
 export interface NodeVersion {
   type: string;
@@ -13,6 +14,9 @@ export interface NodeVersion {
   owners: string[];
   finalizers: string[];
 }
+
+/** The record's story in a node version, when it has one. */
+export const storyOf = (v: NodeVersion | undefined): DecisionStory | undefined => readStory(v?.annotations['veneer.io/overlay-decision']);
 
 interface Watched {
   metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[]; finalizers?: string[] };
