@@ -15,6 +15,7 @@ const PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 
 interface Seen {
   name: string;
+  resourceVersion: string | undefined;
   generation: number;
   /** Ready's observedGeneration; -1 with no Ready condition. */
   judged: number;
@@ -26,12 +27,13 @@ interface Seen {
 
 function seen(obj: unknown): Seen {
   const o = obj as {
-    metadata?: { name?: string; generation?: number; creationTimestamp?: string; annotations?: Record<string, string> };
+    metadata?: { name?: string; resourceVersion?: string; generation?: number; creationTimestamp?: string; annotations?: Record<string, string> };
     status?: { conditions?: { type?: string; status?: string; observedGeneration?: number; lastTransitionTime?: string }[] };
   };
   const ready = o.status?.conditions?.find((c) => c.type === 'Ready');
   return {
     name: o.metadata?.name ?? '',
+    resourceVersion: o.metadata?.resourceVersion,
     generation: o.metadata?.generation ?? 1,
     // A status written by a test without observedGeneration stands as it is.
     judged: ready === undefined ? -1 : ready.observedGeneration ?? Number.POSITIVE_INFINITY,
@@ -51,8 +53,10 @@ export function validateOverlaysLikeKarpenter(cp: ControlPlane): void {
     const condition = (type: string) => ({ type, status: 'True', reason: type, message: '', observedGeneration: o.generation, lastTransitionTime: at });
     await client.call('PATCH', `${PATH}/${o.name}/status`, {
       contentType: 'application/merge-patch+json',
-      body: { status: { conditions: [condition('ValidationSucceeded'), condition('Ready')] } },
-    }).catch(() => undefined); // gone, or the apiserver is restarting: the next event retries
+      // Guarded by the version judged, as Karpenter's status patch is (MergeFromWithOptimisticLock):
+      // a status written since (a test's Conflict, say) is never overwritten.
+      body: { metadata: { resourceVersion: o.resourceVersion }, status: { conditions: [condition('ValidationSucceeded'), condition('Ready')] } },
+    }).catch(() => undefined); // changed since, gone, or the apiserver restarting: the next event judges again
   };
   const reflector = new Reflector<Seen>({
     resource: 'nodeoverlays',
