@@ -45,27 +45,36 @@ export interface AuditEvent {
   stageTimestamp?: string;
 }
 
-interface Binaries {
-  apiserver: string;
+/** Each program scripts/control-plane.sh builds (scripts/builds/), by the variable its --print-env names it with. */
+const BINARIES = {
+  apiserver: 'VENEER_KUBE_APISERVER',
   /** kube-scheduler of the same release: it marks pending pods Unschedulable, which Karpenter provisions for. */
-  kubeScheduler: string;
-  etcd: string;
-  helm: string;
-  certManager: string;
+  kubeScheduler: 'VENEER_KUBE_SCHEDULER',
+  etcd: 'VENEER_ETCD',
+  helm: 'VENEER_HELM',
+  certManager: 'VENEER_CERT_MANAGER',
   /** cert-manager's CRDs, from the module version its controllers were built from. */
-  certManagerCrds: string;
-  promtool: string;
+  certManagerCrds: 'VENEER_CERT_MANAGER_CRDS',
+  promtool: 'VENEER_PROMTOOL',
   /** test/aws-instance-keys: the label keys karpenter-provider-aws's own code defines. */
-  awsInstanceKeys: string;
-  /** test/karpenter-oracle built on sigs.k8s.io/karpenter v1.14.1: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
-  karpenterOracleV1_14_1: string;
+  awsInstanceKeys: 'VENEER_AWS_INSTANCE_KEYS',
+  /** test/karpenter-oracle built on sigs.k8s.io/karpenter v1.14.3: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
+  karpenterOracleV1_14_3: 'VENEER_KARPENTER_ORACLE_V1_14_3',
   /** The same judge built on sigs.k8s.io/karpenter v1.15.0. */
-  karpenterOracleV1_15_0: string;
+  karpenterOracleV1_15_0: 'VENEER_KARPENTER_ORACLE_V1_15_0',
   /** Real Karpenter with its KWOK cloud provider (sigs.k8s.io/karpenter/kwok), run by kit/karpenter.ts. */
-  karpenterKwok: string;
+  karpenterKwok: 'VENEER_KARPENTER_KWOK',
   /** Its CRDs, from the module version it was built from (kwok/charts/crds and the KWOKNodeClass). */
-  karpenterKwokCrds: string;
-}
+  karpenterKwokCrds: 'VENEER_KARPENTER_KWOK_CRDS',
+  /** Real Karpenter with its AWS cloud provider (github.com/aws/karpenter-provider-aws/cmd/controller), run by kit/aws. */
+  karpenterAws: 'VENEER_KARPENTER_AWS',
+  /** Its CRDs (pkg/apis/crds of the same module version: EC2NodeClass, NodeClaim, NodePool, NodeOverlay, ...). */
+  karpenterAwsCrds: 'VENEER_KARPENTER_AWS_CRDS',
+  /** Its static on-demand price table (pkg/providers/pricing/zz_generated.pricing_aws.go), which it prices with under ISOLATED_VPC. */
+  karpenterAwsPrices: 'VENEER_KARPENTER_AWS_PRICES',
+  /** The python of the virtualenv that holds moto and boto3 (kit/aws/moto/requirements.txt). */
+  motoPython: 'VENEER_MOTO_PYTHON',
+} as const;
 
 const live = new Set<ControlPlane>();
 let exitHooksInstalled = false;
@@ -103,17 +112,12 @@ function isAlive(pid: number): boolean {
 }
 
 /** The cached path of one of the programs scripts/control-plane.sh builds; each is checked when asked for, as the demo builds only two. */
-export function binary(name: keyof Binaries): string {
+export function binary(name: keyof typeof BINARIES): string {
   const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
-  const env = Object.fromEntries(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-  const bins: Binaries = {
-    apiserver: env.VENEER_KUBE_APISERVER ?? '', etcd: env.VENEER_ETCD ?? '', helm: env.VENEER_HELM ?? '',
-    certManager: env.VENEER_CERT_MANAGER ?? '', certManagerCrds: env.VENEER_CERT_MANAGER_CRDS ?? '', promtool: env.VENEER_PROMTOOL ?? '', awsInstanceKeys: env.VENEER_AWS_INSTANCE_KEYS ?? '',
-    karpenterOracleV1_14_1: env.VENEER_KARPENTER_ORACLE_V1_14_1 ?? '', karpenterOracleV1_15_0: env.VENEER_KARPENTER_ORACLE_V1_15_0 ?? '',
-    kubeScheduler: env.VENEER_KUBE_SCHEDULER ?? '', karpenterKwok: env.VENEER_KARPENTER_KWOK ?? '', karpenterKwokCrds: env.VENEER_KARPENTER_KWOK_CRDS ?? '',
-  };
-  if (!existsSync(bins[name])) throw new Error(`${bins[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
-  return bins[name];
+  const env = new Map(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  const path = env.get(BINARIES[name]) ?? '';
+  if (!existsSync(path)) throw new Error(`${path || BINARIES[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
+  return path;
 }
 
 interface ControlPlaneParts {

@@ -16,7 +16,7 @@ const outDir = join(root, 'test', 'matrix');
 export const KUBERNETES_VERSIONS = ['v1.30.14', 'v1.32.13', 'v1.34.4', 'v1.35.4', 'v1.37.2'];
 export const DEFAULT_VERSION = 'v1.35.4';
 /** Real Karpenter (its KWOK provider) in the loop, each on the default Kubernetes version. */
-export const KARPENTER_VERSIONS = ['v1.14.1', 'v1.15.0'];
+export const KARPENTER_VERSIONS = ['v1.14.3', 'v1.15.0'];
 const KARPENTER_SUITE: Suite = {
   name: 'real Karpenter',
   covers: 'test/karpenter/: Karpenter\'s own overlay statuses, 100 concurrent launches per path, what it compares, the launch time; each record against the judge of the same version',

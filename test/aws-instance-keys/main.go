@@ -12,10 +12,9 @@
 // written it) and a placement group, served by a stub that answers only the three EC2 calls
 // those code paths make.
 //
-// Version: github.com/aws/karpenter-provider-aws v1.14.1 pairs with sigs.k8s.io/karpenter
-// v1.14.1 (the core release the rest of test/ pins). It requires a core pseudo-version just
-// before v1.14.1; go.mod pins the core to v1.14.1 itself. Later v1.14.x (v1.14.2, v1.14.3)
-// need Go >= 1.26.9 / 1.26.10, newer than this machine's toolchain.
+// Version: built in the Karpenter v1.14.3 module (kit/karpenter-build/v1.14.3) beside the judge and
+// the AWS controller of the same release, github.com/aws/karpenter-provider-aws v1.14.3 with
+// sigs.k8s.io/karpenter v1.14.3: the keys are those of the very controller the AWS kit runs.
 //
 // Output (stdout, one JSON object):
 //

@@ -26,8 +26,8 @@ const { stdout } = await run(binary('awsInstanceKeys'), [], { maxBuffer: 4 << 20
 const out = JSON.parse(stdout) as ProviderOutput;
 
 t.test('the AWS provider version is the one paired with the Karpenter core the engine follows', async (t) => {
-  t.equal(out.version, 'v1.14.1');
-  t.equal(out.karpenterVersion, 'v1.14.1');
+  t.equal(out.version, 'v1.14.3');
+  t.equal(out.karpenterVersion, 'v1.14.3');
 });
 
 t.test('AWS_KEYS: the keys the AWS provider puts in instance-type requirements', async (t) => {

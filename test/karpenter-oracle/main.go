@@ -6,7 +6,7 @@
 // each NodePool's instance types, exactly as Karpenter's overlay cloud-provider decorator does.
 //
 // The same source builds against several Karpenter versions: scripts/control-plane.sh copies it into
-// a temporary module with the go.mod/go.sum of v1.14.1/ or v1.15.0/ (the versions differ only in
+// the module of each version (kit/karpenter-build/v1.14.3, v1.15.0; the versions differ only in
 // module versions; the one API difference, CloudProvider.Reboot in v1.15, is a method v1.14 ignores).
 //
 // The AWS provider's apis package is imported for its init(): it registers the karpenter.k8s.aws/*

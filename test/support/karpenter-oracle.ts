@@ -9,11 +9,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { binary } from '../../kit/control-plane.ts';
 
-export const JUDGE_VERSIONS = ['v1.14.1', 'v1.15.0'] as const;
+export const JUDGE_VERSIONS = ['v1.14.3', 'v1.15.0'] as const;
 export type JudgeVersion = (typeof JUDGE_VERSIONS)[number];
 
 const BINARY = {
-  'v1.14.1': 'karpenterOracleV1_14_1',
+  'v1.14.3': 'karpenterOracleV1_14_3',
   'v1.15.0': 'karpenterOracleV1_15_0',
 } as const satisfies Record<JudgeVersion, Parameters<typeof binary>[0]>;
 
