@@ -17,13 +17,14 @@
 // never refused Karpenter. VENEER_KARPENTER_LAUNCHES sets the launches per path (default 100).
 import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { counter, OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { burstPods, createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, KWOK_WATCHER_FLAGS, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
+import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
+import { burstPods, createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
-import { History, quantiles, storyOf, type NodeVersion } from '../support/node-history.ts';
+import { againstJudge, type AuditEntry, checkRecords, nodeWrites, RECORD_LABELS, refusedRequests, registered, webhookVerdicts } from '../support/launch-records.ts';
+import { History, quantiles, storyOf } from '../support/node-history.ts';
 
 const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
 t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
@@ -54,7 +55,7 @@ const env = await startKarpenterEnv({
   karpenter: { nodeClasses: { instant: {}, booting: { nodeRegistrationDelay: '2s' } }, nodePools: POOLS },
 });
 const { cp, admin, karpenter } = env;
-const { watcher } = await launchWatcher(cp, env.certs, WATCHER_USER, KWOK_WATCHER_FLAGS);
+const { watcher } = await launchWatcher(cp, env.certs, WATCHER_USER);
 const history = new History(admin);
 t.teardown(async () => {
   history.stop();
@@ -99,22 +100,8 @@ await history.start();
 const judge = new KarpenterJudge(KARPENTER_VERSION);
 t.teardown(() => judge.close());
 
-interface AuditEntry {
-  verb: string;
-  user: { username: string };
-  objectRef?: { resource?: string; name?: string; subresource?: string };
-  responseStatus?: { code?: number; message?: string };
-  stage: string;
-  annotations?: Record<string, string>;
-}
 const audit = () => cp.auditEvents() as unknown as AuditEntry[];
-const RECORD_LABELS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/capacity-type', 'veneer.io/instance-family', 'veneer.io/instance-type', 'veneer.io/region', 'veneer.io/labeled-at'];
-const recordOf = (v: NodeVersion) => JSON.stringify([RECORD_LABELS.map((k) => v.labels[k] ?? null), v.annotations['veneer.io/overlay-decision'] ?? null]);
-
-
 const nodesOf = (pool: string) => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
-const registered = (v: NodeVersion | undefined) => v !== undefined && v.labels['karpenter.sh/registered'] === 'true' && v.owners.some((o) => o.startsWith('NodeClaim/'))
-  && v.finalizers.includes('karpenter.sh/termination') && !v.taints.includes('karpenter.sh/unregistered:NoExecute');
 
 const summary: string[] = [];
 
@@ -137,65 +124,13 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   t.equal(claims.filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool).length, LAUNCHES, `${LAUNCHES} NodeClaims`);
 
   // Exactly one record per on-demand node, none on spot; written once, never changed after.
-  const writes = new Map<string, number>();
-  for (const e of audit()) {
-    if (e.stage === 'ResponseComplete' && e.user.username === WATCHER_USER && e.objectRef?.resource === 'nodes' && (e.verb === 'patch' || e.verb === 'update') && e.responseStatus?.code === 200) {
-      writes.set(e.objectRef.name ?? '', (writes.get(e.objectRef.name ?? '') ?? 0) + 1);
-    }
-  }
-  const by = { webhook: 0, reconciler: 0 };
-  const from = { node: 0, 'node+nodeclaim': 0 };
-  let approximate = 0;
-  const problems: string[] = [];
-  const latency = { claimToRecord: [] as number[], nodeToRecord: [] as number[], claimToNode: [] as number[] };
-  // The launch time the record was decided for (its evaluatedAt) against Karpenter's decision (the
-  // NodeClaim's creationTimestamp): later when the node could not be linked to its NodeClaim.
   const claimCreated = new Map(claims.map((c) => [c.metadata.name, Date.parse(c.metadata.creationTimestamp ?? '')]));
-  const evaluatedLate: number[] = [];
-  for (const [name, versions] of nodes) {
-    const last = versions.at(-1)!;
-    const spot = last.labels['karpenter.sh/capacity-type'] === 'spot';
-    const firstRecorded = versions.findIndex((v) => storyOf(v) !== undefined);
-    if (spot) {
-      if (firstRecorded >= 0 || last.labels['veneer.io/overlay-influenced'] !== undefined) problems.push(`${name}: spot node with a record`);
-      if (writes.has(name)) problems.push(`${name}: the watcher wrote to a spot node`);
-      continue;
-    }
-    if (firstRecorded < 0) {
-      problems.push(`${name}: no record`);
-      continue;
-    }
-    const s = storyOf(versions[firstRecorded])!;
-    by[s.decidedBy as 'webhook' | 'reconciler']++;
-    from[s.characteristicsFrom]++;
-    if (s.basis !== 'exact') approximate++;
-    const changed = versions.slice(firstRecorded).filter((v) => recordOf(v) !== recordOf(versions[firstRecorded]!));
-    if (changed.length > 0) problems.push(`${name}: the record changed in ${changed.length} later versions`);
-    // Inline: the record is in the CREATE itself and the watcher never wrote; else one PATCH.
-    const expectedWrites = s.decidedBy === 'webhook' ? 0 : 1;
-    if ((writes.get(name) ?? 0) !== expectedWrites) problems.push(`${name}: decided by the ${s.decidedBy}, ${writes.get(name) ?? 0} watcher writes`);
-    // Inline means in the Node's CREATE, or in Karpenter's registration update when the CREATE
-    // could not be dated: the NodeClaim not yet linked, and the winning overlay changed in the
-    // 15 minutes before the Node (as here, where the overlays were created just before).
-    const inRegistration = firstRecorded > 0 && registered(versions[firstRecorded]) && !registered(versions[firstRecorded - 1]);
-    if (s.decidedBy === 'webhook' && firstRecorded !== 0 && !inRegistration) problems.push(`${name}: decided by the webhook neither at CREATE nor in the registration update`);
-    const claim = history.claims.get(last.labels['kubernetes.io/hostname'] ?? '');
-    if (claim) {
-      latency.claimToRecord.push(versions[firstRecorded]!.seenAt - claim.seenAt);
-      latency.claimToNode.push(versions[0]!.seenAt - claim.seenAt);
-    }
-    latency.nodeToRecord.push(versions[firstRecorded]!.seenAt - versions[0]!.seenAt);
-    const decidedAt = claimCreated.get(last.labels['kubernetes.io/hostname'] ?? '');
-    if (decidedAt !== undefined) evaluatedLate.push(Date.parse(s.evaluatedAt) - decidedAt);
-  }
+  const { problems, by, from, approximate, recordedBeforeRegistration, recordedInRegistration, latency, evaluatedLate } = checkRecords(nodes, nodeWrites(audit(), WATCHER_USER), history, claimCreated);
   t.same(problems, [], 'every on-demand node has exactly one record, written once and never changed; spot nodes have none');
   t.comment(`who recorded: the webhook inline ${by.webhook}, the reconciler ${by.reconciler}; decided from the node alone ${from.node}, from node and NodeClaim ${from['node+nodeclaim']}; basis approximate ${approximate}`);
   if (expected) t.equal(by[expected], onDemand, `the ${expected} recorded every node`);
   // Karpenter's registration came after every inline record (and changed none: above); the
   // reconciler's PATCH lands before or after it, whichever is first.
-  const firstRecord = (v: NodeVersion[]) => v.findIndex((x) => storyOf(x) !== undefined);
-  const recordedBeforeRegistration = nodes.filter(([, v]) => firstRecord(v) >= 0 && !registered(v[firstRecord(v)]) && registered(v.at(-1))).length;
-  const recordedInRegistration = nodes.filter(([, v]) => firstRecord(v) > 0 && registered(v[firstRecord(v)]) && !registered(v[firstRecord(v) - 1])).length;
   if (by.reconciler === 0) {
     t.equal(recordedBeforeRegistration + recordedInRegistration, onDemand, "every record came in the CREATE or in Karpenter's registration update itself, and the registration (label sync, taint removal, owner reference, finalizer) changed none");
     t.comment(`recorded at CREATE: ${recordedBeforeRegistration}; in the registration update: ${recordedInRegistration}`);
@@ -211,16 +146,9 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   }
   const answer = await judge.judge(kwokJudgeCase(karpenter.catalog, karpenter.nodePools, OVERLAYS, launches));
   t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
-  const disagree: string[] = [];
-  const perOverlay = new Map<string, number>();
-  for (const [i, name] of names.entries()) {
-    const recorded = storyOf(history.nodes.get(name)?.at(-1))?.overlay ?? null;
-    const applied = answer.applied[i] ?? null;
-    perOverlay.set(`${launches[i]!.instanceType} ${history.nodes.get(name)?.at(-1)?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`, (perOverlay.get(`${launches[i]!.instanceType} ${history.nodes.get(name)?.at(-1)?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`) ?? 0) + 1);
-    if (recorded !== applied) disagree.push(`${name} (${launches[i]!.instanceType}, offering ${launches[i]!.offering}): Karpenter applied ${applied}, the record names ${recorded}`);
-  }
+  const { disagree, perOverlay } = againstJudge(history, names, launches, answer.applied);
   t.same(disagree, [], `the record names the overlay Karpenter's own code applies, on all ${LAUNCHES} nodes`);
-  t.comment([...perOverlay.entries()].sort().map(([k, n]) => `${n} x ${k}`).join('; '));
+  t.comment(perOverlay);
 
   const summaryLine = `${path} (${pool}): ${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${by.webhook}, by reconciler ${by.reconciler}; characteristics from node ${from.node}, node+nodeclaim ${from['node+nodeclaim']}; basis approximate ${approximate}; evaluatedAt - NodeClaim creation (whole seconds) ${quantiles(evaluatedLate)}; NodeClaim->Node ${quantiles(latency.claimToNode)}; NodeClaim->record ${quantiles(latency.claimToRecord)}; Node->record ${quantiles(latency.nodeToRecord)}`;
   t.comment(summaryLine);
@@ -240,8 +168,7 @@ t.test('webhook down: the reconciler records each node once, racing Karpenter\'s
 });
 
 t.test('Karpenter was never refused: no validating webhook call, no 4xx on its node writes', async (t) => {
-  const refused = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && (e.responseStatus?.code ?? 0) >= 400 && e.responseStatus?.code !== 409 && e.responseStatus?.code !== 404);
-  t.same(refused.map((e) => `${e.verb} ${e.objectRef?.name}: ${e.responseStatus?.code} ${e.responseStatus?.message}`), [], 'no node write of Karpenter refused');
+  t.same(refusedRequests(audit(), KARPENTER_USER), [], 'no node write of Karpenter refused');
   const conflicted = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && e.responseStatus?.code === 409);
   const conflicts = POOLS.map((p) => `${conflicted.filter((e) => e.objectRef?.name?.startsWith(`kwok-${p.name}-`)).length} on ${p.name} nodes`).join(', ');
   // The reconciler's PATCH is guarded by the resourceVersion it read: racing Karpenter's
@@ -251,9 +178,7 @@ t.test('Karpenter was never refused: no validating webhook call, no 4xx on its n
   t.comment(`the watcher's node writes that conflicted (409, retried): ${watcherFailures.length}, all on nodes the reconciler recorded: ${watcherFailures.every((e) => e.objectRef?.name?.startsWith('kwok-late-'))}`);
   const karpenterWrites = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && ['create', 'update', 'patch'].includes(e.verb));
   const mutated = karpenterWrites.filter((e) => e.verb === 'create' && Object.entries(e.annotations ?? {}).some(([k, v]) => k.startsWith('mutation.webhook.admission.k8s.io/') && v.includes('record.nodes.veneer.io') && v.includes('"mutated":true'))).length;
-  const metrics = (await cp.get('/metrics')).body;
-  const validatingCalls = counter(metrics, 'apiserver_admission_webhook_admission_duration_seconds_count', { name: 'protect-record.nodes.veneer.io' });
-  const rejections = counter(metrics, 'apiserver_admission_webhook_rejection_count', { name: 'protect-record.nodes.veneer.io' }) + counter(metrics, 'apiserver_admission_webhook_rejection_count', { name: 'record.nodes.veneer.io' });
+  const { rejections, validatingCalls } = webhookVerdicts((await cp.get('/metrics')).body);
   t.equal(rejections, 0, 'the apiserver counts no webhook rejection');
   t.equal(validatingCalls, 0, "the validating webhook was never even called: Karpenter's writes never touch a record (its match condition)");
   t.comment(`Karpenter's node writes: ${karpenterWrites.filter((e) => e.verb === 'create').length} creates (${mutated} mutated inline by record.nodes.veneer.io), ${karpenterWrites.filter((e) => e.verb !== 'create').length} updates/patches, conflicts (409, retried by Karpenter): ${conflicts}`);

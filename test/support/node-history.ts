@@ -13,6 +13,7 @@ export interface NodeVersion {
   taints: string[];
   owners: string[];
   finalizers: string[];
+  providerID?: string;
 }
 
 /** The record's story in a node version, when it has one. */
@@ -20,14 +21,21 @@ export const storyOf = (v: NodeVersion | undefined): DecisionStory | undefined =
 
 interface Watched {
   metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[]; finalizers?: string[] };
-  spec?: { taints?: { key: string; effect: string }[] };
+  spec?: { taints?: { key: string; effect: string }[]; providerID?: string };
   status?: { providerID?: string };
+}
+
+export interface ClaimSeen {
+  name: string;
+  seenAt: number;
+  launchedAt?: number;
 }
 
 export class History {
   readonly nodes = new Map<string, NodeVersion[]>();
   /** NodeClaim name -> when first seen, and when first seen with status.providerID. */
-  readonly claims = new Map<string, { seenAt: number; launchedAt?: number }>();
+  readonly claims = new Map<string, ClaimSeen>();
+  private readonly claimByProvider = new Map<string, string>();
   private readonly stops: (() => void)[] = [];
   private stopped = false;
 
@@ -50,15 +58,30 @@ export class History {
         taints: (o.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`),
         owners: (m.ownerReferences ?? []).map((r) => `${r.kind}/${r.name}`),
         finalizers: m.finalizers ?? [],
+        ...(o.spec?.providerID ? { providerID: o.spec.providerID } : {}),
       });
       this.nodes.set(m.name ?? '', versions);
     });
     await this.follow('/apis/karpenter.sh/v1/nodeclaims', (_type, o) => {
       const name = o.metadata?.name ?? '';
-      const c = this.claims.get(name) ?? { seenAt: Date.now() };
-      if (c.launchedAt === undefined && o.status?.providerID) c.launchedAt = Date.now();
+      const c = this.claims.get(name) ?? { name, seenAt: Date.now() };
+      if (c.launchedAt === undefined && o.status?.providerID) {
+        c.launchedAt = Date.now();
+        this.claimByProvider.set(o.status.providerID, name);
+      }
       this.claims.set(name, c);
     });
+  }
+
+  /**
+   * The NodeClaim of a node: named by the node's hostname label where the provider does so (KWOK),
+   * else the one whose providerID the node carries (AWS, where nodes are named by their private DNS).
+   */
+  claimOf(node: NodeVersion): ClaimSeen | undefined {
+    const byName = this.claims.get(node.labels['kubernetes.io/hostname'] ?? '');
+    if (byName) return byName;
+    const name = node.providerID === undefined ? undefined : this.claimByProvider.get(node.providerID);
+    return name === undefined ? undefined : this.claims.get(name);
   }
 
   /** A watch from now on, resumed from the last resourceVersion if the apiserver ends it. */

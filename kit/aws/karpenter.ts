@@ -1,0 +1,265 @@
+// Real Karpenter with its AWS cloud provider (github.com/aws/karpenter-provider-aws/cmd/controller,
+// unmodified), launching instances in a local EC2 (moto.ts) for pending pods, with a node maker
+// (node-maker.ts) in place of the kubelet and the cloud controller, beside kube-scheduler. As on
+// AWS, an overlay's price changes the launch: the provider's spot offering filter drops every spot
+// offering priced above the cheapest on-demand one, and CreateFleet gets the overlay-adjusted
+// prices as priorities (../../docs/aws-in-the-loop.md).
+//
+// Everything that speaks an AWS API runs in a network namespace with only loopback (netns.ts):
+// moto refuses to start anywhere else, so AWS and IMDS cannot be reached by construction.
+// Karpenter's own settings are those of an isolated VPC: on-demand prices from its static table,
+// no Pricing API, no SQS queue, the cluster endpoint given (no EKS lookup for it).
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
+import { binary, type ControlPlane } from '../control-plane.ts';
+import { installCRDFiles } from '../karpenter-crds.ts';
+import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod, usageOf } from '../karpenter-controller.ts';
+import { sleep } from '../process.ts';
+import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
+import type { RunningWatcher } from '../../src/watcher.ts';
+import { type Moto, REGION, type SpotCatalog, startMoto, ZONES } from './moto.ts';
+import { type NodeMaker, startNodeMaker } from './node-maker.ts';
+import { staticOnDemandPrices } from './prices.ts';
+
+export { REGION, ZONES } from './moto.ts';
+/** The one AWS provider version the proxy can assemble here (v1.15.x: some of its modules are refused). */
+export const AWS_KARPENTER_VERSION = 'v1.14.3' as const;
+export const EC2_NODECLASS_API = { group: 'karpenter.k8s.aws', version: 'v1', plural: 'ec2nodeclasses' };
+export const CLUSTER_NAME = 'veneer-aws';
+/** In the control plane's --service-cluster-ip-range: Karpenter reads kube-dns's ClusterIP for the node's DNS. */
+const KUBE_DNS_IP = '10.0.0.10';
+
+/** The instance types the kit prices spot for (others have no spot pool): Veneer's usual families, in three sizes. */
+export const KIT_TYPES = ['m5', 'c6i', 'r6i', 't3'].flatMap((f) => ['large', 'xlarge', '2xlarge'].map((s) => `${f}.${s}`));
+/** The types a burst of pods cycles through (burstPods): every fifth pod spot, the first of them an m5.xlarge. */
+export const AWS_BURST_TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6i.2xlarge', 'm5.xlarge', 't3.large'];
+/** Spot as a share of on-demand, per zone, as the KWOK kit's catalog has it. */
+const SPOT_SHARE = [0.38, 0.35, 0.41];
+
+/**
+ * EC2's prices for the kit's types: on-demand from the controller's own static table (so EC2 and
+ * Karpenter agree on list prices), spot a share of it per zone.
+ */
+export function kitCatalog(types: readonly string[] = KIT_TYPES, share: readonly number[] = SPOT_SHARE): SpotCatalog {
+  const onDemand = staticOnDemandPrices(REGION);
+  return {
+    prices: Object.fromEntries(types.map((type) => {
+      const price = onDemand.get(type);
+      if (price === undefined) throw new Error(`${type} has no on-demand price in the AWS controller's table`);
+      return [type, { onDemand: price, spot: Object.fromEntries(ZONES.map((z, i) => [z, Number((price * share[i]!).toFixed(5))])) }];
+    })),
+  };
+}
+
+export interface AwsNodePool {
+  name: string;
+  /** spec.template.metadata.labels */
+  labels?: Record<string, string>;
+  capacityTypes?: CapacityType[];
+  /** Narrows `node.kubernetes.io/instance-type` (default: every type the EC2NodeClass allows). */
+  instanceTypes?: string[];
+}
+
+export function awsNodePoolObject(p: AwsNodePool) {
+  const requirements: NodeSelectorRequirement[] = [
+    inReq('karpenter.sh/capacity-type', ...(p.capacityTypes ?? ['on-demand', 'spot'])),
+    inReq('kubernetes.io/os', 'linux'),
+    inReq('kubernetes.io/arch', 'amd64'),
+    ...(p.instanceTypes ? [inReq('node.kubernetes.io/instance-type', ...p.instanceTypes)] : []),
+  ];
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodePool',
+    metadata: { name: p.name },
+    spec: {
+      template: {
+        metadata: { labels: p.labels ?? {} },
+        spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements, expireAfter: 'Never' },
+      },
+      // moto's instances never carry the launch template's security group, so every NodeClaim turns
+      // Drifted at once: no disruption at all keeps Karpenter from replacing what it launched.
+      disruption: { consolidationPolicy: 'WhenEmpty', consolidateAfter: 'Never', budgets: [{ nodes: '0' }] },
+    },
+  };
+}
+
+export interface AwsKarpenterOptions {
+  /** Default: one pool `default` allowing spot and on-demand. */
+  nodePools?: AwsNodePool[];
+  /** EC2's prices (default kitCatalog()). */
+  catalog?: SpotCatalog;
+  /** The node maker's delay between a NodeClaim's providerID and its Node's CREATE (a booting instance). */
+  bootDelayMs?: number;
+  logLevel?: string;
+}
+
+/** Installs the AWS controller's CRDs (from its own module version) and nothing else. */
+export async function installAwsCRDs(cp: ControlPlane): Promise<void> {
+  const dir = binary('karpenterAwsCrds');
+  await installCRDFiles(cp, readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => join(dir, f)));
+}
+
+export class AwsKarpenter extends KarpenterController {
+  readonly moto: Moto;
+  readonly nodeMaker: NodeMaker;
+  readonly nodePools: AwsNodePool[];
+  /** EC2's prices now (setCatalog changes them). */
+  catalog: SpotCatalog;
+  /** How long each step of start() took, in ms. */
+  readonly startup: Record<string, number>;
+  /** vCPUs of each instance type the local EC2 offers, for pods pinned to one. */
+  readonly vcpus: Map<string, number>;
+
+  private constructor(cp: ControlPlane, processes: ControllerProcesses, parts: { moto: Moto; nodeMaker: NodeMaker; nodePools: AwsNodePool[]; catalog: SpotCatalog; vcpus: Map<string, number>; startup: Record<string, number> }) {
+    super(cp, processes);
+    this.startup = parts.startup;
+    this.catalog = parts.catalog;
+    this.moto = parts.moto;
+    this.nodeMaker = parts.nodeMaker;
+    this.nodePools = parts.nodePools;
+    this.vcpus = parts.vcpus;
+  }
+
+  /** Seeds the local EC2, creates the EC2NodeClass and NodePools, then starts the node maker, kube-scheduler and Karpenter (the CRDs must be installed). */
+  static async start(cp: ControlPlane, opts: AwsKarpenterOptions = {}): Promise<AwsKarpenter> {
+    const startup: Record<string, number> = {};
+    let mark = Date.now();
+    const step = (name: string) => {
+      startup[name] = Date.now() - mark;
+      mark = Date.now();
+    };
+    const catalog = opts.catalog ?? kitCatalog();
+    const moto = await startMoto({ dir: cp.dir, cluster: CLUSTER_NAME, catalog, python: binary('motoPython') });
+    cp.onStop(() => moto.stop());
+    step('moto');
+    const admin = cp.adminKubeConfig();
+    await admin.makeApiClient(k8s.CoreV1Api).createNamespacedService({
+      namespace: 'kube-system',
+      body: { metadata: { name: 'kube-dns' }, spec: { clusterIP: KUBE_DNS_IP, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] } },
+    });
+    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+    await custom.createClusterCustomObject({
+      ...EC2_NODECLASS_API,
+      body: {
+        apiVersion: 'karpenter.k8s.aws/v1',
+        kind: 'EC2NodeClass',
+        metadata: { name: 'default' },
+        spec: {
+          role: moto.seed.nodeRoleName,
+          // moto has no SSM parameters for AMI aliases: the image is selected by id.
+          amiFamily: 'AL2023',
+          amiSelectorTerms: [{ id: moto.seed.amiId }],
+          subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': CLUSTER_NAME } }],
+          securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': CLUSTER_NAME } }],
+        },
+      },
+    });
+    const nodePools = opts.nodePools ?? [{ name: 'default' }];
+    for (const p of nodePools) await custom.createClusterCustomObject({ ...NODEPOOL_API, body: awsNodePoolObject(p) });
+    step('objects');
+    const nodeMaker = await startNodeMaker(cp, { ec2Endpoint: moto.endpoint, bootDelayMs: opts.bootDelayMs ?? 0, region: REGION });
+    const processes = await launchController(cp, {
+      name: 'karpenter-aws',
+      bin: binary('karpenterAws'),
+      env: {
+        ...moto.env(),
+        CLUSTER_NAME,
+        CLUSTER_ENDPOINT: cp.server,
+        ISOLATED_VPC: 'true',
+        LOG_LEVEL: opts.logLevel ?? 'info',
+      },
+    });
+    step('karpenter');
+    const karpenter = new AwsKarpenter(cp, processes, { moto, nodeMaker, nodePools, catalog, vcpus: await instanceVcpus(moto), startup });
+    await karpenter.waitForNodeClassReady();
+    step('nodeclass');
+    return karpenter;
+  }
+
+  /** Karpenter launches nothing until its EC2NodeClass has resolved subnets, groups, the AMI and the instance profile. */
+  async waitForNodeClassReady(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const nc = (await this.custom.getClusterCustomObject({ ...EC2_NODECLASS_API, name: 'default' })) as { status?: { conditions?: { type: string; status: string; message?: string }[] } };
+      const ready = nc.status?.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status === 'True') return;
+      if (!this.controller.running) throw new Error(`karpenter-aws exited:\n${this.controller.logTail()}`);
+      if (Date.now() > deadline) throw new Error(`EC2NodeClass default not Ready after ${timeoutMs} ms (${ready?.message ?? 'no Ready condition'}):\n${this.controller.logTail()}`);
+      await sleep(250);
+    }
+  }
+
+  /** Creates the pods at once, each pinned type's CPU request as the local EC2 describes the type. */
+  async createPods(pods: PendingPod[], namespace = 'default'): Promise<void> {
+    await createPods(this.cp.adminKubeConfig(), pods, (type) => {
+      const n = this.vcpus.get(type);
+      if (n === undefined) throw new Error(`the local EC2 offers no instance type ${type}`);
+      return n;
+    }, namespace);
+  }
+
+  /** EC2's prices from the next DescribeSpotPriceHistory and CreateFleet on (Karpenter re-reads spot prices on its own schedule). */
+  setCatalog(catalog: SpotCatalog): void {
+    this.moto.setCatalog(catalog);
+    this.catalog = catalog;
+  }
+
+  override usage() {
+    return { ...super.usage(), moto: usageOf(this.moto.process.pid) };
+  }
+}
+
+/** vCPUs per instance type, from the local EC2's DescribeInstanceTypes. */
+async function instanceVcpus(moto: Moto): Promise<Map<string, number>> {
+  const ec2 = new EC2Client(moto.clientConfig());
+  const vcpus = new Map<string, number>();
+  let NextToken: string | undefined;
+  do {
+    const page = await ec2.send(new DescribeInstanceTypesCommand({ NextToken }));
+    for (const t of page.InstanceTypes ?? []) if (t.InstanceType && t.VCpuInfo?.DefaultVCpus) vcpus.set(t.InstanceType as _InstanceType, t.VCpuInfo.DefaultVCpus);
+    NextToken = page.NextToken;
+  } while (NextToken);
+  ec2.destroy();
+  return vcpus;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole cluster: control plane, the AWS CRDs, the watcher's identity and certificates, the
+// local EC2, Karpenter, kube-scheduler and the node maker; startAwsKarpenterWithWatcher adds the
+// watcher with both webhooks.
+
+export interface AwsKarpenterEnv extends ClusterEnv {
+  karpenter: AwsKarpenter;
+}
+
+export async function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions } = {}): Promise<AwsKarpenterEnv> {
+  const env = await startClusterEnv({ ...opts, installCRDs: installAwsCRDs });
+  try {
+    return { ...env, karpenter: await AwsKarpenter.start(env.cp, opts.karpenter) };
+  } catch (err) {
+    await env.cp.stop();
+    throw err;
+  }
+}
+
+/** An AWS Karpenter env with the watcher running and both webhooks registered; `stop` ends both. */
+export async function startAwsKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions; watcherFlags?: Record<string, string> } = {}): Promise<AwsKarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
+  const env = await startAwsKarpenterEnv(opts);
+  try {
+    const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, opts.watcherFlags ?? {});
+    const stop = async () => {
+      await watcher.stop();
+      await env.cp.stop();
+    };
+    await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5).catch(async (err) => {
+      await stop();
+      throw err;
+    });
+    return { ...env, watcher, stop };
+  } catch (err) {
+    await env.cp.stop();
+    throw err;
+  }
+}
