@@ -20,7 +20,7 @@ import * as k8s from '@kubernetes/client-node';
 import { p50, p99 } from './cluster.ts';
 import type { SuiteResult } from './stats.ts';
 import { COMPILED_CLI, counter, metricsOf, sleep, spawnServe, until, OVERLAY_API, waitReady, type ServeProcess } from '../kit/fleet.ts';
-import { burstPods, createPendingPods, type KwokNodePool, KWOK_WATCHER_FLAGS, KARPENTER_VERSION, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
+import { burstPods, createPendingPods, type KwokNodePool, KARPENTER_VERSION, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { registerWebhooksAt, WATCHER_USER } from '../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../test/support/karpenter-oracle.ts';
@@ -74,7 +74,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
   const judge = new KarpenterJudge(KARPENTER_VERSION);
   let serve: ServeProcess | undefined;
   try {
-    serve = await spawnServe(cp, env.certs, WATCHER_USER, { ...KWOK_WATCHER_FLAGS, '--leader-election-enabled': 'false', '--log-level': 'warn' }, [], COMPILED_CLI);
+    serve = await spawnServe(cp, env.certs, WATCHER_USER, { '--leader-election-enabled': 'false', '--log-level': 'warn' }, [], COMPILED_CLI);
     await waitReady(serve.healthPort, '/readyz', 60_000);
     await registerWebhooksAt(admin, env.certs.caPem, serve.webhookPort, 5);
     const custom = admin.makeApiClient(k8s.CustomObjectsApi);

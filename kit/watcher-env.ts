@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { loadConfig, type Config } from '../src/config/load.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger, type Logger } from '../src/log.ts';
 import { startWatcher, type RunningWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { clientFor, ControlPlane, freePort, type TokenUser, viaPort } from './control-plane.ts';
@@ -155,12 +155,14 @@ export interface LaunchOptions {
   /** Reach the apiserver at another port (a proxy in front of it). */
   apiServerPort?: number;
   watchdogMs?: number;
+  /** The watcher's logger (default: silent, or VENEER_TEST_LOG's level). */
+  log?: Logger;
 }
 
 /** Starts a watcher in this process as `user`. */
 export async function launchWatcher(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}, opts: LaunchOptions = {}): Promise<{ watcher: RunningWatcher; config: Config }> {
   const { config } = loadConfig({ flags: await watcherFlags(certs, flags) });
-  const log = createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
+  const log = opts.log ?? createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
   const kc = opts.apiServerPort ? viaPort(cp.userKubeConfig(user), opts.apiServerPort) : cp.userKubeConfig(user);
   const watcher = await startWatcher({ config, client: clientFor(kc), log, host: '127.0.0.1', certPollMs: 200, identity: user, ...(opts.watchdogMs ? { watchdogMs: opts.watchdogMs } : {}) });
   await watcher.caches?.synced();

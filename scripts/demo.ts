@@ -4,7 +4,8 @@
 // creates Veneer's overlays, launches nodes the way Karpenter does, and shows what was recorded.
 // --karpenter: REAL Karpenter (v1.15.0, its KWOK cloud provider, kit/karpenter.ts) and
 // kube-scheduler launch the nodes, for pending pods, instead of the simulation (kit/karpenter-sim.ts);
-// the overlays name KWOK's keys and the watcher runs with --karpenter-provider kwok. Slower.
+// the overlays name KWOK's keys, which the watcher (karpenterProvider auto) finds from the NodeClaims'
+// nodeClassRef.group karpenter.kwok.sh. Slower.
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +16,7 @@ import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
-import { awsLikeCatalog, createPendingPods, installKwokCRDs, Karpenter, KARPENTER_VERSION, KWOK_WATCHER_FLAGS, NODECLAIM_API, type NodeClaim, type PendingPod, REGION } from '../kit/karpenter.ts';
+import { awsLikeCatalog, createPendingPods, installKwokCRDs, Karpenter, KARPENTER_VERSION, NODECLAIM_API, type NodeClaim, type PendingPod, REGION } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { scrape } from '../kit/scrape.ts';
 import { grantMetricsReader, grantWatcherRole, waitForMutatingWebhook } from '../kit/watcher-env.ts';
@@ -72,7 +73,6 @@ try {
     flags: {
       '--enabled': 'true', '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--health-port': String(await freePort()),
       '--webhook-cert-file': join(certDir, 'tls.crt'), '--webhook-key-file': join(certDir, 'tls.key'), '--shutdown-delay': '0s',
-      ...(withKarpenter ? KWOK_WATCHER_FLAGS : {}),
     },
   });
   const watcher = await startWatcher({ config, client: clientFor(cp.userKubeConfig('veneer-watcher')), log: createLogger('warn'), host: '127.0.0.1' });

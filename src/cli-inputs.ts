@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import {
-  toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
+  countGroups, toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
 } from './engine/index.ts';
 
 /** Input the user can fix: the CLI exits 2 and names the file. */
@@ -74,7 +74,7 @@ export function readInputFiles(files: InputFiles): Inputs {
 export function claimLookup(claims: NodeClaimView[]): NodeClaimLookup {
   const byProviderID = new Map(claims.filter((c) => c.providerID).map((c) => [c.providerID, c]));
   const byName = new Map(claims.map((c) => [c.name, c]));
-  return { byProviderID: (id: string) => byProviderID.get(id), byName: (name: string) => byName.get(name) };
+  return { byProviderID: (id: string) => byProviderID.get(id), byName: (name: string) => byName.get(name), groups: countGroups(claims) };
 }
 
 /** From the cluster (KUBECONFIG): one node, or every node a page at a time, with every overlay, NodePool and NodeClaim. */

@@ -3,7 +3,7 @@
 import { stringify } from 'yaml';
 import type { Config } from './config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Explanation } from './engine/index.ts';
+import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Explanation, type ProviderExplanation } from './engine/index.ts';
 import { engineSettings, overlayPolicy } from './engine-settings.ts';
 
 export interface ExplainArgs extends InputFiles {
@@ -18,7 +18,7 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   const inputs = args.nodeName ? await readLive(args.nodeName) : readInputFiles(args);
   const overlays = inputs.overlays.map((o) => toOverlayView(o));
   const claims = claimLookup(inputs.nodeClaims);
-  const explain = explainer({ overlays, nodePools: inputs.nodePools }, { now: at, knownSince: at }, engineSettings(config), overlayPolicy(config));
+  const explain = explainer({ overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups }, { now: at, knownSince: at }, engineSettings(config), overlayPolicy(config));
   const results = inputs.nodes.map((n) => {
     const node = toNodeView(n);
     return explain(node, nodeClaimFor(node, claims));
@@ -33,6 +33,21 @@ function requirementText(r: { key: string; operator: string; values: readonly st
   return `${r.key} ${r.operator}${r.values.length ? ` [${r.values.join(', ')}]` : ''}${bounds}`;
 }
 
+const FROM: Record<ProviderExplanation['from'], (p: ProviderExplanation) => string> = {
+  'setting': () => 'karpenterProvider',
+  'nodeclaim': (p) => `its NodeClaim's nodeClassRef.group ${p.group}`,
+  'node-labels': () => 'the domain of its labels; its NodeClaim is unknown',
+  'cluster': () => 'most NodeClaims in the cluster',
+  'none': () => 'nothing names it',
+};
+
+/** `provider: kwok (from its NodeClaim's nodeClassRef.group karpenter.kwok.sh)`, and a warning when in doubt. */
+export function providerLine(p: ProviderExplanation): string[] {
+  const lines = [`  provider: ${p.name} (from ${FROM[p.from](p)})`];
+  if (p.warning !== undefined) lines.push(`  WARNING: ${p.warning}; basis approximate`);
+  return lines;
+}
+
 function table(e: Explanation): string {
   const head = e.outcome === 'influenced'
     ? `${e.node}: influenced by ${e.overlay} (launch ${e.evaluatedAt}, basis ${e.basis})`
@@ -40,6 +55,7 @@ function table(e: Explanation): string {
       ? `${e.node}: not influenced: no active overlay matched (launch ${e.evaluatedAt}, basis ${e.basis})`
       : `${e.node}: ${e.outcome}: ${e.reason}`;
   const lines = [head];
+  if (e.provider) lines.push(...providerLine(e.provider));
   if (e.existingRecord) lines.push(`  existing record: ${Object.entries(e.existingRecord).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (Object.keys(e.labels).length > 0) lines.push(`  labels: ${Object.entries(e.labels).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   for (const o of e.overlays) {

@@ -1,6 +1,6 @@
 // Every metric the watcher exports, on one registry per process (and per test).
 // Label values are bounded sets: never a node name; overlay names only in overlay_nodes_current,
-// capped by metrics.maxOverlaySeries.
+// capped by metrics.maxOverlaySeries; providers by name (aws, kwok) or `unknown`, never a group.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const PREFIX = 'veneer_nodewatcher_';
@@ -13,6 +13,7 @@ export interface ScrapeHooks {
   nodeCounts?: () => void;
   overlayNodes?: () => void;
   overlayStates?: () => void;
+  providers?: () => void;
 }
 
 /**
@@ -68,6 +69,13 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['state'] as const,
       registers: r,
       collect: () => atScrape.overlayStates?.(),
+    }),
+    providerNodeClaims: new Gauge({
+      name: `${PREFIX}karpenter_provider_nodeclaims`,
+      help: 'NodeClaims in the cluster by the Karpenter cloud provider that launched them (spec.nodeClassRef.group: karpenter.k8s.aws is aws, karpenter.kwok.sh is kwok, any other unknown) and whether their nodes are judged with that provider\'s keys (matches_setting: karpenterProvider is auto or that provider, and the provider is known). Above 0 with matches_setting="false": those nodes are recorded with basis approximate. Every provider has a series (computed from the NodeClaim cache at scrape time).',
+      labelNames: ['provider', 'matches_setting'] as const,
+      registers: r,
+      collect: () => atScrape.providers?.(),
     }),
     events: new Counter({
       name: `${PREFIX}events_total`,

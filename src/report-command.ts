@@ -3,7 +3,7 @@
 import { stringify } from 'yaml';
 import type { Config } from './config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { buildReport, toOverlayView, type OverlayReport, type Report } from './engine/index.ts';
+import { buildReport, toOverlayView, UNKNOWN_PROVIDER, type OverlayReport, type ProviderReport, type Report } from './engine/index.ts';
 import { engineSettings, overlayPolicy } from './engine-settings.ts';
 
 export interface ReportArgs extends InputFiles {
@@ -56,5 +56,17 @@ function table(report: Report): string {
     `${t.onDemandNodes} on-demand Karpenter nodes: ${t.influenced} influenced, ${t.notInfluenced} not influenced, ${t.pending} pending; ${inline}; ${t.approximate} with basis approximate`,
   );
   if (t.inactiveOverlays > 0) lines.push(`${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`);
+  lines.push(...providerLines(report.provider));
   return lines.join('\n');
+}
+
+/** `Karpenter provider: auto, from each NodeClaim's nodeClassRef.group (NodeClaims: kwok 12)`, each warning, and the nodes in doubt. */
+export function providerLines(p: ProviderReport): string[] {
+  const note = (c: ProviderReport['nodeClaims'][number]) => (c.matchesSetting ? '' : c.provider === UNKNOWN_PROVIDER ? ' (keys unknown)' : ' (not karpenterProvider)');
+  const shown = p.nodeClaims.filter((c) => c.nodeClaims > 0).map((c) => `${c.provider} ${c.nodeClaims}${note(c)}`);
+  const how = p.setting === 'auto' ? 'auto, from each NodeClaim\'s nodeClassRef.group' : `${p.setting}, set by karpenterProvider`;
+  const lines = [`Karpenter provider: ${how} (NodeClaims: ${shown.length > 0 ? shown.join(', ') : 'none'})`];
+  for (const w of p.warnings) lines.push(`WARNING: ${w}`);
+  if (p.nodesInDoubt > 0) lines.push(`WARNING: ${p.nodesInDoubt} on-demand Karpenter node${p.nodesInDoubt === 1 ? ' is' : 's are'} judged with a provider in doubt (basis approximate): explain NODE says why`);
+  return lines;
 }

@@ -15,6 +15,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { EventRecorder } from './events/recorder.ts';
 import { EVENT_NAMESPACE } from './events/node-event.ts';
 import { exportOverlayNodes, exportOverlayStates } from './overlay-gauge.ts';
+import { ProviderWatch } from './provider-watch.ts';
 import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
 import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
@@ -104,6 +105,8 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined).map((v) => v.overlay),
   }, settings.keys, config.metrics.maxOverlaySeries);
   exportOverlayStates(metrics, () => caches.overlays.reflector.store.values());
+  const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
+  caches.nodeClaims.subscribe((claim) => providers.seen(claim));
   const reconciler = new Reconciler({ caches, client: o.client, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
   const events = new EventRecorder({
@@ -178,7 +181,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   void ownUsername(o.client, log).then((u) => (selfUsername = u));
   const listening = webhook;
   const opsServer = ops;
-  log.info({ webhookPort: listening.port, metricsPort: opsServer.metricsPort, metricsSecure: config.metrics.secure, healthPort: opsServer.healthPort, labelNamespace: config.labelNamespace }, 'node watcher started');
+  log.info({ webhookPort: listening.port, metricsPort: opsServer.metricsPort, metricsSecure: config.metrics.secure, healthPort: opsServer.healthPort, labelNamespace: config.labelNamespace, karpenterProvider: config.karpenterProvider }, 'node watcher started');
 
   return {
     metrics,

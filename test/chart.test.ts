@@ -118,12 +118,12 @@ t.test('the rendered config file is valid for the watcher', async (t) => {
 
 t.test('promtool accepts the PrometheusRule, and every alert fires on the series it is for and only on them', async (t) => {
   const groups = ruleGroups();
-  t.same(groups[0]?.rules.map((r) => r.alert ?? r.record), ['source:veneer_nodewatcher_nodes_labeled:increase30m', 'VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherWebhookBypassed', 'VeneerNodeWatcherOverlayIdle', 'VeneerNodeWatcherOverlaysNotCounting', 'VeneerNodeWatcherNoLeader']);
+  t.same(groups[0]?.rules.map((r) => r.alert ?? r.record), ['source:veneer_nodewatcher_nodes_labeled:increase30m', 'VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherWebhookBypassed', 'VeneerNodeWatcherOverlayIdle', 'VeneerNodeWatcherOverlaysNotCounting', 'VeneerNodeWatcherProviderInDoubt', 'VeneerNodeWatcherNoLeader']);
   t.notOk(ruleGroups([])[0]?.rules.some((r) => r.alert === 'VeneerNodeWatcherOverlayIdle'), 'the idle-overlay alert is off by default');
   const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
   writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
   const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
-  t.match(check.stdout, /SUCCESS: 9 rules found/, check.stderr);
+  t.match(check.stdout, /SUCCESS: 10 rules found/, check.stderr);
   const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
   const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
   t.same([...tested].sort(), groups.flatMap((g) => g.rules.flatMap((r) => r.alert ?? [])).sort(), 'the test file covers every alert');

@@ -185,7 +185,7 @@ t.test('TLS 1.2 is the minimum', async (t) => {
 
 t.test('the exposition passes promtool and carries the contracted names', async (t) => {
   const text = await scrape();
-  for (const name of ['nodes_labeled_total', 'labeling_errors_total', 'nodes_influenced_current', 'cache_refresh_total', 'reconcile_duration_seconds', 'admission_requests_total', 'admission_duration_seconds', 'admission_in_flight', 'cert_expiry_timestamp_seconds']) {
+  for (const name of ['nodes_labeled_total', 'labeling_errors_total', 'nodes_influenced_current', 'cache_refresh_total', 'reconcile_duration_seconds', 'admission_requests_total', 'admission_duration_seconds', 'admission_in_flight', 'cert_expiry_timestamp_seconds', 'karpenter_provider_nodeclaims']) {
     t.match(text, new RegExp(`^# TYPE veneer_nodewatcher_${name} `, 'm'), name);
   }
   const expected = new Map<string, number>();
@@ -199,6 +199,10 @@ t.test('the exposition passes promtool and carries the contracted names', async 
   }
   t.equal(counter(text, 'veneer_nodewatcher_overlays', { state: 'counted' }), 2, 'the two overlays left, validated as Karpenter does, count');
   t.equal(counter(text, 'veneer_nodewatcher_overlays', { state: 'unvalidated' }), 0, 'every state has a series');
+  const claims = (await custom.listClusterCustomObject({ group: 'karpenter.sh', version: 'v1', plural: 'nodeclaims' })) as { items: unknown[] };
+  t.ok(claims.items.length > 0);
+  t.equal(counter(text, 'veneer_nodewatcher_karpenter_provider_nodeclaims', { provider: 'aws', matches_setting: 'true' }), claims.items.length, 'the NodeClaims name karpenter.k8s.aws: aws, as auto finds it');
+  t.equal(counter(text, 'veneer_nodewatcher_karpenter_provider_nodeclaims', { provider: 'unknown', matches_setting: 'false' }), 0, 'every provider has a series');
   t.notMatch(text, /ip-10-0-0/, 'no node names in metrics');
   const check = promtool(['check', 'metrics'], text);
   t.equal(check.status, 0, check.stderr);

@@ -2,7 +2,7 @@
 // Pure: no I/O, no clock; the caller passes `now` and the caches' views.
 import type { Labels } from './requirements.ts';
 import { KarpenterView, NODEPOOL_LABEL } from './karpenter-view.ts';
-import type { ProviderKeys } from './providers.ts';
+import { chooseProvider, KNOWN_PROVIDERS, type ProviderChoice, type ProviderKeys, type ProviderSetting } from './providers.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { Match, OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
@@ -22,8 +22,13 @@ export interface EngineSettings {
   keys: RecordKeys;
   /** A node older than this is decided with whatever labels it has. */
   gracePeriodMs: number;
-  /** The keys the cloud provider defines for instance types and offerings. */
-  provider: ProviderKeys;
+  /**
+   * karpenterProvider: `auto`, each launch judged with the keys of the provider its NodeClaim
+   * names (spec.nodeClassRef.group); or one provider's keys for every launch, set explicitly.
+   */
+  provider: ProviderSetting;
+  /** The providers the watcher knows, with instanceTypeKeys added (KNOWN_PROVIDERS when unset). */
+  knownProviders?: readonly ProviderKeys[];
 }
 
 export interface DecisionInput {
@@ -31,18 +36,22 @@ export interface DecisionInput {
   nodeClaim?: NodeClaimView | undefined;
   now: number;
   decidedBy: DecidedBy;
+  /** The cluster's NodeClaims by spec.nodeClassRef.group, for a node nothing else names the provider of. */
+  nodeClassGroups?: ReadonlyMap<string, number> | undefined;
 }
 
 export type Decision =
   | { outcome: 'out-of-scope'; reason: string }
   | { outcome: 'recorded' }
-  | { outcome: 'undetermined'; reason: string; retryAt: number }
+  | { outcome: 'undetermined'; reason: string; retryAt: number; provider: ProviderChoice }
   | {
       outcome: 'influenced' | 'not-influenced';
       overlay: OverlayView | undefined;
       basis: Basis;
       evaluatedAt: number;
       record: NodeRecord;
+      /** Whose keys the launch was judged with, from what; with a warning, the basis is approximate. */
+      provider: ProviderChoice;
     };
 
 export type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
@@ -68,9 +77,17 @@ export function launchTime(node: NodeView, nodeClaim: NodeClaimView | undefined,
   return nodeClaim?.createdAt ?? node.createdAt ?? now;
 }
 
-/** What Karpenter compared for this launch: its NodePool as of then, or, unknown, all the node's labels. */
-export function karpenterView(labels: Labels, at: number, index: OverlayIndex, settings: EngineSettings): KarpenterView {
-  return new KarpenterView(labels, index.nodePools.at(labels[NODEPOOL_LABEL], at), settings.provider);
+/** The cloud provider whose keys Karpenter compared for this launch, and how the watcher knows. */
+export function providerOf(node: NodeView, nodeClaim: NodeClaimView | undefined, settings: EngineSettings, nodeClassGroups?: ReadonlyMap<string, number>): ProviderChoice {
+  return chooseProvider(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, { labels: characteristics(node, nodeClaim), nodeClaim, clusterGroups: nodeClassGroups });
+}
+
+/**
+ * What Karpenter compared for this launch: its NodePool as of then and its provider's keys, or,
+ * either unknown, the node's labels.
+ */
+export function karpenterView(labels: Labels, at: number, index: OverlayIndex, provider: ProviderChoice): KarpenterView {
+  return new KarpenterView(labels, index.nodePools.at(labels[NODEPOOL_LABEL], at), provider.keys);
 }
 
 /**
@@ -87,7 +104,7 @@ function launchUncertain(input: DecisionInput, view: KarpenterView, index: Overl
   return changes.length > 0 && [from, ...changes].some((t) => index.match(view, t).version !== winner);
 }
 
-function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number, launchUnknown: boolean): string | undefined {
+function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number, launchUnknown: boolean, provider: ProviderChoice): string | undefined {
   if (input.nodeClaim) return undefined;
   if (view.labels[REGISTERED_LABEL] === 'true') return undefined;
   const createdAt = input.node.createdAt ?? input.now;
@@ -95,6 +112,7 @@ function readiness(input: DecisionInput, view: KarpenterView, at: number, index:
   for (const key of index.keysNamedAt(at)) {
     if (view.missing(key)) return `label ${key} not yet on the node and its NodeClaim is unknown`;
   }
+  if (provider.guessed) return 'its NodeClaim, whose nodeClassRef.group names the cloud provider, is unknown, and its labels name no provider';
   if (launchUnknown) return 'the overlay that wins changed in the 15 minutes before the node was created, and its NodeClaim, which dates the launch, is unknown';
   return undefined;
 }
@@ -105,17 +123,18 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   if (!s.inScope) return { outcome: 'out-of-scope', reason: s.reason };
   if (s.recorded) return { outcome: 'recorded' };
   const evaluatedAt = launchTime(node, nodeClaim, now);
-  const view = karpenterView(characteristics(node, nodeClaim), evaluatedAt, index, settings);
+  const provider = providerOf(node, nodeClaim, settings, input.nodeClassGroups);
+  const view = karpenterView(characteristics(node, nodeClaim), evaluatedAt, index, provider);
   const match = index.match(view, evaluatedAt);
   const launchUnknown = launchUncertain(input, view, index, match.version);
-  const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs, launchUnknown);
+  const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs, launchUnknown, provider);
   if (waiting !== undefined) {
-    return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs };
+    return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs, provider };
   }
   const overlay = match.version?.overlay;
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
-  // NodeClaim, the node's creation for the launch.
-  const basis = view.pool && !launchUnknown ? match.basis : 'approximate';
+  // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
+  const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
   const record = buildRecord({
     keys: settings.keys,
     overlay,
@@ -125,6 +144,7 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
     labeledAt: now,
     characteristicsFrom: nodeClaim ? 'node+nodeclaim' : 'node',
     ...(nodeClaim ? { nodeClaim: nodeClaim.name } : {}),
+    provider,
   });
-  return { outcome: overlay ? 'influenced' : 'not-influenced', overlay, basis, evaluatedAt, record };
+  return { outcome: overlay ? 'influenced' : 'not-influenced', overlay, basis, evaluatedAt, record, provider };
 }

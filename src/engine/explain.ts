@@ -1,9 +1,10 @@
 // Why a node got (or would get) its record: the decision plus, for every overlay, whether it
 // was active at the launch, whether it matched, and each requirement against the node's value.
-import { characteristics, decide, karpenterView, launchTime, type EngineSettings } from './decide.ts';
+import { characteristics, decide, karpenterView, launchTime, providerOf, type EngineSettings } from './decide.ts';
 import type { KeyRole } from './karpenter-view.ts';
 import type { NodePoolView } from './nodepool.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
+import type { ProviderFrom } from './providers.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { rfc3339 } from './labels.ts';
@@ -54,7 +55,18 @@ export interface Explanation {
   annotations: Record<string, string>;
   /** The record the node already carries, when it has one. */
   existingRecord?: Record<string, string>;
+  /** Whose keys Karpenter compared, as far as the watcher knows (absent when out of scope). */
+  provider?: ProviderExplanation;
   overlays: OverlayExplanation[];
+}
+
+export interface ProviderExplanation {
+  name: string;
+  from: ProviderFrom;
+  /** The NodeClaim's spec.nodeClassRef.group. */
+  group?: string;
+  /** Why these may not be the keys Karpenter compared (the basis is approximate). */
+  warning?: string;
 }
 
 /**
@@ -64,7 +76,7 @@ export interface Explanation {
  * built once for every node explained.
  */
 export function explainer(
-  known: { overlays: readonly OverlayView[]; nodePools: readonly NodePoolView[] },
+  known: { overlays: readonly OverlayView[]; nodePools: readonly NodePoolView[]; nodeClassGroups?: ReadonlyMap<string, number> },
   time: { now: number; knownSince: number },
   settings: EngineSettings,
   policy: OverlayPolicy,
@@ -88,7 +100,7 @@ export function explainer(
       },
     })),
   }));
-  return (node, nodeClaim) => explainOne({ node, nodeClaim, now: time.now }, shown, index, owned, settings);
+  return (node, nodeClaim) => explainOne({ node, nodeClaim, now: time.now, nodeClassGroups: known.nodeClassGroups }, shown, index, owned, settings);
 }
 
 interface ShownOverlay {
@@ -98,7 +110,7 @@ interface ShownOverlay {
 }
 
 function explainOne(
-  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; now: number },
+  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; now: number; nodeClassGroups: ReadonlyMap<string, number> | undefined },
   shown: readonly ShownOverlay[],
   index: OverlayIndex,
   owned: ReadonlySet<string>,
@@ -107,9 +119,10 @@ function explainOne(
   const existing = Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => owned.has(k)));
   // An existing record is shown as it is, and the decision is made as if it were not there.
   const bare: NodeView = { ...input.node, labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))) };
-  const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli' }, index, settings);
+  const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli', nodeClassGroups: input.nodeClassGroups }, index, settings);
   const at = launchTime(bare, input.nodeClaim, input.now);
-  const view = karpenterView(characteristics(bare, input.nodeClaim), at, index, settings);
+  const provider = decision.outcome === 'out-of-scope' || decision.outcome === 'recorded' ? providerOf(bare, input.nodeClaim, settings, input.nodeClassGroups) : decision.provider;
+  const view = karpenterView(characteristics(bare, input.nodeClaim), at, index, provider);
   const winner = decision.outcome === 'influenced' ? decision.overlay?.name : undefined;
   const overlays = shown.map(({ overlay: o, ineligible, requirements: reqs }): OverlayExplanation => {
     const inactive = ineligible
@@ -136,7 +149,17 @@ function explainOne(
       requirements,
     };
   });
-  const rest = { evaluatedAt: rfc3339(at), ...(Object.keys(existing).length > 0 ? { existingRecord: existing } : {}) };
+  const rest = {
+    evaluatedAt: rfc3339(at),
+    ...(Object.keys(existing).length > 0 ? { existingRecord: existing } : {}),
+    ...(decision.outcome === 'out-of-scope' ? {} : {
+      provider: {
+        name: provider.name, from: provider.from,
+        ...(provider.group !== undefined ? { group: provider.group } : {}),
+        ...(provider.warning !== undefined ? { warning: provider.warning } : {}),
+      },
+    }),
+  };
   switch (decision.outcome) {
     case 'out-of-scope':
     case 'undetermined':

@@ -11,8 +11,8 @@ import { combinedOperator, requirementPasses, type Labels, type Requirement } fr
 export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
 
 /**
- * How Karpenter knows a key for this launch. `label`: the NodePool is unknown, so the node is
- * judged on all its labels (approximate). `offering`: defined by the offering alone, which
+ * How Karpenter knows a key for this launch. `label`: the NodePool (or the cloud provider) is
+ * unknown, so the node is judged on all its labels (approximate). `offering`: defined by the offering alone, which
  * narrows only NotIn (the instance type leaves it undefined for every other operator).
  * `fixed`: an instance-type key with the same values on every type, compared with all of them.
  */
@@ -21,10 +21,14 @@ export type KeyRole = 'nodepool' | 'template' | 'instance-type' | 'fixed' | 'off
 export class KarpenterView {
   readonly labels: Labels;
   readonly pool: NodePoolView | undefined;
-  private readonly provider: ProviderKeys;
+  private readonly provider: ProviderKeys | undefined;
 
-  /** `labels`: the node's with its NodeClaim's on top; `pool`: its NodePool as of the launch. */
-  constructor(labels: Labels, pool: NodePoolView | undefined, provider: ProviderKeys) {
+  /**
+   * `labels`: the node's with its NodeClaim's on top; `pool`: its NodePool as of the launch;
+   * `provider`: the keys of the cloud provider that launched it (undefined: a provider whose
+   * keys are unknown, every label but the NodePool's stands in for them).
+   */
+  constructor(labels: Labels, pool: NodePoolView | undefined, provider: ProviderKeys | undefined) {
     this.labels = labels;
     this.pool = pool;
     this.provider = provider;
@@ -35,6 +39,7 @@ export class KarpenterView {
     if (this.pool === undefined) return 'label';
     if (key === NODEPOOL_LABEL) return 'nodepool';
     if (Object.hasOwn(this.pool.templateLabels, key)) return 'template';
+    if (this.provider === undefined) return 'label';
     if (this.provider.fixedValues?.has(key)) return 'fixed';
     if (this.provider.instanceTypeKeys.has(key)) return 'instance-type';
     if (this.provider.offeringKeys.has(key)) return 'offering';
@@ -54,14 +59,14 @@ export class KarpenterView {
 
   /** The values an `In` requirement on the key could pass with: the index's candidate lookup. */
   valuesFor(key: string): readonly string[] {
-    if (this.role(key) === 'fixed') return this.provider.fixedValues?.get(key) ?? [];
+    if (this.role(key) === 'fixed') return this.provider?.fixedValues?.get(key) ?? [];
     const value = this.value(key);
     return value === undefined ? [] : [value];
   }
 
   passes(req: Requirement): boolean {
     // Compatible when the requirement admits any of the type's values (`Intersects`).
-    const fixed = this.role(req.key) === 'fixed' ? this.provider.fixedValues?.get(req.key) : undefined;
+    const fixed = this.role(req.key) === 'fixed' ? this.provider?.fixedValues?.get(req.key) : undefined;
     if (fixed) return fixed.some((v) => requirementPasses(req, v));
     const value = this.value(req.key);
     if (value !== undefined && this.role(req.key) === 'offering') return combinedOperator(req) === 'NotIn' && requirementPasses(req, value);

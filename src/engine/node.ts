@@ -1,6 +1,7 @@
 // Nodes and NodeClaims reduced to what a decision needs, from JSON or client objects.
 import type { Labels } from './requirements.ts';
 import { toEpochMs } from './overlay.ts';
+import { KNOWN_PROVIDERS } from './providers.ts';
 
 type Timestamp = string | Date | undefined | null;
 
@@ -30,6 +31,7 @@ export interface NodeClaimObject {
     labels?: Record<string, string> | null;
     creationTimestamp?: Timestamp;
   };
+  spec?: { nodeClassRef?: { group?: string | null; kind?: string | null; name?: string | null } | null } | null;
   status?: { providerID?: string | null; nodeName?: string | null } | null;
 }
 
@@ -52,7 +54,15 @@ export interface NodeClaimView {
   readonly createdAt?: number;
   readonly providerID?: string;
   readonly nodeName?: string;
+  /** spec.nodeClassRef.group: the cloud provider that launched it (`karpenter.k8s.aws`, `karpenter.kwok.sh`, ...). */
+  readonly nodeClassGroup?: string;
 }
+
+/**
+ * Of the NodeClaim's spec only the NodeClass's group is kept, and the known groups as one shared
+ * string each: thousands of NodeClaims name the same one or two.
+ */
+const SHARED_GROUPS = new Map(KNOWN_PROVIDERS.map((p) => [p.group, p.group]));
 
 /** `storyAnnotation`: the decision annotation's key, when the view should keep its value. */
 export function toNodeView(obj: NodeObject, storyAnnotation?: string): NodeView {
@@ -72,12 +82,14 @@ export function toNodeView(obj: NodeObject, storyAnnotation?: string): NodeView 
 
 export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
   const md = obj.metadata ?? {};
+  const group = obj.spec?.nodeClassRef?.group ?? undefined;
   return {
     name: md.name ?? '',
     labels: md.labels ?? {},
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.status?.providerID ?? undefined),
     ...optional('nodeName', obj.status?.nodeName ?? undefined),
+    ...optional('nodeClassGroup', group === undefined ? undefined : SHARED_GROUPS.get(group) ?? group),
   };
 }
 
@@ -89,6 +101,8 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 export interface NodeClaimLookup {
   byProviderID(providerID: string): NodeClaimView | undefined;
   byName(name: string): NodeClaimView | undefined;
+  /** Every NodeClaim known, counted by spec.nodeClassRef.group (what a node without a NodeClaim is assumed to run on). */
+  readonly groups?: ReadonlyMap<string, number>;
 }
 
 export function nodeClaimFor(node: NodeView, claims: NodeClaimLookup): NodeClaimView | undefined {

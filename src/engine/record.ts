@@ -2,6 +2,7 @@
 // the annotation that tells the whole story.
 import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
 import type { OverlayView } from './overlay.ts';
+import type { ProviderChoice, ProviderFrom } from './providers.ts';
 
 /** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
 const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;
@@ -47,6 +48,7 @@ export interface RecordInput {
   labeledAt: number;
   characteristicsFrom: 'node' | 'node+nodeclaim';
   nodeClaim?: string;
+  provider?: ProviderChoice;
 }
 
 export interface NodeRecord {
@@ -67,6 +69,11 @@ export interface DecisionStory {
   basis: Basis;
   characteristicsFrom: 'node' | 'node+nodeclaim';
   nodeClaim?: string;
+  /** The cloud provider whose keys the launch was judged with (`aws`, `kwok`, `unknown`), and how it was known. */
+  provider?: string;
+  providerFrom?: ProviderFrom;
+  /** Why those may not be the keys Karpenter compared (the basis is then approximate). */
+  providerWarning?: string;
   labels: string[];
 }
 
@@ -93,6 +100,8 @@ export function buildRecord(input: RecordInput): NodeRecord {
     basis: input.basis,
     characteristicsFrom: input.characteristicsFrom,
     ...(input.nodeClaim ? { nodeClaim: input.nodeClaim } : {}),
+    ...(input.provider ? { provider: input.provider.name, providerFrom: input.provider.from } : {}),
+    ...(input.provider?.warning !== undefined ? { providerWarning: input.provider.warning } : {}),
     labels: Object.keys(labels),
   };
   return { labels, annotations: { [keys.decisionAnnotation]: JSON.stringify(story) } };

@@ -1,13 +1,14 @@
 // "Are the overlays working?" overlay by overlay: which overlays won nodes, which matched only
 // where a heavier one won, and which matched nothing. Recorded nodes count as their record
 // says; a node without a record counts as `explain` would decide it now.
-import { characteristics, decide, karpenterView, launchTime, scope, type EngineSettings } from './decide.ts';
+import { characteristics, decide, karpenterView, launchTime, providerOf, scope, type EngineSettings } from './decide.ts';
 import type { NodePoolView } from './nodepool.ts';
 import { rfc3339, fromBasicTimestamp } from './labels.ts';
 import { nodeClaimFor, toNodeView, type NodeClaimLookup, type NodeObject } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, NOT_VALIDATED, outranks, REJECTED, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { readStory } from './record.ts';
+import { KNOWN_PROVIDERS, providerCensus, type ProviderCensus } from './providers.ts';
 
 /** `rejected`: Karpenter's validation failed (its reason in the note); `unvalidated`: Karpenter has not validated it. */
 export type Verdict = 'steering' | 'outranked' | 'idle' | 'rejected' | 'unvalidated' | 'inactive' | 'gone';
@@ -46,10 +47,17 @@ export interface ReportTotals {
   inactiveOverlays: number;
 }
 
+/** Whose keys Karpenter compares: karpenterProvider, the NodeClaims by provider, and the nodes in doubt. */
+export interface ProviderReport extends ProviderCensus {
+  /** On-demand Karpenter nodes judged now with a provider in doubt (unknown, contradicting the setting, or assumed). */
+  nodesInDoubt: number;
+}
+
 export interface Report {
   generatedAt: string;
   overlays: OverlayReport[];
   totals: ReportTotals;
+  provider: ProviderReport;
 }
 
 export interface ReportInput {
@@ -87,6 +95,8 @@ export function buildReport(input: ReportInput): Report {
     return t;
   };
   const totals: ReportTotals = { onDemandNodes: 0, influenced: 0, notInfluenced: 0, pending: 0, records: 0, recordedInline: 0, inlineShare: null, approximate: 0, inactiveOverlays: 0 };
+  const groups = input.nodeClaims.groups ?? new Map<string, number>();
+  let nodesInDoubt = 0;
 
   for (const obj of input.nodes) {
     const node = toNodeView(obj);
@@ -115,9 +125,12 @@ export function buildReport(input: ReportInput): Report {
       }
     } else {
       totals.pending++;
-      const d = decide({ node, nodeClaim: claim, now, decidedBy: 'cli' }, index, settings);
+      const d = decide({ node, nodeClaim: claim, now, decidedBy: 'cli', nodeClassGroups: groups }, index, settings);
       // A node still waiting for its labels matches nothing yet.
-      if (d.outcome === 'undetermined') continue;
+      if (d.outcome === 'undetermined') {
+        if (d.provider.warning !== undefined) nodesInDoubt++;
+        continue;
+      }
       winner = d.outcome === 'influenced' && d.overlay ? d.overlay.name : NO_OVERLAY;
       if (winner !== NO_OVERLAY) {
         tally(winner).won++;
@@ -125,7 +138,9 @@ export function buildReport(input: ReportInput): Report {
       }
     }
     const at = launchTime(node, claim, now);
-    for (const v of index.matchesAt(karpenterView(characteristics(node, claim), at, index, settings), at)) {
+    const provider = providerOf(node, claim, settings, groups);
+    if (provider.warning !== undefined) nodesInDoubt++;
+    for (const v of index.matchesAt(karpenterView(characteristics(node, claim), at, index, provider), at)) {
       if (v.overlay.name === winner) continue;
       const t = tally(v.overlay.name);
       t.lost++;
@@ -154,7 +169,8 @@ export function buildReport(input: ReportInput): Report {
     const row = reportRow(name, null, (k) => t.recordLabels?.[keys.copied[k]], t);
     rows.push({ ...row, verdict: 'gone', note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}` });
   }
-  return { generatedAt: rfc3339(now), overlays: rows, totals };
+  const census = providerCensus(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, groups);
+  return { generatedAt: rfc3339(now), overlays: rows, totals, provider: { ...census, nodesInDoubt } };
 }
 
 function karpenterVerdict(o: OverlayView, why: string | undefined, now: number): { verdict: Verdict; note: string } | undefined {

@@ -1,22 +1,11 @@
 // The watcher's view of the cluster: overlays (with history), NodeClaims and Nodes, each fed
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
-import type { Logger } from 'pino';
 import {
   OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
   type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy,
 } from '../engine/index.ts';
-import type { Metrics } from '../metrics.ts';
-import { lister, Reflector } from './reflector.ts';
+import { type CacheDeps, lister, Reflector } from './reflector.ts';
 import { NodeCache } from './node-cache.ts';
-import type { KubeClient } from './client.ts';
-
-export interface CacheDeps {
-  client: KubeClient;
-  metrics: Metrics;
-  log: Logger;
-  now: () => number;
-  watchdogMs?: number;
-}
 
 const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
@@ -90,6 +79,10 @@ export class NodeClaimCache implements NodeClaimLookup {
   readonly reflector: Reflector<NodeClaimView>;
   private readonly byProvider = new Map<string, NodeClaimView>();
   private readonly listeners: ((claim: NodeClaimView) => void)[] = [];
+  /** NodeClaims by spec.nodeClassRef.group, kept as they come, change and go. */
+  readonly groups = new Map<string, number>();
+  /** The group each NodeClaim was counted under (the store's item is replaced before upsert). */
+  private readonly countedAs = new Map<string, string>();
 
   constructor(deps: CacheDeps) {
     this.reflector = new Reflector({
@@ -102,10 +95,12 @@ export class NodeClaimCache implements NodeClaimLookup {
       handlers: {
         upsert: (claim) => {
           if (claim.providerID) this.byProvider.set(claim.providerID, claim);
+          this.count(claim.name, claim.nodeClassGroup);
           for (const l of this.listeners) l(claim);
         },
         remove: (claim) => {
           if (claim.providerID && this.byProvider.get(claim.providerID)?.name === claim.name) this.byProvider.delete(claim.providerID);
+          this.count(claim.name, undefined);
         },
       },
       metrics: deps.metrics,
@@ -113,6 +108,21 @@ export class NodeClaimCache implements NodeClaimLookup {
       now: deps.now,
       ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
+  }
+
+  private count(name: string, group: string | undefined): void {
+    const before = this.countedAs.get(name);
+    if (before === group) return;
+    if (before !== undefined) {
+      const n = (this.groups.get(before) ?? 0) - 1;
+      if (n > 0) this.groups.set(before, n);
+      else this.groups.delete(before);
+      this.countedAs.delete(name);
+    }
+    if (group !== undefined) {
+      this.groups.set(group, (this.groups.get(group) ?? 0) + 1);
+      this.countedAs.set(name, group);
+    }
   }
 
   /** Called for every new or changed NodeClaim: a node may have become decidable. */

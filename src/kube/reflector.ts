@@ -10,6 +10,15 @@ import type { KubeClient } from './client.ts';
 import { httpStatus } from './failures.ts';
 import { streamLines } from './watch-stream.ts';
 
+/** What every cache built on a Reflector needs from the watcher. */
+export interface CacheDeps {
+  client: KubeClient;
+  metrics: Metrics;
+  log: Logger;
+  now: () => number;
+  watchdogMs?: number;
+}
+
 export interface ListPage {
   items: unknown[];
   resourceVersion: string;

@@ -81,7 +81,7 @@ export class Reconciler {
       return { kind: 'after', ms: node.createdAt + WEBHOOK_FIRST_MS - now };
     }
     const end = metrics.reconcileDuration.startTimer();
-    const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler' }, caches.overlays.index, settings);
+    const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler', nodeClassGroups: caches.nodeClaims.groups }, caches.overlays.index, settings);
     if (decision.outcome === 'out-of-scope' || decision.outcome === 'recorded') return { kind: 'done' };
     if (decision.outcome === 'undetermined') return { kind: 'after', ms: Math.max(100, decision.retryAt - now) };
     try {
@@ -102,7 +102,7 @@ export class Reconciler {
       instance_family: labels[settings.keys.copied['instance-family']] ?? 'none',
       source: 'reconciler',
     });
-    log.debug({ node: name, outcome: decision.outcome, basis: decision.basis }, 'recorded');
+    log.debug({ node: name, outcome: decision.outcome, basis: decision.basis, provider: decision.provider.name, providerWarning: decision.provider.warning }, 'recorded');
     return { kind: 'done' };
   }
 }

@@ -37,7 +37,7 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   const node = toNodeView(object);
   if (req.operation === 'CREATE' && deps.existingNode(node.name)) return { answer: allow(uid), outcome: 'exists' };
   const nodeClaim = nodeClaimFor(node, deps.nodeClaims);
-  const decision = decide({ node, nodeClaim, now: deps.now(), decidedBy: 'webhook' }, deps.index, deps.settings);
+  const decision = decide({ node, nodeClaim, now: deps.now(), decidedBy: 'webhook', nodeClassGroups: deps.nodeClaims.groups }, deps.index, deps.settings);
   switch (decision.outcome) {
     case 'out-of-scope':
       return { answer: allow(uid), outcome: 'out_of_scope' };

@@ -104,6 +104,8 @@ t.test('the record: labels, values and the annotation', async (t) => {
     labeledAt: '2026-01-12T15:30:00Z',
     basis: 'exact',
     characteristicsFrom: 'node',
+    provider: 'aws',
+    providerFrom: 'setting',
     labels: Object.keys(d.record.labels),
   });
   const none = decideNode(karpenterNode({ name: 'b', instanceType: 'm5.xlarge', createdAt: iso(T0) }), indexWith([]));

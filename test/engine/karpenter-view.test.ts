@@ -3,7 +3,7 @@
 // validated its current generation. The differential test checks the same against Karpenter's
 // own controller on generated clusters; these cases name each rule.
 import t from 'tap';
-import { decide, KWOK_KEYS, NOT_VALIDATED, toNodeClaimView, toNodeView, toOverlayView, withExtraKeys, type Decision, type OverlayObject } from '../../src/engine/index.ts';
+import { AWS_KEYS, decide, KWOK_KEYS, NOT_VALIDATED, toNodeClaimView, toNodeView, toOverlayView, withExtraKeys, type Decision, type OverlayObject } from '../../src/engine/index.ts';
 import { computeSavingsPlan, karpenterNode, nodeClaimFor, reservedInstance } from '../../kit/veneer.ts';
 import { defaultPool, indexWith, iso, newIndex, settings, T0, withCreation, withStatus } from './fixtures.ts';
 
@@ -116,9 +116,9 @@ t.test('instanceTypeKeys: keys another provider defines are compared like the pr
   const custom = overlay('gen', [onDemand, { key: 'example.com/generation', operator: 'In', values: ['7'] }]);
   const n = node({ 'example.com/generation': '7' });
   t.equal(winnerOf(decideWith(indexWith([custom]), n)), null, 'undefined for the AWS provider');
-  const extended = { ...settings, provider: withExtraKeys(settings.provider, ['example.com/generation']) };
+  const extended = { ...settings, provider: withExtraKeys(AWS_KEYS, ['example.com/generation']) };
   t.equal(winnerOf(decideWith(indexWith([custom]), n, T0 + 5_000, extended)), 'gen', 'defined once listed');
-  t.equal(withExtraKeys(settings.provider, []), settings.provider, 'nothing listed: the provider as it is');
+  t.equal(withExtraKeys(AWS_KEYS, []), AWS_KEYS, 'nothing listed: the provider as it is');
 });
 
 t.test('without its NodeClaim, a node created within 15 minutes of an overlay change waits for the NodeClaim to date the launch', async (t) => {

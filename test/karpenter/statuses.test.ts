@@ -1,7 +1,7 @@
 // Real Karpenter (KWOK provider, kit/karpenter.ts) judges the overlays, not a stand-in: Veneer's
 // three kinds on KWOK keys, an equal-weight pair that conflicts, overlays Karpenter's runtime
-// validation refuses and one that changes only capacity. The watcher (with --karpenter-provider
-// kwok) counts exactly the ones Karpenter validated, by the statuses Karpenter itself wrote, and
+// validation refuses and one that changes only capacity. The watcher (karpenterProvider auto)
+// counts exactly the ones Karpenter validated, by the statuses Karpenter itself wrote, and
 // `report` names each rejected overlay with Karpenter's reason. Karpenter's own NodeOverlay
 // controller as the judge (test/karpenter-oracle) gets the same catalog, NodePools and overlays and
 // must write the same verdicts, except where the cloud provider's registered label domains differ.
@@ -57,7 +57,7 @@ interface Stored { metadata: { name: string; generation: number }; status?: { co
 const overlays = async () => ((await custom.listClusterCustomObject(OVERLAY_API)) as { items: Stored[] }).items;
 const condition = (o: Stored | undefined, type: string) => o?.status?.conditions?.find((c) => c.type === type);
 const states = async () => Object.fromEntries([...(await watcher.metrics.registry.metrics()).matchAll(/^veneer_nodewatcher_overlays\{state="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
-const report = (args: string[]) => promisify(execFile)(process.execPath, [cli, 'report', '--karpenter-provider', 'kwok', ...args], { env: { ...process.env, KUBECONFIG: env.cp.writeKubeConfig() } });
+const report = (args: string[]) => promisify(execFile)(process.execPath, [cli, 'report', ...args], { env: { ...process.env, KUBECONFIG: env.cp.writeKubeConfig() } });
 
 t.test('the NodeOverlay CRD of Karpenter v1.15.0 refuses kubernetes.io/hostname before Karpenter sees it', async (t) => {
   const refused = await custom.createClusterCustomObject({ ...OVERLAY_API, body: HOSTNAME }).then(() => undefined, (e: { code?: number; body?: string }) => e);

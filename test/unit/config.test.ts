@@ -143,8 +143,10 @@ t.test('the overlay series cap and the Events settings: defaults, each source, a
 });
 
 t.test('what Karpenter compares and when an overlay counts: the provider, its extra keys, Karpenter\'s validation', async (t) => {
-  t.match(loadConfig({}).config, { requireOverlayReady: true, karpenterProvider: 'aws', instanceTypeKeys: [] }, 'counted once Karpenter validated it; AWS keys');
+  t.match(loadConfig({}).config, { requireOverlayReady: true, karpenterProvider: 'auto', instanceTypeKeys: [] }, 'counted once Karpenter validated it; the provider each NodeClaim names');
   const { config } = loadConfig({ env: { VENEER_NODE_WATCHER_KARPENTER_PROVIDER: 'kwok', VENEER_NODE_WATCHER_INSTANCE_TYPE_KEYS: 'example.com/a, example.com/b' }, flags: { '--require-overlay-ready': 'false' } });
   t.match(config, { karpenterProvider: 'kwok', instanceTypeKeys: ['example.com/a', 'example.com/b'], requireOverlayReady: false });
-  t.match(problems(() => loadConfig({ flags: { '--karpenter-provider': 'gcp' } })), ['nodeWatcher.karpenterProvider = "gcp" (from flag --karpenter-provider): must be one of aws, kwok']);
+  t.match(loadConfig({ file: file('provider.yaml', 'nodeWatcher:\n  karpenterProvider: aws\n') }).config, { karpenterProvider: 'aws' }, 'from the file');
+  t.match(loadConfig({ env: { VENEER_NODE_WATCHER_KARPENTER_PROVIDER: 'kwok' }, flags: { '--karpenter-provider': 'auto' } }).config, { karpenterProvider: 'auto' }, 'a flag over the environment');
+  t.match(problems(() => loadConfig({ flags: { '--karpenter-provider': 'gcp' } })), ['nodeWatcher.karpenterProvider = "gcp" (from flag --karpenter-provider): must be one of auto, aws, kwok']);
 });
