@@ -31,25 +31,22 @@ export const CLUSTER_NAME = 'veneer-aws';
 /** In the control plane's --service-cluster-ip-range: Karpenter reads kube-dns's ClusterIP for the node's DNS. */
 const KUBE_DNS_IP = '10.0.0.10';
 
-/** The instance types the kit prices spot for (others have no spot pool): Veneer's usual families, in three sizes. */
-export const KIT_TYPES = ['m5', 'c6i', 'r6i', 't3'].flatMap((f) => ['large', 'xlarge', '2xlarge'].map((s) => `${f}.${s}`));
+/** The families the kit's region offers, in every size Karpenter's price table knows: Veneer's usual ones. */
+export const KIT_FAMILIES = ['m5', 'c6i', 'r6i', 't3'];
 /** The types a burst of pods cycles through (burstPods): every fifth pod spot, the first of them an m5.xlarge. */
 export const AWS_BURST_TYPES = ['m5.large', 'c6i.large', 'c6i.xlarge', 'r6i.2xlarge', 'm5.xlarge', 't3.large'];
 /** Spot as a share of on-demand, per zone, as the KWOK kit's catalog has it. */
 const SPOT_SHARE = [0.38, 0.35, 0.41];
 
 /**
- * EC2's prices for the kit's types: on-demand from the controller's own static table (so EC2 and
- * Karpenter agree on list prices), spot a share of it per zone.
+ * The local EC2's offer: every size of `families`, priced on-demand from the controller's own static
+ * table (so EC2 and Karpenter agree on list prices) and spot at a share of it per zone.
  */
-export function kitCatalog(types: readonly string[] = KIT_TYPES, share: readonly number[] = SPOT_SHARE): SpotCatalog {
-  const onDemand = staticOnDemandPrices(REGION);
+export function kitCatalog(families: readonly string[] = KIT_FAMILIES, share: readonly number[] = SPOT_SHARE): SpotCatalog {
+  const onDemand = [...staticOnDemandPrices(REGION)].filter(([type]) => families.includes(type.split('.')[0]!));
   return {
-    prices: Object.fromEntries(types.map((type) => {
-      const price = onDemand.get(type);
-      if (price === undefined) throw new Error(`${type} has no on-demand price in the AWS controller's table`);
-      return [type, { onDemand: price, spot: Object.fromEntries(ZONES.map((z, i) => [z, Number((price * share[i]!).toFixed(5))])) }];
-    })),
+    offered: onDemand.map(([type]) => type),
+    prices: Object.fromEntries(onDemand.map(([type, price]) => [type, { onDemand: price, spot: Object.fromEntries(ZONES.map((z, i) => [z, Number((price * share[i]!).toFixed(5))])) }])),
   };
 }
 

@@ -46,6 +46,11 @@ export interface SpotCatalog {
    * least one spot pool.
    */
   prices: Record<string, InstancePrices>;
+  /**
+   * The instance types offered (DescribeInstanceTypes and its offerings; a type asked for by name is
+   * still described). Default: every type moto knows, some 800, which Karpenter computes on every launch.
+   */
+  offered?: string[];
   /** Pools whose launches fail with InsufficientInstanceCapacity (CreateFleet moves on to the next pool). */
   insufficientCapacity?: CapacityPool[];
 }

@@ -87,7 +87,7 @@ build_karpenter_module() {
           || { log "karpenter-kwok $version: copying its CRDs FAILED"; exit 1; } ;;
     esac
     # Builds of earlier sources of this program are never used again.
-    find "$dir" -maxdepth 1 -name "$p-*" ! -path "${out#*:}" -delete
+    find "$dir" -maxdepth 1 -type f -name "$p-*" ! -path "${out#*:}" -delete
     mv "$work/out/$p" "${out#*:}"
   done
 }

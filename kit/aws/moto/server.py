@@ -22,6 +22,9 @@ side of the choice is made as EC2 documents it, so this launcher patches moto's 
   InsufficientInstanceCapacity, as EC2 reports the pools it tried.
 - Instances get the launch template's SecurityGroupIds (moto gave them the VPC's default group),
   and spot instances their SpotInstanceRequestId, by which Karpenter tells spot from on-demand.
+- DescribeInstanceTypes and DescribeInstanceTypeOfferings answer only the catalog's `offered` types
+  when it lists them (a region, or an account, that offers these families): Karpenter computes every
+  offered type on every launch, and moto's ~800 would make each launch cost seconds of CPU here.
 - Every CreateFleet that is not a dry run is appended to the fleet log as one JSON line: what was
   asked (strategies, every override) and what was launched.
 """
@@ -35,6 +38,7 @@ import threading
 
 from moto.core.responses import ActionResult
 from moto.ec2.models.fleets import Fleet
+from moto.ec2.models.instance_types import InstanceTypeBackend, InstanceTypeOfferingBackend
 from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.spot_instances import SpotInstances
 from moto.server import ThreadedMotoServer
@@ -55,6 +59,13 @@ def read_catalog(path):
         raw = json.load(f)
     full = {(p["instanceType"], p["zone"], p["capacityType"]) for p in raw.get("insufficientCapacity", [])}
     return raw.get("prices", {}), full
+
+
+def read_offered(path):
+    """The instance types the catalog says are offered, or None for every type moto knows."""
+    with open(path, encoding="utf-8") as f:
+        offered = json.load(f).get("offered")
+    return None if offered is None else set(offered)
 
 
 def zone_of(backend, override):
@@ -94,6 +105,25 @@ def install(catalog_path, fleet_log):
         return ActionResult({"SpotPriceHistory": history})
 
     SpotInstances.describe_spot_price_history = describe_spot_price_history
+
+    describe_instance_types = InstanceTypeBackend.describe_instance_types
+    describe_instance_type_offerings = InstanceTypeOfferingBackend.describe_instance_type_offerings
+
+    def offered_instance_types(self, instance_types=None, filters=None):
+        matches = describe_instance_types(self, instance_types, filters)
+        offered = read_offered(catalog_path)
+        # Types asked for by name are described whether offered or not, as EC2 describes any type.
+        if offered is None or instance_types:
+            return matches
+        return [t for t in matches if t.get("InstanceType") in offered]
+
+    def offered_instance_type_offerings(self, location_type=None, filters=None):
+        matches = describe_instance_type_offerings(self, location_type, filters)
+        offered = read_offered(catalog_path)
+        return matches if offered is None else [o for o in matches if o.get("InstanceType") in offered]
+
+    InstanceTypeBackend.describe_instance_types = offered_instance_types
+    InstanceTypeOfferingBackend.describe_instance_type_offerings = offered_instance_type_offerings
 
     def rank_key(fleet, capacity_type, prices, spec):
         options = fleet.spot_options if capacity_type == "spot" else fleet.on_demand_options
