@@ -97,7 +97,7 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
   return (value === undefined || value === '' ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-/** Finds a node's NodeClaim the way Karpenter links them: providerID, else ownerReference. */
+/** Finds NodeClaims by providerID or name, and counts them by provider. */
 export interface NodeClaimLookup {
   byProviderID(providerID: string): NodeClaimView | undefined;
   byName(name: string): NodeClaimView | undefined;
@@ -105,7 +105,19 @@ export interface NodeClaimLookup {
   readonly groups?: ReadonlyMap<string, number>;
 }
 
+/**
+ * A node's NodeClaim, the way Karpenter links them (providerID, else the ownerReference of its
+ * registration), else by the provider's own naming of a node it created itself: a NodeClaim of that
+ * provider that names no other instance.
+ */
 export function nodeClaimFor(node: NodeView, claims: NodeClaimLookup): NodeClaimView | undefined {
-  return (node.providerID ? claims.byProviderID(node.providerID) : undefined)
+  const linked = (node.providerID ? claims.byProviderID(node.providerID) : undefined)
     ?? (node.ownerNodeClaim ? claims.byName(node.ownerNodeClaim) : undefined);
+  if (linked) return linked;
+  for (const provider of KNOWN_PROVIDERS) {
+    const name = provider.nodeClaimNameOf?.(node);
+    const claim = name === undefined ? undefined : claims.byName(name);
+    if (claim && claim.nodeClassGroup === provider.group && (claim.providerID === undefined || claim.providerID === node.providerID)) return claim;
+  }
+  return undefined;
 }

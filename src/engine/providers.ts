@@ -21,6 +21,11 @@ export interface ProviderKeys {
    * compares an overlay with all of them, never with the one value a node carries.
    */
   readonly fixedValues?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * The name of the NodeClaim a node was launched for, where the provider's own naming says it
+   * before Karpenter links them (the NodeClaim's providerID, its registration's ownerReference).
+   */
+  readonly nodeClaimNameOf?: (node: { readonly providerID?: string; readonly labels: Labels }) => string | undefined;
 }
 
 // karpenter-provider-aws v1.14.1 (paired with core v1.14.1), pkg/providers/instancetype
@@ -106,6 +111,10 @@ export const KWOK_KEYS: ProviderKeys = {
     'karpenter.kwok.sh/instance-memory',
   ]),
   offeringKeys: new Set(['karpenter.sh/capacity-type', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region']),
+  // KWOK creates the Node itself, before the NodeClaim shows its providerID: a `kwok://` node
+  // carries the NodeClaim's labels, whose kubernetes.io/hostname is the NodeClaim's name
+  // (kwok/cloudprovider toNode), so the launch is known at CREATE.
+  nodeClaimNameOf: (node) => (node.providerID?.startsWith('kwok://') ? node.labels['kubernetes.io/hostname'] : undefined),
 };
 
 export const PROVIDERS: Readonly<Record<string, ProviderKeys>> = { aws: AWS_KEYS, kwok: KWOK_KEYS };

@@ -27,3 +27,18 @@ t.test('a node finds its NodeClaim by providerID first, then by ownerReference',
   t.equal(nodeClaimFor(toNodeView({ metadata: { name: 'n', ownerReferences: [{ apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: 'c1' }] }, spec: { providerID: 'q' } }), lookup)?.name, 'by-name');
   t.equal(nodeClaimFor(toNodeView({ metadata: { name: 'n' } }), lookup), undefined);
 });
+
+t.test("before Karpenter links them, a KWOK node finds the NodeClaim KWOK named it after, and only that provider's", async (t) => {
+  const kwok = (name: string, providerID?: string) => ({ name, labels: {}, nodeClassGroup: 'karpenter.kwok.sh', ...(providerID ? { providerID } : {}) });
+  const claims = new Map([
+    ['default-abc', kwok('default-abc')],
+    ['launched', kwok('launched', 'kwok://kwok-launched-x-2')],
+    ['aws-claim', { name: 'aws-claim', labels: {}, nodeClassGroup: 'karpenter.k8s.aws' }],
+  ]);
+  const lookup = { byProviderID: () => undefined, byName: (n: string) => claims.get(n) };
+  const node = (hostname: string, providerID: string) => toNodeView({ metadata: { name: `kwok-${hostname}-x-1`, labels: { 'kubernetes.io/hostname': hostname } }, spec: { providerID } });
+  t.equal(nodeClaimFor(node('default-abc', 'kwok://kwok-default-abc-x-1'), lookup)?.name, 'default-abc', 'by the hostname label KWOK copied from its NodeClaim');
+  t.equal(nodeClaimFor(node('launched', 'kwok://kwok-launched-x-1'), lookup), undefined, 'not a NodeClaim that names another instance');
+  t.equal(nodeClaimFor(node('aws-claim', 'kwok://kwok-aws-claim-x-1'), lookup), undefined, "not another provider's NodeClaim");
+  t.equal(nodeClaimFor(node('default-abc', 'aws:///us-east-1a/i-1'), lookup), undefined, 'not a node KWOK did not create');
+});

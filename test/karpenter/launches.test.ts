@@ -3,8 +3,8 @@
 // provider creates the Nodes, then Karpenter registers them (label sync, unregistered taint
 // removed, owner reference, finalizer). Two launch paths:
 //   - instant (KWOKNodeClass without delay): the Node's CREATE carries every label, right after
-//     Karpenter's launch, before the NodeClaim has its providerID: the webhook records each node
-//     inline from the node's own labels;
+//     Karpenter's launch, before the NodeClaim has its providerID: the webhook finds the NodeClaim
+//     by the name KWOK gives the node and records each node inline, at CREATE;
 //   - booting (nodeRegistrationDelay 2s): the Node comes 2 s after the launch, as a booting
 //     kubelet's would, when the NodeClaim already has its providerID: the webhook records each
 //     node inline from the node and its NodeClaim.
