@@ -17,7 +17,7 @@ import * as k8s from '@kubernetes/client-node';
 import { binary, type ControlPlane } from './control-plane.ts';
 import { installCRDFiles } from './karpenter-crds.ts';
 import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod } from './karpenter-controller.ts';
-import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
+import { startClusterEnv, withWatcher, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
 import type { RunningWatcher } from '../src/watcher.ts';
 import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
 
@@ -216,20 +216,5 @@ export async function startKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: 
 
 /** A Karpenter env with the watcher running (on KWOK's keys, found by auto) and both webhooks registered; `stop` ends both. */
 export async function startKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {}): Promise<KarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
-  const env = await startKarpenterEnv(opts);
-  try {
-    const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER);
-    const stop = async () => {
-      await watcher.stop();
-      await env.cp.stop();
-    };
-    await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5).catch(async (err) => {
-      await stop();
-      throw err;
-    });
-    return { ...env, watcher, stop };
-  } catch (err) {
-    await env.cp.stop();
-    throw err;
-  }
+  return withWatcher(await startKarpenterEnv(opts));
 }

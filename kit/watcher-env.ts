@@ -247,3 +247,22 @@ export function writeFileAtomic(path: string, content: string): void {
   // rename is atomic: a reader sees the old or the new file, never half of one.
   renameSync(`${path}.tmp`, path);
 }
+
+/** The watcher (under its own identity) beside an env's cluster, with both webhooks registered; `stop` ends both and the control plane. */
+export async function withWatcher<E extends ClusterEnv>(env: E, flags: Record<string, string> = {}): Promise<E & { watcher: RunningWatcher; stop: () => Promise<void> }> {
+  try {
+    const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, flags);
+    const stop = async () => {
+      await watcher.stop();
+      await env.cp.stop();
+    };
+    await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5).catch(async (err) => {
+      await stop();
+      throw err;
+    });
+    return { ...env, watcher, stop };
+  } catch (err) {
+    await env.cp.stop();
+    throw err;
+  }
+}

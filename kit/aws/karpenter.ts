@@ -3,7 +3,7 @@
 // (node-maker.ts) in place of the kubelet and the cloud controller, beside kube-scheduler. As on
 // AWS, an overlay's price changes the launch: the provider's spot offering filter drops every spot
 // offering priced above the cheapest on-demand one, and CreateFleet gets the overlay-adjusted
-// prices as priorities (../../docs/aws-in-the-loop.md).
+// prices as priorities (docs/aws.md).
 //
 // Everything that speaks an AWS API runs in a network namespace with only loopback (netns.ts):
 // moto refuses to start anywhere else, so AWS and IMDS cannot be reached by construction.
@@ -17,7 +17,7 @@ import { binary, type ControlPlane } from '../control-plane.ts';
 import { installCRDFiles } from '../karpenter-crds.ts';
 import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod, usageOf } from '../karpenter-controller.ts';
 import { sleep } from '../process.ts';
-import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
+import { startClusterEnv, withWatcher, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
 import type { RunningWatcher } from '../../src/watcher.ts';
 import { type Moto, REGION, type SpotCatalog, startMoto, ZONES } from './moto.ts';
 import { type NodeMaker, startNodeMaker } from './node-maker.ts';
@@ -243,20 +243,5 @@ export async function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter
 
 /** An AWS Karpenter env with the watcher running and both webhooks registered; `stop` ends both. */
 export async function startAwsKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions; watcherFlags?: Record<string, string> } = {}): Promise<AwsKarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
-  const env = await startAwsKarpenterEnv(opts);
-  try {
-    const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, opts.watcherFlags ?? {});
-    const stop = async () => {
-      await watcher.stop();
-      await env.cp.stop();
-    };
-    await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5).catch(async (err) => {
-      await stop();
-      throw err;
-    });
-    return { ...env, watcher, stop };
-  } catch (err) {
-    await env.cp.stop();
-    throw err;
-  }
+  return withWatcher(await startAwsKarpenterEnv(opts), opts.watcherFlags);
 }

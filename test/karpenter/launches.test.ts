@@ -23,26 +23,14 @@ import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstanc
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
-import { againstJudge, type AuditEntry, checkRecords, nodeWrites, RECORD_LABELS, refusedRequests, registered, webhookVerdicts } from '../support/launch-records.ts';
+import { againstJudge, type AuditEntry, checkRecords, launchAuditPolicy, nodeWrites, RECORD_LABELS, refusedRequests, registered, webhookVerdicts } from '../support/launch-records.ts';
 import { History, quantiles, storyOf } from '../support/node-history.ts';
 
 const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
 t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
 const started = Date.now();
 
-// The watcher's requests, and Karpenter's on nodes (with the admission annotations the apiserver
-// adds: which webhook mutated which CREATE).
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-  - level: Metadata
-    users: [${WATCHER_USER}]
-  - level: Metadata
-    users: [${KARPENTER_USER}]
-    resources: [{ group: "", resources: [nodes] }]
-  - level: None
-`;
+const AUDIT_POLICY = launchAuditPolicy(WATCHER_USER, [KARPENTER_USER]);
 
 const POOLS: KwokNodePool[] = [
   { name: 'instant', nodeClass: 'instant' },

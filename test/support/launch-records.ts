@@ -13,6 +13,25 @@ const recordOf = (v: NodeVersion) => JSON.stringify([RECORD_LABELS.map((k) => v.
 export const registered = (v: NodeVersion | undefined) => v !== undefined && v.labels['karpenter.sh/registered'] === 'true' && v.owners.some((o) => o.startsWith('NodeClaim/'))
   && v.finalizers.includes('karpenter.sh/termination') && !v.taints.includes('karpenter.sh/unregistered:NoExecute');
 
+/**
+ * The audit policy of a launch test: every request of the watcher, and the node requests of the
+ * others named (Karpenter, the kubelet's stand-in), with the admission annotations the apiserver
+ * adds (which webhook mutated which CREATE).
+ */
+export function launchAuditPolicy(watcher: string, others: string[]): string {
+  return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: [${watcher}]
+  - level: Metadata
+    users: [${others.join(', ')}]
+    resources: [{ group: "", resources: [nodes] }]
+  - level: None
+`;
+}
+
 export interface AuditEntry {
   verb: string;
   user: { username: string };

@@ -16,8 +16,8 @@ import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '..
 import { WATCHER_USER } from '../../../kit/watcher-env.ts';
 import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
-import { againstJudge, type AuditEntry, checkRecords, nodeWrites, refusedRequests, registered, webhookVerdicts } from '../../support/launch-records.ts';
-import { assertInOwnNetworkNamespace } from '../../support/netns.ts';
+import { againstJudge, type AuditEntry, checkRecords, launchAuditPolicy, nodeWrites, refusedRequests, registered, webhookVerdicts } from '../../support/launch-records.ts';
+import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { History, quantiles, storyOf } from '../../support/node-history.ts';
 
 assertInOwnNetworkNamespace();
@@ -26,17 +26,7 @@ const BOOT_DELAY_MS = 3000;
 t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
 const started = Date.now();
 
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-  - level: Metadata
-    users: [${WATCHER_USER}]
-  - level: Metadata
-    users: [${KARPENTER_USER}, ${NODE_MAKER_USER}]
-    resources: [{ group: "", resources: [nodes] }]
-  - level: None
-`;
+const AUDIT_POLICY = launchAuditPolicy(WATCHER_USER, [KARPENTER_USER, NODE_MAKER_USER]);
 const env = await startAwsKarpenterWithWatcher({ auditPolicy: AUDIT_POLICY, karpenter: { bootDelayMs: BOOT_DELAY_MS } });
 const { cp, admin, karpenter } = env;
 const history = new History(admin);
