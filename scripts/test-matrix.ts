@@ -22,6 +22,21 @@ const KARPENTER_SUITE: Suite = {
   covers: 'test/karpenter/: Karpenter\'s own overlay statuses, 100 concurrent launches per path, what it compares, the launch time; each record against the judge of the same version',
   files: ['test/karpenter/statuses.test.ts', 'test/karpenter/launches.test.ts', 'test/karpenter/compares.test.ts', 'test/karpenter/launch-time.test.ts'],
 };
+/**
+ * Real Karpenter with its AWS provider against the local EC2 (kit/aws), on the default Kubernetes
+ * version: the releases of github.com/aws/karpenter-provider-aws whose modules the proxy serves.
+ */
+export const AWS_KARPENTER_VERSIONS = ['v1.14.3'];
+/** Releases that cannot be built here, and why (named in the table). */
+export const AWS_KARPENTER_UNBUILDABLE: Record<string, string> = {
+  'v1.15.0': 'not buildable here: the Go module proxy refuses sigs.k8s.io/karpenter v1.15.1, aws-sdk-go-v2/service/timestreamwrite v1.43.1 and service/fis v1.46.1 (403)',
+  'v1.15.2': 'not buildable here: the Go module proxy refuses sigs.k8s.io/karpenter v1.15.1, aws-sdk-go-v2/service/timestreamwrite v1.43.1 and service/fis v1.46.1 (403)',
+};
+const AWS_SUITE: Suite = {
+  name: 'real Karpenter on AWS',
+  covers: 'test/aws/: the spot-to-on-demand flip and its CreateFleet, 100 concurrent launches recorded at CREATE, Karpenter\'s overlay statuses on the AWS CRDs; each record against the judge',
+  files: ['test/aws/flip.test.ts', 'test/aws/launches.test.ts', 'test/aws/statuses.test.ts'],
+};
 /** cert-manager v1.21's own statement of the Kubernetes versions it supports. */
 const CERT_MANAGER = { version: 'v1.21.2', minMinor: 33, maxMinor: 36 };
 
@@ -92,9 +107,11 @@ function cell(o: Outcome): string {
   }
 }
 
-function writeResults(rows: Row[], karpenterRows: Row[]): void {
+function writeResults(rows: Row[], karpenterRows: Row[], awsRows: Row[]): void {
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'results.json'), `${JSON.stringify({ generatedAt: new Date().toISOString(), certManager: CERT_MANAGER.version, rows, karpenterRows }, null, 2)}\n`);
+  writeFileSync(join(outDir, 'results.json'), `${JSON.stringify({ generatedAt: new Date().toISOString(), certManager: CERT_MANAGER.version, rows, karpenterRows, awsRows }, null, 2)}\n`);
+  const awsColumns = [...awsRows.map((r) => ({ version: r.version, cell: cell(r.suites[AWS_SUITE.name] ?? { result: 'not supported', reason: 'not run' }), build: String(r.buildSeconds), run: String(r.runSeconds) })),
+    ...Object.entries(AWS_KARPENTER_UNBUILDABLE).map(([version, reason]) => ({ version, cell: `not supported: ${reason}`, build: '-', run: '-' }))];
   const lines = [
     '# Compatibility matrix: kube-apiserver versions x suites',
     '',
@@ -115,9 +132,17 @@ function writeResults(rows: Row[], karpenterRows: Row[]): void {
     `| build in this run (s; 0: cached) | ${karpenterRows.map((r) => String(r.buildSeconds)).join(' | ')} |`,
     `| run (s) | ${karpenterRows.map((r) => String(r.runSeconds)).join(' | ')} |`,
     '',
+    `Real Karpenter with its AWS provider (built from the Go module proxy) against a local EC2 (moto, with EC2's documented allocation rules as a plug-in), in a network namespace with only loopback, on kube-apiserver ${DEFAULT_VERSION}:`,
+    '',
+    `| suite | ${awsColumns.map((c) => `AWS provider ${c.version}`).join(' | ')} |`,
+    `|---|${awsColumns.map(() => '---').join('|')}|`,
+    `| ${AWS_SUITE.name} | ${awsColumns.map((c) => c.cell).join(' | ')} |`,
+    `| build in this run (s; 0: cached) | ${awsColumns.map((c) => c.build).join(' | ')} |`,
+    `| run (s) | ${awsColumns.map((c) => c.run).join(' | ')} |`,
+    '',
     'What each suite covers:',
     '',
-    ...[...SUITES, KARPENTER_SUITE].map((s) => `- **${s.name}** (${s.files.map((f) => `\`${f}\``).join(', ')}): ${s.covers}.`),
+    ...[...SUITES, KARPENTER_SUITE, AWS_SUITE].map((s) => `- **${s.name}** (${s.files.map((f) => `\`${f}\``).join(', ')}): ${s.covers}.`),
     '',
   ];
   writeFileSync(join(outDir, 'results.md'), lines.join('\n'));
@@ -129,15 +154,16 @@ const karpenterOnly = args.includes('--karpenter-only');
 const versions = karpenterOnly ? [] : wanted.length > 0 ? wanted : KUBERNETES_VERSIONS;
 const previous = (() => {
   try {
-    return JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as { rows: Row[]; karpenterRows?: Row[] };
+    return JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as { rows: Row[]; karpenterRows?: Row[]; awsRows?: Row[] };
   } catch {
-    return { rows: [] as Row[], karpenterRows: [] as Row[] };
+    return { rows: [] as Row[], karpenterRows: [] as Row[], awsRows: [] as Row[] };
   }
 })();
 const rows = new Map(previous.rows.map((r) => [r.version, r]));
 const karpenterRows = new Map((previous.karpenterRows ?? []).map((r) => [r.version, r]));
+const awsRows = new Map((previous.awsRows ?? []).map((r) => [r.version, r]));
 // Kept in the order of the version lists, written after each version so a long run leaves its results.
-const write = () => writeResults(KUBERNETES_VERSIONS.flatMap((v) => rows.get(v) ?? []), KARPENTER_VERSIONS.flatMap((v) => karpenterRows.get(v) ?? []));
+const write = () => writeResults(KUBERNETES_VERSIONS.flatMap((v) => rows.get(v) ?? []), KARPENTER_VERSIONS.flatMap((v) => karpenterRows.get(v) ?? []), AWS_KARPENTER_VERSIONS.flatMap((v) => awsRows.get(v) ?? []));
 for (const version of versions) {
   console.log(`[matrix] ${version}: building`);
   const buildSeconds = build(version);
@@ -168,6 +194,18 @@ if (wanted.length === 0 || karpenterOnly) {
     write();
   }
 }
-const failed = [...rows.values(), ...karpenterRows.values()].some((r) => Object.values(r.suites).some((o) => o.result === 'fail'));
+if (wanted.length === 0 || karpenterOnly) {
+  for (const version of AWS_KARPENTER_VERSIONS) {
+    console.log(`[matrix] Karpenter AWS provider ${version}: building`);
+    const started = Date.now();
+    execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), 'karpenter-aws', 'karpenter-oracle-v1.14.3', 'kube-scheduler', 'moto'], { stdio: 'inherit' });
+    const buildSeconds = Math.round((Date.now() - started) / 1000);
+    const outcome = await run(AWS_SUITE, DEFAULT_VERSION);
+    console.log(`[matrix] Karpenter AWS provider ${version}: ${cell(outcome)}`);
+    awsRows.set(version, { version, buildSeconds, runSeconds: outcome.seconds, suites: { [AWS_SUITE.name]: outcome } });
+    write();
+  }
+}
+const failed = [...rows.values(), ...karpenterRows.values(), ...awsRows.values()].some((r) => Object.values(r.suites).some((o) => o.result === 'fail'));
 console.log(`[matrix] wrote test/matrix/results.md${failed ? ' (with failures)' : ''}`);
 process.exitCode = failed ? 1 : 0;
