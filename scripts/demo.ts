@@ -1,4 +1,4 @@
-// `npm run demo [-- --keep] [-- --karpenter]`: the whole flow on a local control plane. Builds
+// `npm run demo [-- --keep] [-- --karpenter | --aws]`: the whole flow on a local control plane. Builds
 // kube-apiserver and etcd if needed, starts them, installs the Karpenter CRDs, runs the watcher
 // (webhooks and reconciler) under its own least-privilege identity with development certificates,
 // creates Veneer's overlays, launches nodes the way Karpenter does, and shows what was recorded.
@@ -6,6 +6,12 @@
 // kube-scheduler launch the nodes, for pending pods, instead of the simulation (kit/karpenter-sim.ts);
 // the overlays name KWOK's keys, which the watcher (karpenterProvider auto) finds from the NodeClaims'
 // nodeClassRef.group karpenter.kwok.sh. Slower.
+// --aws: REAL Karpenter with its AWS provider (v1.14.3, kit/aws/karpenter.ts) launches the nodes in a
+// local EC2 (moto), with Veneer's overlays on AWS keys; it shows the same pod launched spot without an
+// overlay and on-demand with Veneer's Reserved Instance overlay, and the CreateFleet request of each.
+// Everything that speaks an AWS API must run in a network namespace with only loopback, so this
+// process re-runs the body (scripts/demo-aws.ts) in one (kit/netns.ts). No --keep with --aws:
+// nothing outside that namespace could reach the cluster.
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +21,7 @@ import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
+import { runInOwnNetworkNamespace } from '../kit/netns.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
 import { awsLikeCatalog, createPendingPods, installKwokCRDs, Karpenter, KARPENTER_VERSION, NODECLAIM_API, type NodeClaim, type PendingPod, REGION } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
@@ -24,12 +31,43 @@ import { grantMetricsReader, grantWatcherRole, waitForMutatingWebhook } from '..
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
 const withKarpenter = process.argv.includes('--karpenter');
+const withAws = process.argv.includes('--aws');
 const t0 = Date.now();
 const step = (msg: string) => console.log(`[demo +${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const waitFor = async (what: string, cond: () => Promise<boolean> | boolean, ms = 30_000) => {
   for (const deadline = Date.now() + ms; !(await cond()); await sleep(100)) if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for: ${what}`);
 };
+
+if (process.argv.includes('--help')) {
+  console.log([
+    'npm run demo [-- --keep] [-- --karpenter | --aws]',
+    '  (none)       the flow on a local control plane, nodes launched as Karpenter does (a simulation)',
+    '  --karpenter  real Karpenter (KWOK provider) and kube-scheduler launch the nodes for pending pods',
+    '  --aws        real Karpenter with its AWS provider launches them in a local EC2 (moto), inside a',
+    '               network namespace with only loopback; shows the spot/on-demand flip the RI overlay makes',
+    '  --keep       keep the cluster and the watcher running afterwards (not with --aws: nothing outside',
+    '               its namespace could reach it)',
+  ].join('\n'));
+  process.exit(0);
+}
+if (withAws) {
+  if (keep) {
+    console.error('[demo] --keep is not supported with --aws: the cluster lives in a network namespace with only loopback, which nothing outside it can reach');
+    process.exit(2);
+  }
+  step('local control plane: building kube-apiserver, etcd, kube-scheduler, Karpenter v1.14.3 (AWS provider) and the local EC2 (moto) if not cached (the first build takes a while)');
+  execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), 'etcd', 'kube-apiserver', 'kube-scheduler', 'karpenter-aws', 'moto'], { stdio: 'inherit' });
+  step('entering a network namespace with only loopback (AWS and the instance metadata service unreachable by construction)');
+  let code: number;
+  try {
+    code = await runInOwnNetworkNamespace(join(root, 'scripts', 'demo-aws.ts'), { ifRefused: 'throw', env: { VENEER_DEMO_T0: String(t0) } });
+  } catch (err) {
+    console.error(`[demo] ${(err as Error).message}`);
+    code = 1;
+  }
+  process.exit(code);
+}
 
 if (withKarpenter) {
   step(`local control plane: building kube-apiserver, etcd, kube-scheduler and Karpenter ${KARPENTER_VERSION} (KWOK provider) if not cached (the first build takes a while)`);

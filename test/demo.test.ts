@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
+import { networkNamespaceRefusal } from '../kit/netns.ts';
 import { karpenterNode } from '../kit/veneer.ts';
 
+// Four demos, one of them with Karpenter on AWS (about 40 s alone, 90 s on a busy 2-core machine).
+t.setTimeout(420_000);
 const demo = (...args: string[]) => promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'scripts', 'demo.ts'), ...args], { timeout: 240_000, maxBuffer: 4 << 20 });
 // Both modes at once: the simulated one and the one where real Karpenter (KWOK) launches the nodes.
 const [{ stdout }, { stdout: karpenterOut }] = await Promise.all([demo(), demo('--karpenter')]);
@@ -57,4 +60,29 @@ t.test('--keep hands over with the webhook registered again: a node created afte
   t.match(story, { decidedBy: 'webhook', overlay: 'cost-aware-ri-m5.xlarge-us-west-2' }, 'the record came back in the CREATE response');
   demo.kill('SIGINT');
   await new Promise((r) => demo.once('exit', r));
+});
+
+// Real Karpenter on AWS in a local EC2; the demo enters its own loopback-only network namespace.
+t.test('--aws: the same pod launches spot without an overlay and on-demand with the RI overlay, each CreateFleet shown', { skip: networkNamespaceRefusal() ?? false }, async (t) => {
+  const { stdout: out } = await demo('--aws');
+  const rows = out.split('\n').filter((l) => l.startsWith('ip-')).map((l) => l.trim().split(/\s{2,}/)).map((r) => [...r.slice(1, 7), r[8]].join(' ')).sort();
+  t.same(rows, [
+    'on-demand c6i.large true cost-aware-ec2-sp-c6i-us-east-1 ec2-instance-savings-plan reconciler api-3',
+    'on-demand c6i.large true cost-aware-ec2-sp-c6i-us-east-1 ec2-instance-savings-plan webhook api-1',
+    'on-demand c6i.xlarge true cost-aware-ec2-sp-c6i-us-east-1 ec2-instance-savings-plan webhook api-2',
+    'on-demand m5.large true cost-aware-compute-sp-global compute-savings-plan reconciler web-2',
+    'on-demand m5.xlarge true cost-aware-ri-m5.xlarge-us-east-1 reserved-instance webhook same-pod-with-ri',
+    'on-demand m5.xlarge true cost-aware-ri-m5.xlarge-us-east-1 reserved-instance webhook web-1',
+    'on-demand r6i.2xlarge true cost-aware-compute-sp-global compute-savings-plan webhook db-1',
+    'on-demand t3.large true cost-aware-compute-sp-global compute-savings-plan reconciler tools-1',
+    'spot c6i.large - - - - batch-2',
+    'spot m5.xlarge - - - - batch-1',
+    'spot m5.xlarge - - - - same-pod-no-overlay',
+  ]);
+  t.match(out, /without any overlay: +spot m5\.xlarge \(\S+\), no record; Karpenter: no karpenter\.sh\/price-overlay-applied\n {4}CreateFleet: DefaultTargetCapacityType=spot, SpotOptions\.AllocationStrategy=price-capacity-optimized, 3 overrides \(m5\.xlarge\)/);
+  t.match(out, /with Veneer's three overlays: on-demand m5\.xlarge \(\S+\), record names cost-aware-ri-m5\.xlarge-us-east-1 \(reserved-instance, by the webhook\); Karpenter: karpenter\.sh\/price-overlay-applied=true\n {4}CreateFleet: DefaultTargetCapacityType=on-demand, OnDemandOptions\.AllocationStrategy=prioritized, 3 overrides \(m5\.xlarge\) at Priority 0$/m);
+  t.match(out, /11 NodeClaims for 11 pods/);
+  t.match(out, /No record changed in any later version of its Node/);
+  t.match(out, /^ {2}veneer_nodewatcher_nodes_pending 0$/m);
+  t.match(out, /\] done$/m, 'torn down');
 });

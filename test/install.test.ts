@@ -4,8 +4,8 @@
 // issued Secret; the apiserver calling it through the chart's Service and verifying its name;
 // a renewal; and, with the CA injection removed, the alert that makes the silent bypass loud.
 // The apiserver routes a Service to its endpoints only at a non-loopback address, so all of it
-// runs in a network namespace of its own (test/support/netns.ts).
+// runs in a network namespace of its own (kit/netns.ts).
 import { join } from 'node:path';
-import { runInOwnNetworkNamespace } from './support/netns.ts';
+import { runInOwnNetworkNamespace } from '../kit/netns.ts';
 
 process.exitCode = await runInOwnNetworkNamespace(join(import.meta.dirname, 'install', 'in-namespace.ts'));

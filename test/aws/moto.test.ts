@@ -2,8 +2,8 @@
 // SDK: the seed Karpenter discovers, spot prices from the test's catalog, and CreateFleet choosing
 // as EC2 documents each allocation strategy, across every launch-template config. Anything that
 // speaks an AWS API runs where only loopback exists, so this file re-executes itself in a network
-// namespace of its own (test/support/netns.ts) and runs its tests there.
-import { POD_IP, runInOwnNetworkNamespace } from '../support/netns.ts';
+// namespace of its own (kit/netns.ts) and runs its tests there.
+import { POD_IP, runInOwnNetworkNamespace } from '../../kit/netns.ts';
 
 if (process.env.VENEER_POD_IP !== POD_IP) {
   process.exitCode = await runInOwnNetworkNamespace(import.meta.filename);

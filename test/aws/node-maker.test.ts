@@ -3,11 +3,11 @@
 // and labelled as on EKS, about as big as a real one, Ready, with fresh heartbeats; a burst of
 // NodeClaims is kept up with; a terminated instance's Node goes, a deleted NodeClaim's does not.
 // Everything that speaks an AWS API runs in a network namespace that has only loopback: this file
-// runs itself again inside one (test/support/netns.ts) and the body below runs there.
+// runs itself again inside one (kit/netns.ts) and the body below runs there.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runInOwnNetworkNamespace, POD_IP } from '../support/netns.ts';
+import { runInOwnNetworkNamespace, POD_IP } from '../../kit/netns.ts';
 
 if (process.env.VENEER_POD_IP !== POD_IP) {
   process.exitCode = await runInOwnNetworkNamespace(import.meta.filename);
@@ -24,14 +24,15 @@ async function inNamespace(): Promise<void> {
   const { sleep } = await import('../../kit/process.ts');
   const { startMoto } = await import('../../kit/aws/moto.ts');
   const { NODE_MAKER_USER, startNodeMaker } = await import('../../kit/aws/node-maker.ts');
-  const { assertInOwnNetworkNamespace } = await import('../support/netns.ts');
+  const { assertInOwnNetworkNamespace } = await import('../../kit/netns.ts');
   type V1Node = import('@kubernetes/client-node').V1Node;
 
   assertInOwnNetworkNamespace();
   process.env.AWS_EC2_METADATA_DISABLED = 'true';
   const BOOT_DELAY_MS = 3000;
   const HEARTBEAT_MS = 2000;
-  const BURST = Number(process.env.VENEER_NODE_MAKER_BURST ?? 100);
+  // Small by default: test/aws/launches.test.ts bursts 100 launches through the node maker already.
+  const BURST = Number(process.env.VENEER_NODE_MAKER_BURST ?? 25);
   const CREATE_CONCURRENCY = process.env.VENEER_NODE_MAKER_CONCURRENCY ? Number(process.env.VENEER_NODE_MAKER_CONCURRENCY) : undefined;
   const figures: string[] = [];
   const ms = (values: number[]) => {

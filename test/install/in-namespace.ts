@@ -13,7 +13,7 @@ import { ControlPlane } from '../../kit/control-plane.ts';
 import { counter, Fleet, sleep, until } from '../../kit/fleet.ts';
 import { installKarpenterCRDs } from '../../kit/karpenter-crds.ts';
 import { mergePatch } from '../../kit/karpenter-sim.ts';
-import { assertInOwnNetworkNamespace, POD_IP } from '../support/netns.ts';
+import { assertInOwnNetworkNamespace, POD_IP } from '../../kit/netns.ts';
 import { inputSeries, type Scrape } from '../support/prometheus.ts';
 import { startPod, type Pod } from './pod.ts';
 

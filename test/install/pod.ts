@@ -10,7 +10,7 @@ import { RUNTIME_NODE_FLAGS } from '../../src/node-flags.ts';
 import { NS, RELEASE } from '../support/chart.ts';
 import type { ControlPlane } from '../../kit/control-plane.ts';
 import { until } from '../../kit/fleet.ts';
-import { POD_IP } from '../support/netns.ts';
+import { POD_IP } from '../../kit/netns.ts';
 import { scrape } from '../../kit/scrape.ts';
 import { ManagedProcess } from '../../kit/process.ts';
 import { SecretVolume } from '../support/secret-volume.ts';

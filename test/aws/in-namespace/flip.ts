@@ -16,7 +16,7 @@ import { PRICE_OVERLAY_APPLIED } from '../../../kit/karpenter-controller.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
 import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
-import { assertInOwnNetworkNamespace } from '../../support/netns.ts';
+import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf, type NodeVersion } from '../../support/node-history.ts';
 
 assertInOwnNetworkNamespace();
