@@ -89,7 +89,8 @@ const judge = new KarpenterJudge(KARPENTER_VERSION);
 t.teardown(() => judge.close());
 
 const audit = () => cp.auditEvents() as unknown as AuditEntry[];
-const nodesOf = (pool: string) => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
+// The nodes that exist (a launch Karpenter gave up on and made again leaves a removed node in the history).
+const nodesOf = (pool: string) => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool && v.at(-1)?.type !== 'DELETED');
 
 const summary: string[] = [];
 

@@ -62,7 +62,9 @@ t.test(`${LAUNCHES} concurrent launches, each instance booting ${BOOT_DELAY_MS /
   const onDemand = pods.filter((p) => p.capacityType === 'on-demand').length;
   const t0 = Date.now();
   await karpenter.createPods(pods);
-  const nodes = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === 'default');
+  // The nodes that exist: under load Karpenter may give up on a launch and launch again (a new
+  // NodeClaim, the first instance and its node removed), and the watch history keeps the removed.
+  const nodes = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === 'default' && v.at(-1)?.type !== 'DELETED');
   // Where a slow burst stands, every 10 s: NodeClaims, launched (providerID), nodes, registered.
   const progress = setInterval(() => {
     const claims = [...history.claims.values()];
@@ -77,7 +79,8 @@ t.test(`${LAUNCHES} concurrent launches, each instance booting ${BOOT_DELAY_MS /
   t.equal(launched.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
   const claims = await karpenter.nodeClaims();
   t.equal(claims.length, LAUNCHES, `${LAUNCHES} NodeClaims`);
-  t.equal(karpenter.moto.fleetRequests().reduce((n, f) => n + f.launched.length, 0), LAUNCHES, `${LAUNCHES} instances launched by CreateFleet`);
+  const instances = karpenter.moto.fleetRequests().reduce((n, f) => n + f.launched.length, 0);
+  t.ok(instances >= LAUNCHES, `${instances} instances launched by CreateFleet for ${LAUNCHES} nodes (${history.claims.size - LAUNCHES} launches Karpenter gave up on and made again)`);
 
   const claimCreated = new Map(claims.map((c) => [c.metadata.name, Date.parse(c.metadata.creationTimestamp ?? '')]));
   const found = checkRecords(launched, nodeWrites(audit(), WATCHER_USER), history, claimCreated);
