@@ -6,6 +6,7 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNodeCreateSuite, runWebhookServerSuite } from './admission.ts';
+import { runAwsSuite } from './aws.ts';
 import { runClusterSuite } from './cluster.ts';
 import { compareEvents } from './events.ts';
 import { runDecisionSuite } from './decision.ts';
@@ -25,6 +26,9 @@ const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteR
   report: runReportSuite,
   // Real Karpenter (KWOK provider) launching nodes for bursts of pending pods, the watcher beside it.
   karpenter: runKarpenterSuite,
+  // Real Karpenter with its AWS provider launching instances in a local EC2 (moto), inside a
+  // network namespace with only loopback.
+  aws: runAwsSuite,
 };
 /** The issue's names for figures that come out of a shared run. */
 const aliases: Record<string, string[]> = {
@@ -61,6 +65,7 @@ for (const name of selected) {
   console.log(`\n## ${name}`);
   console.table(r.table);
   for (const [k, v] of Object.entries(r.keys)) console.log(`${k} = ${v} (target ${r.targets[k] ?? 'reported'})`);
+  for (const n of (r.raw as { notes?: string[] }).notes ?? []) console.log(`note: ${n}`);
 }
 
 const flat = Object.assign({}, ...Object.values(results).map((r) => r.keys)) as Record<string, number>;
@@ -79,7 +84,8 @@ const md = [
   '',
   ...Object.entries(results).flatMap(([name, r]) => {
     const cols = Object.keys(r.table[0] ?? {});
-    return [`## ${name}`, '', `| ${cols.join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`, ...r.table.map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`), ''];
+    const notes = (r.raw as { notes?: string[] }).notes ?? [];
+    return [`## ${name}`, '', `| ${cols.join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`, ...r.table.map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`), '', ...notes.flatMap((n) => [n, ''])];
   }),
 ];
 writeFileSync(join(here, 'results.md'), md.join('\n'));
