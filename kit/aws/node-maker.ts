@@ -140,6 +140,8 @@ interface Tracked {
   lastHeartbeatAt: number;
   heartbeatInFlight: boolean;
   describeTries: number;
+  /** CREATEs that failed for good (the apiserver's answer, not only a transient error) and were begun again. */
+  makeTries?: number;
   timer?: NodeJS.Timeout;
 }
 
@@ -640,9 +642,20 @@ export class NodeMaker {
       t.record.nodeCreatedAt = Date.now();
       this.counters.nodesMade++;
     } catch (err) {
-      if (codeOf(err) !== 409) return this.failTracked(t, `CREATE node ${body.metadata!.name}: ${message(err)}`);
-      // A kubelet restarting gets AlreadyExists too: it then carries on with the Node it has.
-      node = await this.core.readNode({ name: body.metadata!.name! });
+      if (codeOf(err) !== 409) {
+        // A kubelet never gives up registering: after a failure the retries did not outlast (an
+        // apiserver timing out under load), it begins again a few times before it is counted as failed.
+        t.makeTries = (t.makeTries ?? 0) + 1;
+        if (t.makeTries < 5 && !this.stopped) {
+          t.phase = 'booting';
+          t.timer = this.after(2000, () => this.track(this.creates.run(() => this.make(t))));
+          return;
+        }
+        return this.failTracked(t, `CREATE node ${body.metadata!.name}: ${message(err)}`);
+      }
+      // A kubelet restarting gets AlreadyExists too (as does a CREATE retried after a timeout that
+      // the apiserver carried out): it then carries on with the Node it has.
+      node = await this.retrying(t, () => this.core.readNode({ name: body.metadata!.name! }));
       t.record.nodeCreatedAt = Date.now();
       t.record.alreadyExisted = true;
     }
