@@ -15,7 +15,7 @@
 // VENEER_BENCH_AWS_BURSTS (default `100,500`) sets the bursts, for smoke runs; a warm-up burst of
 // 10 comes first, in a pool of its own, and is not counted.
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
@@ -87,6 +87,8 @@ interface BurstResult {
   /** From Karpenter's registration update to the record (0 when the record came before or with it). */
   registrationToRecord: number[];
   disagree: string[];
+  /** The machine's 1-minute load average as the burst began (2 cores; other test runs share it). */
+  loadAtStart: number;
   /** Why the burst did not finish, when it did not. */
   failure?: string;
 }
@@ -150,6 +152,7 @@ async function body(progress: Progress): Promise<SuiteResult> {
       const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
       const nodesOf = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
       const fleetsBefore = karpenter.moto.fleetRequests().length;
+      const loadAtStart = Math.round(loadavg()[0]! * 10) / 10;
       const t0 = Date.now();
       await createPods(wanted);
       // A burst that does not finish is measured as it stands (missing records count as wrong).
@@ -202,11 +205,14 @@ async function body(progress: Progress): Promise<SuiteResult> {
         const log = karpenter.controller.logTail(1_000_000);
         const timeouts = (log.match(/request did not complete within/g) ?? []).length;
         const syncWaits = (log.match(/waiting on cluster sync/g) ?? []).length;
+        const apiserverLog = existsSync(join(cp.dir, 'kube-apiserver.log')) ? readFileSync(join(cp.dir, 'kube-apiserver.log'), 'utf8') : '';
+        const etcdDeadlines = (apiserverLog.match(/DeadlineExceeded/g) ?? []).length;
         const terminated = [...byState].filter(([k]) => k.startsWith('terminated')).reduce((n, [, c]) => n + c, 0);
         failure = `burst ${size} did not finish: ${nodesOf().length} of ${size} nodes after ${Math.round((Date.now() - t0) / 1000)} s. `
           + `${unmade.filter((r) => r.goneAt !== undefined).length} NodeClaims' instances were gone before their Node was made (the local EC2 on ${ids.length} of them: ${terminated} terminated, by a TerminateInstances call). `
           + "Karpenter's instance garbage collection (v1.14.3, pkg/controllers/nodeclaim/garbagecollection, logged only at debug) terminates an instance whose NodeClaim's providerID it has not seen 30 s after the launch; "
-          + `its NodeClaim status writes lagged that long here (its log: ${timeouts} apiserver timeouts, ${syncWaits} waits on cluster sync; etcd reported deadline-exceeded transactions), on a machine shared with other test runs.`;
+          + `its NodeClaim status writes lagged that long here (Karpenter's log: ${timeouts} apiserver timeouts, ${syncWaits} waits on cluster sync; the apiserver's: ${etcdDeadlines} etcd calls past their deadline), `
+          + `2 cores, load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} (1, 5, 15 min) when the burst was given up.`;
       }
       await sleep(1000); // room for a late write to show
       const nodes = nodesOf();
@@ -218,6 +224,7 @@ async function body(progress: Progress): Promise<SuiteResult> {
         missing: onDemand - nodes.filter(([, v]) => v.at(-1)!.labels['karpenter.sh/capacity-type'] === 'on-demand').length, spotWithRecord: 0, atCreate: 0, withNodeClaim: 0,
         instances: fleets.reduce((n, f) => n + f.launched.length, 0), fleetRequests: fleets.length,
         podsToRegisteredMs, claimToRecord: [], claimToNode: [], nodeToRecord: [], registrationToRecord: [], disagree: [],
+        loadAtStart,
         ...(failure ? { failure } : {}),
       };
       for (const [i, [name, versions]] of nodes.entries()) {
@@ -296,7 +303,7 @@ async function body(progress: Progress): Promise<SuiteResult> {
         aws_watcher_rss_mb: '<= 150',
       },
       table: results.map((r, i) => ({
-        burst: r.size, finished: r.failure ? 'no' : 'yes', nodes: r.nodes, on_demand: r.onDemand, correct: r.correct, by_webhook: r.byWebhook, by_reconciler: r.byReconciler, missing: r.missing, spot_with_record: r.spotWithRecord,
+        burst: r.size, finished: r.failure ? 'no' : 'yes', load_at_start: r.loadAtStart, nodes: r.nodes, on_demand: r.onDemand, correct: r.correct, by_webhook: r.byWebhook, by_reconciler: r.byReconciler, missing: r.missing, spot_with_record: r.spotWithRecord,
         at_create: r.atCreate, with_nodeclaim: r.withNodeClaim, instances: r.instances, create_fleet_requests: r.fleetRequests,
         pods_to_all_registered_s: Math.round(r.podsToRegisteredMs / 100) / 10, burst_s: usage[i]!.burstS,
         claim_to_node_p50_ms: p50(r.claimToNode), claim_to_node_p99_ms: p99(r.claimToNode), node_to_record_p50_ms: p50(r.nodeToRecord), node_to_record_p99_ms: p99(r.nodeToRecord),
