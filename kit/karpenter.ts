@@ -17,7 +17,7 @@ import * as k8s from '@kubernetes/client-node';
 import { binary, type ControlPlane } from './control-plane.ts';
 import { installCRDFiles } from './karpenter-crds.ts';
 import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod } from './karpenter-controller.ts';
-import { startClusterEnv, withWatcher, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
+import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
 import type { RunningWatcher } from '../src/watcher.ts';
 import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
 
@@ -204,14 +204,8 @@ export interface KarpenterEnv extends ClusterEnv {
   karpenter: Karpenter;
 }
 
-export async function startKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {}): Promise<KarpenterEnv> {
-  const env = await startClusterEnv({ ...opts, installCRDs: installKwokCRDs });
-  try {
-    return { ...env, karpenter: await Karpenter.start(env.cp, opts.karpenter) };
-  } catch (err) {
-    await env.cp.stop();
-    throw err;
-  }
+export function startKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {}): Promise<KarpenterEnv> {
+  return startClusterEnvWith({ ...opts, installCRDs: installKwokCRDs }, (cp) => Karpenter.start(cp, opts.karpenter));
 }
 
 /** A Karpenter env with the watcher running (on KWOK's keys, found by auto) and both webhooks registered; `stop` ends both. */

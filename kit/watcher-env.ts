@@ -190,6 +190,17 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
   }
 }
 
+/** A cluster env with a launcher (Karpenter) started beside it; the control plane is stopped if that fails. */
+export async function startClusterEnvWith<T>(opts: WatcherEnvOptions, start: (cp: ControlPlane) => Promise<T>): Promise<ClusterEnv & { karpenter: T }> {
+  const env = await startClusterEnv(opts);
+  try {
+    return { ...env, karpenter: await start(env.cp) };
+  } catch (err) {
+    await env.cp.stop();
+    throw err;
+  }
+}
+
 /** A cluster env with one watcher running and (by default) both webhooks registered. */
 export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<WatcherEnv> {
   const { cp, admin, certs } = await startClusterEnv(opts);
@@ -227,19 +238,34 @@ export async function registerWebhooksAt(admin: k8s.KubeConfig, caPem: string, p
   };
 }
 
-/** A new webhook configuration takes a moment to be used: probe with dry-run creates. */
-export async function waitForMutatingWebhook(kc: k8s.KubeConfig, labelNamespace: string, timeoutMs = 30_000): Promise<void> {
+/** Whether the mutating webhook is in force now: a dry-run CREATE of an on-demand Karpenter node comes back with a record. */
+async function recordsOnCreate(core: k8s.CoreV1Api, labelNamespace: string, probe: string): Promise<boolean> {
+  const node = await core.createNode({
+    body: { metadata: { name: probe, labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } },
+    dryRun: 'All',
+  });
+  return node.metadata?.labels?.[`${labelNamespace}/overlay-influenced`] !== undefined;
+}
+
+/** A webhook configuration takes a moment to be used, or to stop being used: probe with dry-run creates until it `inForce`. */
+async function untilMutatingWebhook(kc: k8s.KubeConfig, labelNamespace: string, inForce: boolean, timeoutMs: number): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; Date.now() < deadline; i++) {
-    const node = await core.createNode({
-      body: { metadata: { name: `webhook-probe-${i}`, labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } },
-      dryRun: 'All',
-    });
-    if (node.metadata?.labels?.[`${labelNamespace}/overlay-influenced`] !== undefined) return;
+    if ((await recordsOnCreate(core, labelNamespace, `webhook-probe-${i}`)) === inForce) return;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`the mutating webhook did not become active within ${timeoutMs} ms`);
+  throw new Error(`the mutating webhook did not ${inForce ? 'become active' : 'go out of force'} within ${timeoutMs} ms`);
+}
+
+export async function waitForMutatingWebhook(kc: k8s.KubeConfig, labelNamespace: string, timeoutMs = 30_000): Promise<void> {
+  await untilMutatingWebhook(kc, labelNamespace, true, timeoutMs);
+}
+
+/** Removes the mutating webhook's configuration (as if the watcher were down) and waits until the apiserver stops calling it. */
+export async function pauseMutatingWebhook(admin: k8s.KubeConfig, labelNamespace = 'veneer.io', name = 'veneer-node-watcher'): Promise<void> {
+  await admin.makeApiClient(k8s.AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name });
+  await untilMutatingWebhook(admin, labelNamespace, false, 30_000);
 }
 
 export function writeFileAtomic(path: string, content: string): void {

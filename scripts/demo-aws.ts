@@ -18,9 +18,10 @@ import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../
 import type { FleetRequest } from '../kit/aws/moto.ts';
 import { NODECLAIM_API, type NodeClaim, type PendingPod, PRICE_OVERLAY_APPLIED } from '../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../kit/netns.ts';
+import { History } from '../kit/node-history.ts';
 import { scrape } from '../kit/scrape.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
-import { grantMetricsReader } from '../kit/watcher-env.ts';
+import { grantMetricsReader, pauseMutatingWebhook } from '../kit/watcher-env.ts';
 
 assertInOwnNetworkNamespace();
 const t0 = Number(process.env.VENEER_DEMO_T0 ?? Date.now());
@@ -36,10 +37,8 @@ step(`starting etcd, kube-apiserver, the local EC2 (moto), kube-scheduler, Karpe
 const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: BOOT_DELAY_MS }, watcherFlags: { '--metrics-secure': 'true' } });
 const { cp, admin, karpenter, watcher } = env;
 const stopWatches: (() => void)[] = [];
-let watchesStopped = false;
 let tornDown: Promise<void> | undefined;
 const teardown = () => (tornDown ??= (async () => {
-  watchesStopped = true;
   for (const stop of stopWatches.splice(0)) stop();
   await env.stop();
 })());
@@ -50,44 +49,13 @@ step(`up; ms per step: ${Object.entries(karpenter.startup).map(([k, v]) => `${k}
 try {
   const custom = admin.makeApiClient(k8s.CustomObjectsApi);
   const core = admin.makeApiClient(k8s.CoreV1Api);
-  const registrations = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
 
-  // What this process sees on watches: each NodeClaim's first appearance, each Node's first
-  // version and its first version with a record (and whether a later version changed that record).
-  const claimSeenAt = new Map<string, number>();
-  const nodeSeenAt = new Map<string, number>();
-  const recordedAt = new Map<string, number>();
-  const recordOf = new Map<string, string>();
-  const changed = new Set<string>();
-  type Watched = { metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> } };
-  const follow = async (path: string, onEvent: (o: Watched) => void) => {
-    let rv: string | undefined;
-    const open = async (): Promise<void> => {
-      const req = await new k8s.Watch(admin).watch(path, { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) }, (type: string, o: Watched) => {
-        rv = o.metadata?.resourceVersion ?? rv;
-        if (type !== 'BOOKMARK') onEvent(o);
-      }, () => {
-        if (!watchesStopped) setTimeout(() => void open(), 100);
-      });
-      stopWatches.push(() => req.abort());
-    };
-    await open();
-  };
-  await follow('/apis/karpenter.sh/v1/nodeclaims', (o) => {
-    const name = o.metadata?.name ?? '';
-    if (!claimSeenAt.has(name)) claimSeenAt.set(name, Date.now());
-  });
-  await follow('/api/v1/nodes', (o) => {
-    const name = o.metadata?.name ?? '';
-    const l = o.metadata?.labels ?? {};
-    if (l['karpenter.sh/nodepool'] === undefined || l['karpenter.sh/nodepool'] === 'probe') return;
-    if (!nodeSeenAt.has(name)) nodeSeenAt.set(name, Date.now());
-    const record = JSON.stringify([Object.entries(l).filter(([k]) => k.startsWith('veneer.io/')).sort(), o.metadata?.annotations?.['veneer.io/overlay-decision'] ?? null]);
-    if (l['veneer.io/overlay-influenced'] !== undefined && !recordedAt.has(name)) {
-      recordedAt.set(name, Date.now());
-      recordOf.set(name, record);
-    } else if (recordOf.has(name) && recordOf.get(name) !== record) changed.add(name);
-  });
+  // What this process sees on watches: each NodeClaim's first appearance, every version of every
+  // Node, so each record's first appearance and whether a later version changed it.
+  const history = new History(admin);
+  await history.start();
+  stopWatches.push(() => history.stop());
+  const recordedAt = (node: string) => history.recordOf(node)?.at;
 
   const karpenterNodes = async () => (await core.listNode()).items.filter((n) => {
     const pool = n.metadata?.labels?.['karpenter.sh/nodepool'];
@@ -100,7 +68,7 @@ try {
     return [
       ...(nodes.length < pods.length ? [`${nodes.length} of ${pods.length} nodes`] : []),
       ...nodes.filter((n) => n.metadata?.labels?.['karpenter.sh/registered'] !== 'true').map((n) => `${n.metadata?.name} not registered`),
-      ...nodes.filter((n) => n.metadata?.labels?.['karpenter.sh/capacity-type'] === 'on-demand' && !recordedAt.has(n.metadata?.name ?? '')).map((n) => `${n.metadata?.name} not recorded`),
+      ...nodes.filter((n) => n.metadata?.labels?.['karpenter.sh/capacity-type'] === 'on-demand' && recordedAt(n.metadata?.name ?? '') === undefined).map((n) => `${n.metadata?.name} not recorded`),
       ...pods.filter((p) => bound.get(p.name) === undefined).map((p) => `pod ${p.name} not bound`),
     ];
   };
@@ -153,15 +121,11 @@ try {
   step('creating pods pinned to m5.xlarge, c6i.large, c6i.xlarge, r6i.2xlarge on-demand and m5.xlarge, c6i.large spot');
   await karpenter.createPods(first);
   await settle([...before, ...again, ...first]);
-  const firstClaimAt = Math.min(...claimSeenAt.values());
-  const firstNodeAt = Math.min(...nodeSeenAt.values());
+  const firstClaimAt = Math.min(...[...history.claims.values()].map((c) => c.seenAt));
+  const firstNodeAt = Math.min(...(await karpenterNodes()).map((n) => history.firstSeenAt(n.metadata?.name ?? '') ?? Infinity));
 
   step('pausing the webhook (its configuration removed, as if it were down) and creating more pods');
-  await registrations.deleteMutatingWebhookConfiguration({ name: 'veneer-node-watcher' });
-  await waitFor('the mutating webhook out of force', async () => {
-    const probe = await core.createNode({ body: { metadata: { name: 'webhook-gone-probe', labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } }, dryRun: 'All' });
-    return probe.metadata?.labels?.['veneer.io/overlay-influenced'] === undefined;
-  });
+  await pauseMutatingWebhook(admin);
   const more: PendingPod[] = [
     { name: 'web-2', instanceType: 'm5.large', capacityType: 'on-demand' },
     { name: 'api-3', instanceType: 'c6i.large', capacityType: 'on-demand' },
@@ -176,13 +140,15 @@ try {
   const claims = ((await custom.listClusterCustomObject(NODECLAIM_API)) as { items: NodeClaim[] }).items;
   const claimOf = new Map(claims.map((c) => [c.status?.nodeName ?? c.metadata.name, c]));
   const podOf = new Map((await core.listNamespacedPod({ namespace: 'default' })).items.map((p) => [p.spec?.nodeName ?? '', p.metadata?.name ?? '']));
-  const nodes = (await karpenterNodes()).sort((a, b) => (nodeSeenAt.get(a.metadata?.name ?? '') ?? 0) - (nodeSeenAt.get(b.metadata?.name ?? '') ?? 0));
+  const seenAt = (n: k8s.V1Node) => history.firstSeenAt(n.metadata?.name ?? '') ?? 0;
+  const claimSeenAt = (n: k8s.V1Node) => history.claims.get(claimOf.get(n.metadata?.name ?? '')?.metadata.name ?? '')?.seenAt;
+  const nodes = (await karpenterNodes()).sort((a, b) => seenAt(a) - seenAt(b));
   const rows = nodes.map((n) => {
     const name = n.metadata?.name ?? '';
     const l = n.metadata?.labels ?? {};
     const story = JSON.parse(n.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as { decidedBy?: string };
-    const rec = recordedAt.get(name);
-    const claimAt = claimSeenAt.get(claimOf.get(name)?.metadata.name ?? '');
+    const rec = recordedAt(name);
+    const claimAt = claimSeenAt(n);
     return [
       name, l['karpenter.sh/capacity-type'] ?? '', l['node.kubernetes.io/instance-type'] ?? '', l['veneer.io/overlay-influenced'] ?? '-',
       l['veneer.io/matching-overlay'] ?? '-', l['veneer.io/capacity-type'] ?? '-', story.decidedBy ?? '-',
@@ -223,8 +189,9 @@ try {
     '  an on-demand fleet, prioritized by the overlay-adjusted prices; the NodeClaim still allowed spot.',
   ].join('\n'));
 
-  const nodeToRecord = (by: string) => rows.filter((r) => r[6] === by).map((r) => (recordedAt.get(r[0]!) ?? 0) - (nodeSeenAt.get(r[0]!) ?? 0));
-  const claimToNode = nodes.map((n) => (nodeSeenAt.get(n.metadata?.name ?? '') ?? 0) - (claimSeenAt.get(claimOf.get(n.metadata?.name ?? '')?.metadata.name ?? '') ?? 0));
+  const nodeToRecord = (by: string) => rows.filter((r) => r[6] === by).map((r) => (recordedAt(r[0]!) ?? 0) - (history.firstSeenAt(r[0]!) ?? 0));
+  const claimToNode = nodes.map((n) => seenAt(n) - (claimSeenAt(n) ?? 0));
+  const changed = nodes.map((n) => n.metadata?.name ?? '').filter((name) => history.recordOf(name)?.changed);
   const span = (ms: number[]) => (ms.length === 0 ? 'none' : `${Math.min(...ms)}-${Math.max(...ms)} ms`);
   console.log([
     '',
@@ -232,9 +199,9 @@ try {
     `From the NodeClaim to its Node: ${span(claimToNode)} (CreateFleet, the providerID, the ${BOOT_DELAY_MS / 1000} s boot). From the Node's first appearance to its record: webhook ${span(nodeToRecord('webhook'))} (in the CREATE), reconciler ${span(nodeToRecord('reconciler'))}.`,
     'MS-TO-RECORD: from the NodeClaim\'s appearance (Karpenter\'s launch, seen on a watch) to the first version of the Node with the record',
     `(seen on a watch); it includes the ${BOOT_DELAY_MS / 1000} s boot before the Node's CREATE. Webhook records came in that CREATE, reconciler`,
-    changed.size === 0
+    changed.length === 0
       ? 'records in one PATCH after it. No record changed in any later version of its Node, Karpenter\'s registration included.'
-      : `records in one PATCH after it. Records changed afterwards on: ${[...changed].join(', ')}.`,
+      : `records in one PATCH after it. Records changed afterwards on: ${changed.join(', ')}.`,
   ].join('\n'));
 
   // Metrics answer only a token the apiserver accepts, of an identity allowed to get /metrics:

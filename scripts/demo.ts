@@ -22,11 +22,12 @@ import { startWatcher } from '../src/watcher.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../src/webhook/registration.ts';
 import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { runInOwnNetworkNamespace } from '../kit/netns.ts';
+import { History } from '../kit/node-history.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
 import { awsLikeCatalog, createPendingPods, installKwokCRDs, Karpenter, KARPENTER_VERSION, NODECLAIM_API, type NodeClaim, type PendingPod, REGION } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { scrape } from '../kit/scrape.ts';
-import { grantMetricsReader, grantWatcherRole, waitForMutatingWebhook } from '../kit/watcher-env.ts';
+import { grantMetricsReader, grantWatcherRole, pauseMutatingWebhook, waitForMutatingWebhook } from '../kit/watcher-env.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
@@ -80,9 +81,7 @@ step('starting etcd and kube-apiserver');
 const cp = await ControlPlane.start({ users: [{ name: 'veneer-watcher' }] });
 let watcherStop: (() => Promise<void>) | undefined;
 const stopWatches: (() => void)[] = [];
-let watchesStopped = false;
 const teardown = async () => {
-  watchesStopped = true;
   for (const stop of stopWatches.splice(0)) stop();
   await watcherStop?.();
   await cp.stop();
@@ -201,42 +200,12 @@ try {
     // Creation timestamps have whole seconds: the launches come in a later second than the validations.
     await sleep(1100);
 
-    // What this process sees on watches: each NodeClaim's first appearance, each Node's first
-    // version and its first version with a record (and whether a later version changed that record).
-    const claimSeenAt = new Map<string, number>();
-    const nodeSeenAt = new Map<string, number>();
-    const recordedAt = new Map<string, number>();
-    const recordOf = new Map<string, string>();
-    const changed = new Set<string>();
-    type Watched = { metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> } };
-    const follow = async (path: string, onEvent: (o: Watched) => void) => {
-      let rv: string | undefined;
-      const open = async (): Promise<void> => {
-        const req = await new k8s.Watch(admin).watch(path, { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) }, (type: string, o: Watched) => {
-          rv = o.metadata?.resourceVersion ?? rv;
-          if (type !== 'BOOKMARK') onEvent(o);
-        }, () => {
-          if (!watchesStopped) setTimeout(() => void open(), 100);
-        });
-        stopWatches.push(() => req.abort());
-      };
-      await open();
-    };
-    await follow('/apis/karpenter.sh/v1/nodeclaims', (o) => {
-      const name = o.metadata?.name ?? '';
-      if (!claimSeenAt.has(name)) claimSeenAt.set(name, Date.now());
-    });
-    await follow('/api/v1/nodes', (o) => {
-      const name = o.metadata?.name ?? '';
-      const l = o.metadata?.labels ?? {};
-      if (l['karpenter.sh/nodepool'] === undefined || l['karpenter.sh/nodepool'] === 'probe') return;
-      if (!nodeSeenAt.has(name)) nodeSeenAt.set(name, Date.now());
-      const record = JSON.stringify([Object.entries(l).filter(([k]) => k.startsWith('veneer.io/')).sort(), o.metadata?.annotations?.['veneer.io/overlay-decision'] ?? null]);
-      if (l['veneer.io/overlay-influenced'] !== undefined && !recordedAt.has(name)) {
-        recordedAt.set(name, Date.now());
-        recordOf.set(name, record);
-      } else if (recordOf.has(name) && recordOf.get(name) !== record) changed.add(name);
-    });
+    // What this process sees on watches: each NodeClaim's first appearance, every version of every
+    // Node, so each record's first appearance and whether a later version changed it.
+    const history = new History(admin);
+    await history.start();
+    stopWatches.push(() => history.stop());
+    const recordedAt = (node: string) => history.recordOf(node)?.at;
 
     const karpenterNodes = async () => (await core.listNode()).items.filter((n) => {
       const pool = n.metadata?.labels?.['karpenter.sh/nodepool'];
@@ -244,7 +213,7 @@ try {
     });
     const allRecorded = async (count: number) => {
       const nodes = await karpenterNodes();
-      return nodes.length === count && nodes.every((n) => n.metadata?.labels?.['karpenter.sh/capacity-type'] !== 'on-demand' || recordedAt.has(n.metadata?.name ?? ''));
+      return nodes.length === count && nodes.every((n) => n.metadata?.labels?.['karpenter.sh/capacity-type'] !== 'on-demand' || recordedAt(n.metadata?.name ?? '') !== undefined);
     };
     const first: PendingPod[] = [
       { name: 'web-1', instanceType: 'm5.xlarge', capacityType: 'on-demand' },
@@ -259,15 +228,11 @@ try {
     await createPendingPods(admin, first, awsLikeCatalog());
     step('kube-scheduler marks them Unschedulable, Karpenter launches NodeClaims, KWOK creates the Nodes 2 s later');
     await waitFor(`${first.length} nodes, every on-demand one recorded`, () => allRecorded(first.length), 90_000);
-    const firstClaimAt = Math.min(...claimSeenAt.values());
-    const firstNodeAt = Math.min(...nodeSeenAt.values());
+    const firstClaimAt = Math.min(...[...history.claims.values()].map((c) => c.seenAt));
+    const firstNodeAt = Math.min(...(await karpenterNodes()).map((n) => history.firstSeenAt(n.metadata?.name ?? '') ?? Infinity));
 
     step('pausing the webhook (its configuration removed, as if it were down) and creating more pods');
-    await registrations.deleteMutatingWebhookConfiguration({ name: 'veneer-node-watcher' });
-    await waitFor('the mutating webhook out of force', async () => {
-      const probe = await core.createNode({ body: { metadata: { name: 'webhook-gone-probe', labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } }, dryRun: 'All' });
-      return probe.metadata?.labels?.['veneer.io/overlay-influenced'] === undefined;
-    });
+    await pauseMutatingWebhook(admin);
     const more: PendingPod[] = [
       { name: 'web-3', instanceType: 'm5.xlarge', capacityType: 'on-demand' },
       { name: 'api-2', instanceType: 'm5.large', capacityType: 'on-demand' },
@@ -281,23 +246,25 @@ try {
 
     const claims = ((await custom.listClusterCustomObject(NODECLAIM_API)) as { items: NodeClaim[] }).items;
     const claimOf = new Map(claims.map((c) => [c.status?.nodeName ?? c.metadata.name, c.metadata.name]));
-    const nodes = (await karpenterNodes()).sort((a, b) => (nodeSeenAt.get(a.metadata?.name ?? '') ?? 0) - (nodeSeenAt.get(b.metadata?.name ?? '') ?? 0));
+    const seenAt = (n: k8s.V1Node) => history.firstSeenAt(n.metadata?.name ?? '') ?? 0;
+    const nodes = (await karpenterNodes()).sort((a, b) => seenAt(a) - seenAt(b));
     rows = nodes.map((n) => {
       const name = n.metadata?.name ?? '';
-      const rec = recordedAt.get(name);
-      const claimAt = claimSeenAt.get(claimOf.get(name) ?? name);
+      const rec = recordedAt(name);
+      const claimAt = history.claims.get(claimOf.get(name) ?? name)?.seenAt;
       return rowOf(n, rec !== undefined && claimAt !== undefined ? rec - claimAt : undefined);
     });
-    const nodeToRecord = (by: string) => rows.filter((r) => r[6] === by).map((r) => (recordedAt.get(r[0]!) ?? 0) - (nodeSeenAt.get(r[0]!) ?? 0));
+    const nodeToRecord = (by: string) => rows.filter((r) => r[6] === by).map((r) => (recordedAt(r[0]!) ?? 0) - (history.firstSeenAt(r[0]!) ?? 0));
+    const changed = nodes.map((n) => n.metadata?.name ?? '').filter((name) => history.recordOf(name)?.changed);
     const span = (ms: number[]) => (ms.length === 0 ? 'none' : `${Math.min(...ms)}-${Math.max(...ms)} ms`);
     footer = [
       `Real Karpenter ${KARPENTER_VERSION} (KWOK provider): ${claims.length} NodeClaims for ${first.length + more.length} pods; the first NodeClaim ${firstClaimAt - podsAt} ms after the first pods, the first Node ${firstNodeAt - firstClaimAt} ms after it.`,
       `From the Node's first appearance to its record: webhook ${span(nodeToRecord('webhook'))} (in the CREATE), reconciler ${span(nodeToRecord('reconciler'))}.`,
       'MS-TO-RECORD: from the NodeClaim\'s appearance (Karpenter\'s launch, seen on a watch) to the first version of the Node with the record',
       '(seen on a watch); it includes the 2 s registration delay before KWOK creates the Node. Webhook records came in that CREATE, reconciler',
-      changed.size === 0
+      changed.length === 0
         ? 'records in one PATCH after it. No record changed in any later version of its Node, Karpenter\'s registration included.'
-        : `records in one PATCH after it. Records changed afterwards on: ${[...changed].join(', ')}.`,
+        : `records in one PATCH after it. Records changed afterwards on: ${changed.join(', ')}.`,
     ];
   }
 

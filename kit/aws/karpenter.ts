@@ -17,7 +17,7 @@ import { binary, type ControlPlane } from '../control-plane.ts';
 import { installCRDFiles } from '../karpenter-crds.ts';
 import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod, usageOf } from '../karpenter-controller.ts';
 import { sleep } from '../process.ts';
-import { startClusterEnv, withWatcher, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
+import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
 import type { RunningWatcher } from '../../src/watcher.ts';
 import { type Moto, REGION, type SpotCatalog, startMoto, ZONES } from './moto.ts';
 import { type NodeMaker, startNodeMaker } from './node-maker.ts';
@@ -231,14 +231,8 @@ export interface AwsKarpenterEnv extends ClusterEnv {
   karpenter: AwsKarpenter;
 }
 
-export async function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions } = {}): Promise<AwsKarpenterEnv> {
-  const env = await startClusterEnv({ ...opts, installCRDs: installAwsCRDs });
-  try {
-    return { ...env, karpenter: await AwsKarpenter.start(env.cp, opts.karpenter) };
-  } catch (err) {
-    await env.cp.stop();
-    throw err;
-  }
+export function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions } = {}): Promise<AwsKarpenterEnv> {
+  return startClusterEnvWith({ ...opts, installCRDs: installAwsCRDs }, (cp) => AwsKarpenter.start(cp, opts.karpenter));
 }
 
 /** An AWS Karpenter env with the watcher running and both webhooks registered; `stop` ends both. */

@@ -20,11 +20,11 @@ import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
 import { burstPods, createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
-import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
+import { launchWatcher, pauseMutatingWebhook, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
 import { againstJudge, type AuditEntry, checkRecords, launchAuditPolicy, nodeWrites, RECORD_LABELS, refusedRequests, registered, webhookVerdicts } from '../support/launch-records.ts';
-import { History, quantiles, storyOf } from '../support/node-history.ts';
+import { History, quantiles, storyOf } from '../../kit/node-history.ts';
 
 const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
 t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
@@ -147,12 +147,7 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
 t.test(`instant path: ${LAUNCHES} concurrent launches, the Node created with every label`, (t) => launchPath(t, 'instant', 'instant', LAUNCHES));
 t.test(`booting path: ${LAUNCHES} concurrent launches, the Node 2 s after the launch`, (t) => launchPath(t, 'booting', 'booting', LAUNCHES));
 t.test('webhook down: the reconciler records each node once, racing Karpenter\'s registration', async (t) => {
-  await admin.makeApiClient(k8s.AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name: 'veneer-node-watcher' });
-  // The apiserver stops calling it a moment later: probe with dry-run creates.
-  await until('the mutating webhook is out of force', async () => {
-    const probe = await core.createNode({ body: { metadata: { name: 'webhook-gone-probe', labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } }, dryRun: 'All' });
-    return probe.metadata?.labels?.['veneer.io/overlay-influenced'] === undefined;
-  }, 30_000);
+  await pauseMutatingWebhook(admin);
   await launchPath(t, 'late', 'webhook down', Math.max(12, Math.round(LAUNCHES / 5)), 'reconciler');
 });
 

@@ -4,7 +4,7 @@
 // write; and where each record came from and how late. The inputs are the watch history of every
 // node and NodeClaim (node-history.ts) and the audit log of the watcher's writes.
 import { counter } from '../../kit/fleet.ts';
-import { storyOf, type History, type NodeVersion } from './node-history.ts';
+import { storyOf, type History, type NodeVersion } from '../../kit/node-history.ts';
 
 export const RECORD_LABELS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/capacity-type', 'veneer.io/instance-family', 'veneer.io/instance-type', 'veneer.io/region', 'veneer.io/labeled-at'];
 const recordOf = (v: NodeVersion) => JSON.stringify([RECORD_LABELS.map((k) => v.labels[k] ?? null), v.annotations['veneer.io/overlay-decision'] ?? null]);

@@ -17,7 +17,7 @@ import { reservedInstance } from '../../../kit/veneer.ts';
 import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
-import { storyOf, type NodeVersion } from '../../support/node-history.ts';
+import { storyOf, type NodeVersion } from '../../../kit/node-history.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(240_000);

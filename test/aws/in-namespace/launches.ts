@@ -18,7 +18,7 @@ import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
 import { againstJudge, type AuditEntry, checkRecords, launchAuditPolicy, nodeWrites, refusedRequests, registered, webhookVerdicts } from '../../support/launch-records.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
-import { History, quantiles, storyOf } from '../../support/node-history.ts';
+import { History, quantiles, storyOf } from '../../../kit/node-history.ts';
 
 assertInOwnNetworkNamespace();
 const LAUNCHES = Number(process.env.VENEER_AWS_LAUNCHES ?? 100);

@@ -2,7 +2,7 @@
 // with the time this process saw each: what shows a record was written once and never changed by
 // the writes that came after it (Karpenter's registration), and how long each launch took.
 import * as k8s from '@kubernetes/client-node';
-import { readStory, type DecisionStory } from '../../src/engine/index.ts';
+import { readStory, type DecisionStory } from '../src/engine/index.ts';
 
 export interface NodeVersion {
   type: string;
@@ -71,6 +71,24 @@ export class History {
       }
       this.claims.set(name, c);
     });
+  }
+
+  /** When this process first saw the node. */
+  firstSeenAt(node: string): number | undefined {
+    return this.nodes.get(node)?.[0]?.seenAt;
+  }
+
+  /**
+   * When this process first saw the node with a record (the label `influenced`), and whether a
+   * later version carried another record: other `veneer.io/*` labels or another decision annotation.
+   */
+  recordOf(node: string, influenced = 'veneer.io/overlay-influenced'): { at: number; changed: boolean } | undefined {
+    const versions = this.nodes.get(node) ?? [];
+    const first = versions.findIndex((v) => v.labels[influenced] !== undefined);
+    if (first < 0) return undefined;
+    const recordIn = (v: NodeVersion) => JSON.stringify([Object.entries(v.labels).filter(([k]) => k.startsWith('veneer.io/')).sort(), v.annotations['veneer.io/overlay-decision'] ?? null]);
+    const record = recordIn(versions[first]!);
+    return { at: versions[first]!.seenAt, changed: versions.slice(first + 1).some((v) => v.type !== 'DELETED' && recordIn(v) !== record) };
   }
 
   /**
