@@ -3,7 +3,7 @@
 // pod needs a node of its own (AWS_BURST_TYPES in turn, every fifth spot), each instance "boots"
 // 2 s between its NodeClaim's providerID and its Node's CREATE (the node maker's bootDelayMs, in
 // place of the kubelet), and the watcher runs with both webhooks. Every node version and NodeClaim
-// is recorded from a watch (test/support/node-history.ts); each on-demand node's record is checked
+// is recorded from a watch (kit/node-history.ts); each on-demand node's record is checked
 // against the overlay Karpenter's own code applies to its offering (the judge,
 // test/support/karpenter-oracle.ts, with test/support/aws-judge.ts's case).
 //
@@ -22,14 +22,14 @@ import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { p50, p99 } from './cluster.ts';
 import type { SuiteResult } from './stats.ts';
 import { AWS_BURST_TYPES, AWS_KARPENTER_VERSION, type AwsNodePool, REGION, startAwsKarpenterEnv, type AwsKarpenterEnv } from '../kit/aws/karpenter.ts';
-import { COMPILED_CLI, counter, metricsOf, sleep, spawnServe, until, OVERLAY_API, waitReady, type ServeProcess } from '../kit/fleet.ts';
+import { sleep, type ServeProcess } from '../kit/fleet.ts';
 import { burstPods, type PendingPod, podObject, usageOf } from '../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace, POD_IP, runInOwnNetworkNamespace } from '../kit/netns.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
-import { registerWebhooksAt, WATCHER_USER } from '../kit/watcher-env.ts';
 import { awsJudgeCase } from '../test/support/aws-judge.ts';
 import { KarpenterJudge } from '../test/support/karpenter-oracle.ts';
-import { History, storyOf, type NodeVersion } from '../test/support/node-history.ts';
+import { History, storyOf } from '../kit/node-history.ts';
+import { type BurstTally, isRegistered, tallyBurst, watcherCountingOverlays } from './burst-tally.ts';
 
 type Progress = (msg: string) => void;
 
@@ -46,8 +46,6 @@ const KWOK_INSTANT_NOTE = 'KWOK, instant path (no registration delay): the issue
 
 const poolName = (i: number, size: number) => `burst${i}-${size}`;
 
-/** Karpenter's registration: the label it sets in the update that also lifts the unregistered taint. */
-const isRegistered = (v: NodeVersion) => v.labels['karpenter.sh/registered'] === 'true';
 
 /** The suite, from bench/run.ts: runs the body below in a loopback-only network namespace and reads its result. */
 export async function runAwsSuite(progress: Progress): Promise<SuiteResult> {
@@ -63,30 +61,12 @@ export async function runAwsSuite(progress: Progress): Promise<SuiteResult> {
   }
 }
 
-interface BurstResult {
+interface BurstResult extends BurstTally {
   size: number;
-  nodes: number;
-  onDemand: number;
-  correct: number;
-  byWebhook: number;
-  byReconciler: number;
-  missing: number;
-  spotWithRecord: number;
-  /** Records in the Node's CREATE (the rest came with Karpenter's registration update, or the reconciler's PATCH). */
-  atCreate: number;
-  /** Records decided with the node's NodeClaim (linked by providerID) rather than from the node alone. */
-  withNodeClaim: number;
   /** Instances CreateFleet launched for this burst's NodeClaims, and in how many requests. */
   instances: number;
   fleetRequests: number;
   podsToRegisteredMs: number;
-  claimToRecord: number[];
-  claimToNode: number[];
-  /** From the Node's CREATE (its first version, seen on a watch) to its first version with the record: 0 when in the CREATE. */
-  nodeToRecord: number[];
-  /** From Karpenter's registration update to the record (0 when the record came before or with it). */
-  registrationToRecord: number[];
-  disagree: string[];
   /** The machine's 1-minute load average as the burst began (2 cores; other test runs share it). */
   loadAtStart: number;
   /** Why the burst did not finish, when it did not. */
@@ -113,15 +93,7 @@ async function body(progress: Progress): Promise<SuiteResult> {
     await cp.stop();
   };
   try {
-    serve = await spawnServe(cp, env.certs, WATCHER_USER, { '--leader-election-enabled': 'false', '--log-level': 'warn' }, [], COMPILED_CLI);
-    await waitReady(serve.healthPort, '/readyz', 60_000);
-    await registerWebhooksAt(admin, env.certs.caPem, serve.webhookPort, 5);
-    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-    for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-    await until('Karpenter validated the overlays and the watcher counts them', async () => counter(await metricsOf(serve!.metricsPort), 'veneer_nodewatcher_overlays', { state: 'counted' }) === OVERLAYS.length, 60_000);
-    // Launch-time rules depend on the overlays not changing right before launches; creation
-    // timestamps have whole seconds, so the launches come in a later second than the validations.
-    await sleep(1100);
+    serve = await watcherCountingOverlays(env, OVERLAYS, (started) => (serve = started));
     await history.start();
 
     // At most 50 CREATEs in flight (a ReplicaSet creates in batches too), each tried again on a
@@ -220,41 +192,11 @@ async function body(progress: Progress): Promise<SuiteResult> {
       const answer = await judge.judge(awsJudgeCase(nodes.map(([name, v]) => ({ metadata: { name, labels: v.at(-1)!.labels } })), karpenter.nodePools, OVERLAYS, karpenter.catalog));
       if (answer.error) throw new Error(`the judge's Reconcile failed: ${answer.error}`);
       const r: BurstResult = {
-        size, nodes: nodes.length, onDemand, correct: 0, byWebhook: 0, byReconciler: 0,
-        missing: onDemand - nodes.filter(([, v]) => v.at(-1)!.labels['karpenter.sh/capacity-type'] === 'on-demand').length, spotWithRecord: 0, atCreate: 0, withNodeClaim: 0,
+        size, ...tallyBurst(nodes, answer.applied, history, onDemand),
         instances: fleets.reduce((n, f) => n + f.launched.length, 0), fleetRequests: fleets.length,
-        podsToRegisteredMs, claimToRecord: [], claimToNode: [], nodeToRecord: [], registrationToRecord: [], disagree: [],
-        loadAtStart,
+        podsToRegisteredMs, loadAtStart,
         ...(failure ? { failure } : {}),
       };
-      for (const [i, [name, versions]] of nodes.entries()) {
-        const last = versions.at(-1)!;
-        const first = versions.find((v) => storyOf(v) !== undefined);
-        if (last.labels['karpenter.sh/capacity-type'] === 'spot') {
-          if (first || last.labels['veneer.io/overlay-influenced'] !== undefined) r.spotWithRecord++;
-          continue;
-        }
-        if (!first) {
-          r.missing++;
-          continue;
-        }
-        const s = storyOf(first)!;
-        if (s.decidedBy === 'webhook') r.byWebhook++;
-        else r.byReconciler++;
-        if (first === versions[0]) r.atCreate++;
-        if (s.characteristicsFrom === 'node+nodeclaim') r.withNodeClaim++;
-        r.nodeToRecord.push(first.seenAt - versions[0]!.seenAt);
-        const applied = answer.applied[i] ?? null;
-        if (storyOf(last)?.overlay === applied) r.correct++;
-        else r.disagree.push(`${name} (${last.labels['node.kubernetes.io/instance-type']}): Karpenter applied ${applied}, the record names ${storyOf(last)?.overlay}`);
-        const claim = history.claimOf(last);
-        if (claim) {
-          r.claimToRecord.push(first.seenAt - claim.seenAt);
-          r.claimToNode.push(versions[0]!.seenAt - claim.seenAt);
-        }
-        const reg = versions.find(isRegistered);
-        if (reg) r.registrationToRecord.push(Math.max(0, first.seenAt - reg.seenAt));
-      }
       return r;
     };
 

@@ -3,7 +3,7 @@
 // test/karpenter/launches.test.ts launches them), with a registration delay of 2 s (the
 // KWOKNodeClass's nodeRegistrationDelay, as a booting kubelet's), and the watcher with both
 // webhooks registered. Every node version and NodeClaim is recorded from a watch
-// (test/support/node-history.ts); each on-demand node's record is checked against the overlay
+// (kit/node-history.ts); each on-demand node's record is checked against the overlay
 // Karpenter's own code applies to its offering (the judge, test/support/karpenter-oracle.ts).
 //
 // The watcher runs as its own process (the compiled CLI, as bench/cluster.ts runs it), so that
@@ -21,16 +21,15 @@
 // providerID), in a pool of its own: reported as kwok_instant_inline_share, not a target and not in
 // the other keys (the issue saw such a burst recorded 9 by the webhook and 21 by the reconciler).
 // VENEER_BENCH_KARPENTER_INSTANT sets its size (0: none).
-import * as k8s from '@kubernetes/client-node';
 import { p50, p99 } from './cluster.ts';
 import type { SuiteResult } from './stats.ts';
-import { COMPILED_CLI, counter, metricsOf, sleep, spawnServe, until, OVERLAY_API, waitReady, type ServeProcess } from '../kit/fleet.ts';
+import { sleep, type ServeProcess } from '../kit/fleet.ts';
 import { burstPods, createPendingPods, type KwokNodePool, KARPENTER_VERSION, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
-import { registerWebhooksAt, WATCHER_USER } from '../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../test/support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../test/support/kwok-judge.ts';
-import { History, storyOf, type NodeVersion } from '../test/support/node-history.ts';
+import { History, storyOf } from '../kit/node-history.ts';
+import { type BurstTally, isRegistered, tallyBurst, watcherCountingOverlays } from './burst-tally.ts';
 
 type Progress = (msg: string) => void;
 
@@ -44,30 +43,10 @@ const OVERLAYS = [reservedInstance('m5.xlarge', REGION), ec2InstanceSavingsPlan(
 const poolName = (i: number, size: number) => `burst${i}-${size}`;
 
 
-/** Karpenter's registration: the label it sets in the update that also lifts the unregistered taint. */
-const isRegistered = (v: NodeVersion) => v.labels['karpenter.sh/registered'] === 'true';
 
-interface BurstResult {
+interface BurstResult extends BurstTally {
   size: number;
-  nodes: number;
-  onDemand: number;
-  correct: number;
-  byWebhook: number;
-  byReconciler: number;
-  missing: number;
-  spotWithRecord: number;
-  /** Records in the Node's CREATE (the rest came with Karpenter's registration update, or the reconciler's PATCH). */
-  atCreate: number;
-  /** Records decided with the node's NodeClaim (linked by providerID) rather than from the node alone. */
-  withNodeClaim: number;
-  /** On-demand nodes whose NodeClaim's providerID the bench's watch saw only after the Node. */
-  claimLaunchedAfterNode: number;
   podsToRegisteredMs: number;
-  claimToRecord: number[];
-  claimToNode: number[];
-  nodeToRecord: number[];
-  registerToRecord: number[];
-  disagree: string[];
 }
 
 export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult> {
@@ -80,15 +59,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
   const judge = new KarpenterJudge(KARPENTER_VERSION);
   let serve: ServeProcess | undefined;
   try {
-    serve = await spawnServe(cp, env.certs, WATCHER_USER, { '--leader-election-enabled': 'false', '--log-level': 'warn' }, [], COMPILED_CLI);
-    await waitReady(serve.healthPort, '/readyz', 60_000);
-    await registerWebhooksAt(admin, env.certs.caPem, serve.webhookPort, 5);
-    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-    for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-    await until('Karpenter validated the overlays and the watcher counts them', async () => counter(await metricsOf(serve!.metricsPort), 'veneer_nodewatcher_overlays', { state: 'counted' }) === OVERLAYS.length, 60_000);
-    // Launch-time rules depend on the overlays not changing right before launches; creation
-    // timestamps have whole seconds, so the launches come in a later second than the validations.
-    await sleep(1100);
+    serve = await watcherCountingOverlays(env, OVERLAYS, (started) => (serve = started));
     await history.start();
 
     const burst = async (pool: string, size: number, allOnDemand = false): Promise<BurstResult> => {
@@ -112,36 +83,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
       const launches: JudgeLaunch[] = nodes.map(([, v]) => ({ nodePool: pool, instanceType: v.at(-1)!.labels['node.kubernetes.io/instance-type']!, offering: karpenter.offeringOf(v.at(-1)!.labels).offering }));
       const answer = await judge.judge(kwokJudgeCase(karpenter.catalog, karpenter.nodePools, OVERLAYS, launches));
       if (answer.error) throw new Error(`the judge's Reconcile failed: ${answer.error}`);
-      const r: BurstResult = { size, nodes: nodes.length, onDemand, correct: 0, byWebhook: 0, byReconciler: 0, missing: onDemand - nodes.filter(([, v]) => v.at(-1)!.labels['karpenter.sh/capacity-type'] === 'on-demand').length, spotWithRecord: 0, atCreate: 0, withNodeClaim: 0, claimLaunchedAfterNode: 0, podsToRegisteredMs, claimToRecord: [], claimToNode: [], nodeToRecord: [], registerToRecord: [], disagree: [] };
-      for (const [i, [name, versions]] of nodes.entries()) {
-        const last = versions.at(-1)!;
-        const first = versions.find((v) => storyOf(v) !== undefined);
-        if (last.labels['karpenter.sh/capacity-type'] === 'spot') {
-          if (first || last.labels['veneer.io/overlay-influenced'] !== undefined) r.spotWithRecord++;
-          continue;
-        }
-        if (!first) {
-          r.missing++;
-          continue;
-        }
-        const s = storyOf(first)!;
-        if (s.decidedBy === 'webhook') r.byWebhook++;
-        else r.byReconciler++;
-        if (first === versions[0]) r.atCreate++;
-        if (s.characteristicsFrom === 'node+nodeclaim') r.withNodeClaim++;
-        r.nodeToRecord.push(first.seenAt - versions[0]!.seenAt);
-        const applied = answer.applied[i] ?? null;
-        if (storyOf(last)?.overlay === applied) r.correct++;
-        else r.disagree.push(`${name} (${launches[i]!.instanceType}): Karpenter applied ${applied}, the record names ${storyOf(last)?.overlay}`);
-        const claim = history.claims.get(last.labels['kubernetes.io/hostname'] ?? '');
-        if (claim) {
-          r.claimToRecord.push(first.seenAt - claim.seenAt);
-          r.claimToNode.push(versions[0]!.seenAt - claim.seenAt);
-          if ((claim.launchedAt ?? Infinity) > versions[0]!.seenAt) r.claimLaunchedAfterNode++;
-        }
-        const reg = versions.find(isRegistered);
-        if (reg) r.registerToRecord.push(Math.max(0, first.seenAt - reg.seenAt));
-      }
+      const r: BurstResult = { size, ...tallyBurst(nodes, answer.applied, history, onDemand), podsToRegisteredMs };
       return r;
     };
 
@@ -177,7 +119,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
         karpenter_inline_share: round3(results.reduce((a, r) => a + r.byWebhook, 0) / onDemand),
         karpenter_claim_to_record_p50_ms: worst((r) => p50(r.claimToRecord)),
         karpenter_claim_to_record_p99_ms: worst((r) => p99(r.claimToRecord)),
-        karpenter_register_to_record_p99_ms: worst((r) => p99(r.registerToRecord)),
+        karpenter_register_to_record_p99_ms: worst((r) => p99(r.registrationToRecord)),
         karpenter_rss_mb: lastUsage.karpenter,
         karpenter_scheduler_rss_mb: lastUsage.scheduler,
         karpenter_watcher_rss_mb: lastUsage.watcher,
@@ -199,7 +141,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
         burst: r.size, nodes: r.nodes, on_demand: r.onDemand, correct: r.correct, by_webhook: r.byWebhook, by_reconciler: r.byReconciler, missing: r.missing, spot_with_record: r.spotWithRecord,
         at_create: r.atCreate, with_nodeclaim: r.withNodeClaim, claim_launched_after_node: r.claimLaunchedAfterNode,
         pods_to_all_registered_s: Math.round(r.podsToRegisteredMs / 100) / 10,
-        claim_to_node_p50_ms: p50(r.claimToNode), node_to_record_p50_ms: p50(r.nodeToRecord), node_to_record_p99_ms: p99(r.nodeToRecord), claim_to_record_p50_ms: p50(r.claimToRecord), claim_to_record_p99_ms: p99(r.claimToRecord), register_to_record_p99_ms: p99(r.registerToRecord),
+        claim_to_node_p50_ms: p50(r.claimToNode), node_to_record_p50_ms: p50(r.nodeToRecord), node_to_record_p99_ms: p99(r.nodeToRecord), claim_to_record_p50_ms: p50(r.claimToRecord), claim_to_record_p99_ms: p99(r.claimToRecord), register_to_record_p99_ms: p99(r.registrationToRecord),
         karpenter_rss_mb: usage[i]!.karpenter, scheduler_rss_mb: usage[i]!.scheduler, watcher_rss_mb: usage[i]!.watcher,
       })),
       raw: {
@@ -209,7 +151,7 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
         suite_wall_s: wallS,
         claim_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.claimToRecord])),
         node_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.nodeToRecord])),
-        register_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.registerToRecord])),
+        register_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.registrationToRecord])),
         disagree: results.flatMap((r) => r.disagree).slice(0, 20),
         ...(instant ? {
           kwok_instant: {
