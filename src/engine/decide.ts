@@ -4,9 +4,12 @@ import type { Labels } from './requirements.ts';
 import { KarpenterView, NODEPOOL_LABEL } from './karpenter-view.ts';
 import { chooseProvider, KNOWN_PROVIDERS, type ProviderChoice, type ProviderKeys, type ProviderSetting } from './providers.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
-import type { Match, OverlayIndex } from './overlay-index.ts';
+import type { Match, OverlayIndex, OverlayVersion } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
+import { type Effect, launchEffect } from './effect/effect.ts';
+import type { PriceBook } from './effect/prices.ts';
+import { INSTANCE_TYPE } from './effect/candidates.ts';
 
 export { NODEPOOL_LABEL };
 export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
@@ -38,6 +41,17 @@ export interface DecisionInput {
   decidedBy: DecidedBy;
   /** The cluster's NodeClaims by spec.nodeClassRef.group, for a node nothing else names the provider of. */
   nodeClassGroups?: ReadonlyMap<string, number> | undefined;
+  /** What the effect's replay reads besides the NodeClaim: prices, the NodeClass's zones, known instance types. */
+  launch?: LaunchKnowledge | undefined;
+}
+
+/** What the watcher knows beyond the NodeClaim when it replays a launch; all of it may be missing. */
+export interface LaunchKnowledge {
+  prices?: PriceBook | undefined;
+  /** The zones a NodeClass (by name) launches into: its subnets'. */
+  zonesOf?(nodeClass: string): ReadonlySet<string> | undefined;
+  /** The labels of a node of this instance type, if one was seen. */
+  nodeLabelsOf?(instanceType: string): Labels | undefined;
 }
 
 export type Decision =
@@ -52,6 +66,8 @@ export type Decision =
       record: NodeRecord;
       /** Whose keys the launch was judged with, from what; with a warning, the basis is approximate. */
       provider: ProviderChoice;
+      /** What the selected overlays changed about the launch. */
+      effect: Effect;
     };
 
 export type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
@@ -117,6 +133,49 @@ function readiness(input: DecisionInput, view: KarpenterView, at: number, index:
   return undefined;
 }
 
+/**
+ * The overlays not selected whose verdict Karpenter could give differently without the selected
+ * ones. Its NodeOverlay controller validates overlays one by one in its order (weight, then the
+ * name that sorts later) against those it accepted before, refusing one that prices an offering
+ * differently from an accepted one of its weight. So where a selected overlay shares a weight
+ * with a refused one, that one may be accepted without the selected overlays, and then refuse any
+ * overlay of that weight that comes after it.
+ */
+function verdictsInDoubt(active: readonly OverlayVersion[]): OverlayView[] {
+  const doubt: OverlayView[] = [];
+  for (const weight of new Set(active.filter((v) => v.selected).map((v) => v.overlay.weight))) {
+    const atWeight = active.filter((v) => !v.selected && v.overlay.weight === weight);
+    const refused = atWeight.filter((v) => v.overlay.validation?.reason === 'Conflict').map((v) => v.overlay.name);
+    if (refused.length === 0) continue;
+    const first = refused.reduce((a, b) => (a > b ? a : b));
+    for (const v of atWeight) if (v.overlay.name <= first) doubt.push(v.overlay);
+  }
+  return doubt;
+}
+
+/** What the selected overlays changed about this launch: Karpenter's launch replayed without them. */
+export function effectOf(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, provider: ProviderChoice): Effect {
+  const claim = input.nodeClaim;
+  const keys = provider.warning === undefined ? provider.keys : undefined;
+  const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
+  // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
+  if (keys?.name !== 'aws' || claim?.launch === undefined) {
+    return launchEffect({ provider: keys, launched, claim: claim?.launch, nodeClaimFound: claim !== undefined, pool: view.pool, counted: [], conflicted: [], prices: undefined, zones: undefined });
+  }
+  const active = index.activeVersionsAt(at);
+  return launchEffect({
+    provider: keys,
+    launched,
+    claim: claim.launch,
+    pool: view.pool,
+    counted: active.filter((v) => v.ineligible === undefined).map((v) => ({ overlay: v.overlay, selected: v.selected })),
+    conflicted: verdictsInDoubt(active),
+    prices: input.launch?.prices,
+    zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
+    ...(input.launch?.nodeLabelsOf ? { nodeLabelsOf: input.launch.nodeLabelsOf } : {}),
+  });
+}
+
 export function decide(input: DecisionInput, index: OverlayIndex, settings: EngineSettings): Decision {
   const { node, nodeClaim, now } = input;
   const s = scope(node, nodeClaim, settings.keys);
@@ -131,10 +190,13 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   if (waiting !== undefined) {
     return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs, provider };
   }
-  const overlay = match.version?.overlay;
+  // A record names only an overlay of the selector's; another's win leaves the node not influenced.
+  const overlay = match.version?.selected ? match.version.overlay : undefined;
+  const pricedBy = match.version && !match.version.selected ? match.version.overlay.name : undefined;
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
   // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
   const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
+  const effect = effectOf(input, view, evaluatedAt, index, provider);
   const record = buildRecord({
     keys: settings.keys,
     overlay,
@@ -144,7 +206,9 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
     labeledAt: now,
     characteristicsFrom: nodeClaim ? 'node+nodeclaim' : 'node',
     ...(nodeClaim ? { nodeClaim: nodeClaim.name } : {}),
+    ...(pricedBy !== undefined ? { pricedBy } : {}),
     provider,
+    effect,
   });
-  return { outcome: overlay ? 'influenced' : 'not-influenced', overlay, basis, evaluatedAt, record, provider };
+  return { outcome: overlay ? 'influenced' : 'not-influenced', overlay, basis, evaluatedAt, record, provider, effect };
 }

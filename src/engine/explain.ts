@@ -1,6 +1,7 @@
 // Why a node got (or would get) its record: the decision plus, for every overlay, whether it
 // was active at the launch, whether it matched, and each requirement against the node's value.
-import { characteristics, decide, karpenterView, launchTime, providerOf, type EngineSettings } from './decide.ts';
+import { characteristics, decide, karpenterView, launchTime, providerOf, type EngineSettings, type LaunchKnowledge } from './decide.ts';
+import type { Effect } from './effect/effect.ts';
 import type { KeyRole } from './karpenter-view.ts';
 import type { NodePoolView } from './nodepool.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
@@ -57,6 +58,8 @@ export interface Explanation {
   existingRecord?: Record<string, string>;
   /** Whose keys Karpenter compared, as far as the watcher knows (absent when out of scope). */
   provider?: ProviderExplanation;
+  /** What the selected overlays changed about the launch: both worlds' launches (absent when not decided). */
+  effect?: Effect;
   overlays: OverlayExplanation[];
 }
 
@@ -76,7 +79,7 @@ export interface ProviderExplanation {
  * built once for every node explained.
  */
 export function explainer(
-  known: { overlays: readonly OverlayView[]; nodePools: readonly NodePoolView[]; nodeClassGroups?: ReadonlyMap<string, number> },
+  known: { overlays: readonly OverlayView[]; nodePools: readonly NodePoolView[]; nodeClassGroups?: ReadonlyMap<string, number>; launch?: LaunchKnowledge },
   time: { now: number; knownSince: number },
   settings: EngineSettings,
   policy: OverlayPolicy,
@@ -100,7 +103,7 @@ export function explainer(
       },
     })),
   }));
-  return (node, nodeClaim) => explainOne({ node, nodeClaim, now: time.now, nodeClassGroups: known.nodeClassGroups }, shown, index, owned, settings);
+  return (node, nodeClaim) => explainOne({ node, nodeClaim, now: time.now, nodeClassGroups: known.nodeClassGroups, launch: known.launch }, shown, index, owned, settings);
 }
 
 interface ShownOverlay {
@@ -110,7 +113,7 @@ interface ShownOverlay {
 }
 
 function explainOne(
-  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; now: number; nodeClassGroups: ReadonlyMap<string, number> | undefined },
+  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; now: number; nodeClassGroups: ReadonlyMap<string, number> | undefined; launch: LaunchKnowledge | undefined },
   shown: readonly ShownOverlay[],
   index: OverlayIndex,
   owned: ReadonlySet<string>,
@@ -119,7 +122,7 @@ function explainOne(
   const existing = Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => owned.has(k)));
   // An existing record is shown as it is, and the decision is made as if it were not there.
   const bare: NodeView = { ...input.node, labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))) };
-  const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli', nodeClassGroups: input.nodeClassGroups }, index, settings);
+  const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli', nodeClassGroups: input.nodeClassGroups, launch: input.launch }, index, settings);
   const at = launchTime(bare, input.nodeClaim, input.now);
   const provider = decision.outcome === 'out-of-scope' || decision.outcome === 'recorded' ? providerOf(bare, input.nodeClaim, settings, input.nodeClassGroups) : decision.provider;
   const view = karpenterView(characteristics(bare, input.nodeClaim), at, index, provider);
@@ -169,7 +172,7 @@ function explainOne(
     default:
       return {
         node: input.node.name, outcome: decision.outcome, overlay: decision.overlay?.name ?? null, basis: decision.basis, ...rest,
-        labels: decision.record.labels, annotations: decision.record.annotations, overlays,
+        effect: decision.effect, labels: decision.record.labels, annotations: decision.record.annotations, overlays,
       };
   }
 }

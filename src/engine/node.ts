@@ -2,6 +2,9 @@
 import type { Labels } from './requirements.ts';
 import { toEpochMs } from './overlay.ts';
 import { KNOWN_PROVIDERS } from './providers.ts';
+import type { ClaimForEffect } from './effect/effect.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './effect/candidates.ts';
+import { normalizedKey } from './normalize.ts';
 
 type Timestamp = string | Date | undefined | null;
 
@@ -25,13 +28,24 @@ export interface NodeObject {
   spec?: { providerID?: string | null } | null;
 }
 
+export interface NodeClaimRequirement {
+  key?: string;
+  operator?: string;
+  values?: string[] | null;
+  minValues?: number | null;
+}
+
 export interface NodeClaimObject {
   metadata?: {
     name?: string;
     labels?: Record<string, string> | null;
+    annotations?: Record<string, string> | null;
     creationTimestamp?: Timestamp;
   };
-  spec?: { nodeClassRef?: { group?: string | null; kind?: string | null; name?: string | null } | null } | null;
+  spec?: {
+    nodeClassRef?: { group?: string | null; kind?: string | null; name?: string | null } | null;
+    requirements?: NodeClaimRequirement[] | null;
+  } | null;
   status?: { providerID?: string | null; nodeName?: string | null } | null;
 }
 
@@ -56,6 +70,10 @@ export interface NodeClaimView {
   readonly nodeName?: string;
   /** spec.nodeClassRef.group: the cloud provider that launched it (`karpenter.k8s.aws`, `karpenter.kwok.sh`, ...). */
   readonly nodeClassGroup?: string;
+  /** spec.nodeClassRef.name: its NodeClass (the EC2NodeClass whose subnets it launches into). */
+  readonly nodeClass?: string;
+  /** What its launch was chosen from, when its requirements name candidate instance types. */
+  readonly launch?: ClaimForEffect;
 }
 
 /**
@@ -80,6 +98,56 @@ export function toNodeView(obj: NodeObject, storyAnnotation?: string): NodeView 
   };
 }
 
+/**
+ * Candidate lists as one shared array each: the NodeClaims of a burst list the same hundreds of
+ * instance types. Emptied when it grows past a bound, so that it never holds more than a burst's worth.
+ */
+const SHARED_CANDIDATES = new Map<string, readonly string[]>();
+const MAX_SHARED_CANDIDATE_LISTS = 2000;
+
+function shared(values: readonly string[]): readonly string[] {
+  const key = values.join('\u0000');
+  const known = SHARED_CANDIDATES.get(key);
+  if (known) return known;
+  if (SHARED_CANDIDATES.size >= MAX_SHARED_CANDIDATE_LISTS) SHARED_CANDIDATES.clear();
+  const frozen = Object.freeze([...values]);
+  SHARED_CANDIDATES.set(key, frozen);
+  return frozen;
+}
+
+const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
+
+/** What the scheduler wrote into a NodeClaim for its launch: candidates, capacity types, zones, pinned values. */
+export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
+  const reqs = obj.spec?.requirements ?? [];
+  let candidates: readonly string[] | undefined;
+  let capacityTypes: Set<string> | undefined;
+  let zones: Set<string> | undefined;
+  let minValues = false;
+  const pinned: Record<string, string> = {};
+  for (const r of reqs) {
+    if (typeof r.minValues === 'number') minValues = true;
+    const key = normalizedKey(r.key ?? '');
+    const values = r.values ?? [];
+    if (r.operator !== 'In') continue;
+    // Requirements sharing a key are intersected, as Karpenter holds them.
+    const narrow = (have: Set<string> | undefined) => new Set(have ? values.filter((v) => have.has(v)) : values);
+    if (key === INSTANCE_TYPE) candidates = shared(candidates ? values.filter((v) => candidates!.includes(v)) : values);
+    else if (key === CAPACITY_TYPE) capacityTypes = narrow(capacityTypes);
+    else if (key === ZONE) zones = narrow(zones);
+    else if (values.length === 1) pinned[key] = values[0]!;
+  }
+  if (candidates === undefined) return undefined;
+  return {
+    candidates,
+    pinned,
+    capacityTypes: capacityTypes ?? new Set(['on-demand', 'spot']),
+    ...(zones ? { zones } : {}),
+    minValues,
+    priceOverlayApplied: obj.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true',
+  };
+}
+
 export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
   const md = obj.metadata ?? {};
   const group = obj.spec?.nodeClassRef?.group ?? undefined;
@@ -90,6 +158,8 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     ...optional('providerID', obj.status?.providerID ?? undefined),
     ...optional('nodeName', obj.status?.nodeName ?? undefined),
     ...optional('nodeClassGroup', group === undefined ? undefined : SHARED_GROUPS.get(group) ?? group),
+    ...optional('nodeClass', obj.spec?.nodeClassRef?.name ?? undefined),
+    ...optional('launch', claimLaunch(obj)),
   };
 }
 

@@ -6,12 +6,14 @@ import { combinedOperator } from './requirements.ts';
 import type { KarpenterView } from './karpenter-view.ts';
 import { NodePoolHistory, type NodePoolView } from './nodepool.ts';
 import { type Version, VersionHistory } from './versions.ts';
-import { ineligibility, type OverlayPolicy, type OverlayView, outranks } from './overlay.ts';
+import { type OverlayPolicy, type OverlayView, outranks, unapplied } from './overlay.ts';
 
 export interface OverlayVersion extends Version {
   readonly overlay: OverlayView;
-  /** Why it does not count, or undefined when it does. */
+  /** Why Karpenter does not apply it, or undefined when it does. */
   readonly ineligible: string | undefined;
+  /** Picked by the watcher's overlaySelector: a record names only such an overlay. */
+  readonly selected: boolean;
 }
 
 export interface Match {
@@ -72,7 +74,7 @@ export class OverlayIndex {
       if (open) open.to = Math.min(at, Math.max(open.from, overlay.deletingAt));
       else if (!current && overlay.createdAt !== undefined && overlay.createdAt < overlay.deletingAt) {
         // First seen while being deleted (a finalizer holds it): it was active until then.
-        versions.push({ overlay, ineligible: ineligibility({ ...overlay, deletingAt: undefined }, this.policy), from: overlay.createdAt, to: overlay.deletingAt });
+        versions.push({ overlay, ineligible: unapplied({ ...overlay, deletingAt: undefined }, this.policy), selected: this.policy.selector.matches(overlay.labels), from: overlay.createdAt, to: overlay.deletingAt });
         this.history.set(overlay.name, versions);
         this.dirty = true;
       }
@@ -80,8 +82,8 @@ export class OverlayIndex {
     }
     if (open && open.overlay.fingerprint === overlay.fingerprint) return;
     if (open) open.to = at;
-    const ineligible = ineligibility(overlay, this.policy);
-    versions.push({ overlay, ineligible, from: this.countsFrom(overlay, ineligible, open, at), to: undefined });
+    const ineligible = unapplied(overlay, this.policy);
+    versions.push({ overlay, ineligible, selected: this.policy.selector.matches(overlay.labels), from: this.countsFrom(overlay, ineligible, open, at), to: undefined });
     this.history.set(overlay.name, versions);
     this.dirty = true;
   }
@@ -142,7 +144,7 @@ export class OverlayIndex {
     }
   }
 
-  /** The overlay Karpenter would have applied to this launch at time `t`. */
+  /** The overlay Karpenter would have applied to this launch at time `t`, selected or not. */
   match(view: KarpenterView, t: number): Match {
     let best: OverlayVersion | undefined;
     for (const v of this.candidates(view)) {

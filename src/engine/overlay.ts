@@ -111,9 +111,16 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
   return { ...view, fingerprint };
 }
 
-/** Why an overlay does not count, or undefined when it does. */
+/** Why an overlay is not one of those the watcher records (the selector's), or does not count; undefined when it counts. */
 export function ineligibility(view: OverlayView, policy: OverlayPolicy): string | undefined {
-  if (!policy.selector.matches(view.labels)) return `not selected by ${policy.selector.source}`;
+  return policy.selector.matches(view.labels) ? unapplied(view, policy) : `not selected by ${policy.selector.source}`;
+}
+
+/**
+ * Why Karpenter does not apply an overlay's price, or undefined when it does: selected or not, an
+ * overlay that counts prices the offerings it meets, and outranks or is outranked by the others.
+ */
+export function unapplied(view: OverlayView, policy: OverlayPolicy): string | undefined {
   if (view.price === undefined && view.priceAdjustment === undefined) return 'changes no price';
   if (view.validation?.status === 'False') {
     return `${REJECTED} (ValidationSucceeded=False${view.validation.reason ? `, ${view.validation.reason}` : ''})`;

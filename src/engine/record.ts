@@ -3,12 +3,15 @@
 import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
 import type { OverlayView } from './overlay.ts';
 import type { ProviderChoice, ProviderFrom } from './providers.ts';
+import type { Effect } from './effect/effect.ts';
 
 /** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
 const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;
 
 export interface RecordKeys {
   influenced: string;
+  /** What the selected overlays changed about the launch (EFFECTS). */
+  effect: string;
   matchingOverlay: string;
   labeledAt: string;
   copied: Record<(typeof COPIED_FROM_OVERLAY)[number], string>;
@@ -24,13 +27,15 @@ export function recordKeys(ns: string): RecordKeys {
   const matchingOverlay = `${ns}/matching-overlay`;
   const labeledAt = `${ns}/labeled-at`;
   const decisionAnnotation = `${ns}/overlay-decision`;
+  const effect = `${ns}/overlay-effect`;
   return {
     influenced,
+    effect,
     matchingOverlay,
     labeledAt,
     copied,
     decisionAnnotation,
-    ownedLabels: [influenced, matchingOverlay, ...Object.values(copied), labeledAt],
+    ownedLabels: [influenced, matchingOverlay, ...Object.values(copied), effect, labeledAt],
     ownedAnnotations: [decisionAnnotation],
   };
 }
@@ -48,7 +53,11 @@ export interface RecordInput {
   labeledAt: number;
   characteristicsFrom: 'node' | 'node+nodeclaim';
   nodeClaim?: string;
+  /** The overlay, not one of the selector's, whose price Karpenter applied to the launched offering. */
+  pricedBy?: string;
   provider?: ProviderChoice;
+  /** What the selected overlays changed about the launch; absent from records made before the watcher knew. */
+  effect?: Effect;
 }
 
 export interface NodeRecord {
@@ -69,12 +78,20 @@ export interface DecisionStory {
   basis: Basis;
   characteristicsFrom: 'node' | 'node+nodeclaim';
   nodeClaim?: string;
+  /** The overlay, not one of the selector's, whose price Karpenter applied (the node is then not influenced). */
+  pricedBy?: string;
   /** The cloud provider whose keys the launch was judged with (`aws`, `kwok`, `unknown`), and how it was known. */
   provider?: string;
   providerFrom?: ProviderFrom;
   /** Why those may not be the keys Karpenter compared (the basis is then approximate). */
   providerWarning?: string;
+  effect?: EffectStory;
   labels: string[];
+}
+
+/** The effect as the annotation tells it: the verdict, and both worlds' launches. */
+export interface EffectStory extends Omit<Effect, 'prices'> {
+  prices?: { source: string; asOf?: string };
 }
 
 export function buildRecord(input: RecordInput): NodeRecord {
@@ -87,6 +104,7 @@ export function buildRecord(input: RecordInput): NodeRecord {
       if (value !== undefined && value !== '') labels[key] = toLabelValue(value);
     }
   }
+  if (input.effect) labels[keys.effect] = input.effect.verdict;
   labels[keys.labeledAt] = basicTimestamp(input.labeledAt);
   const story: DecisionStory = {
     influenced: overlay !== undefined,
@@ -100,11 +118,18 @@ export function buildRecord(input: RecordInput): NodeRecord {
     basis: input.basis,
     characteristicsFrom: input.characteristicsFrom,
     ...(input.nodeClaim ? { nodeClaim: input.nodeClaim } : {}),
+    ...(input.pricedBy !== undefined ? { pricedBy: input.pricedBy } : {}),
     ...(input.provider ? { provider: input.provider.name, providerFrom: input.provider.from } : {}),
     ...(input.provider?.warning !== undefined ? { providerWarning: input.provider.warning } : {}),
+    ...(input.effect ? { effect: effectStory(input.effect) } : {}),
     labels: Object.keys(labels),
   };
   return { labels, annotations: { [keys.decisionAnnotation]: JSON.stringify(story) } };
+}
+
+function effectStory(e: Effect): EffectStory {
+  const { prices, ...rest } = e;
+  return { ...rest, ...(prices ? { prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: rfc3339(prices.asOf) } : {}) } } : {}) };
 }
 
 /** The story in a decision annotation, or undefined when it is missing or not ours to read. */

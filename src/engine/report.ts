@@ -7,11 +7,29 @@ import { rfc3339, fromBasicTimestamp } from './labels.ts';
 import { nodeClaimFor, toNodeView, type NodeClaimLookup, type NodeObject } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, NOT_VALIDATED, outranks, REJECTED, type OverlayPolicy, type OverlayView } from './overlay.ts';
-import { readStory } from './record.ts';
+import { readStory, type EffectStory } from './record.ts';
 import { KNOWN_PROVIDERS, providerCensus, type ProviderCensus } from './providers.ts';
 
-/** `rejected`: Karpenter's validation failed (its reason in the note); `unvalidated`: Karpenter has not validated it. */
-export type Verdict = 'steering' | 'outranked' | 'idle' | 'rejected' | 'unvalidated' | 'inactive' | 'gone';
+/**
+ * `steering`: it won nodes and changed some of their launches (or nothing says it did not);
+ * `no-effect`: it won nodes, and every one of their launches would have been the same without the
+ * selected overlays; `rejected`: Karpenter's validation failed (its reason in the note);
+ * `unvalidated`: Karpenter has not validated it.
+ */
+export type Verdict = 'steering' | 'no-effect' | 'outranked' | 'idle' | 'rejected' | 'unvalidated' | 'inactive' | 'gone';
+
+/** Recorded nodes by what the selected overlays changed about their launch (a record's effect). */
+export interface EffectCounts {
+  /** Without the selected overlays Karpenter would have launched spot. */
+  steeredFromSpot: number;
+  /** Without them, another instance type. */
+  movedType: number;
+  /** Without them, the same launch. */
+  none: number;
+  unknown: number;
+  /** On-demand USD an hour, at list price, of the nodes steered from spot or moved to another type. */
+  steeredListPricePerHour: number;
+}
 
 export interface OverlayReport {
   overlay: string;
@@ -29,6 +47,8 @@ export interface OverlayReport {
   lostTo: Record<string, number>;
   /** When the newest record naming it was written. */
   newestWin: string | null;
+  /** The records whose launch it priced a candidate of (its effect's overlays), by that effect. */
+  effects: EffectCounts;
   verdict: Verdict;
   note?: string;
 }
@@ -45,6 +65,8 @@ export interface ReportTotals {
   approximate: number;
   /** Overlays in the cluster that count for nothing (not selected, capacity only, rejected) and no record names. */
   inactiveOverlays: number;
+  /** Every record with an effect, each node once. */
+  effects: EffectCounts;
 }
 
 /** Whose keys Karpenter compares: karpenterProvider, the NodeClaims by provider, and the nodes in doubt. */
@@ -81,6 +103,19 @@ interface Tally {
   newestWin: number | undefined;
   /** From the records, for an overlay that is gone. */
   recordLabels?: Record<string, string>;
+  effects: EffectCounts;
+}
+
+const noEffects = (): EffectCounts => ({ steeredFromSpot: 0, movedType: 0, none: 0, unknown: 0, steeredListPricePerHour: 0 });
+
+function countEffect(c: EffectCounts, effect: EffectStory): void {
+  switch (effect.verdict) {
+    case 'capacity-type': c.steeredFromSpot++; break;
+    case 'instance-type': c.movedType++; break;
+    case 'none': c.none++; return;
+    default: c.unknown++; return;
+  }
+  c.steeredListPricePerHour += effect.launched?.listPrice ?? 0;
 }
 
 export function buildReport(input: ReportInput): Report {
@@ -91,10 +126,10 @@ export function buildReport(input: ReportInput): Report {
   const tallies = new Map<string, Tally>();
   const tally = (name: string) => {
     let t = tallies.get(name);
-    if (!t) tallies.set(name, (t = { won: 0, wonWithoutRecord: 0, lost: 0, lostTo: new Map(), newestWin: undefined }));
+    if (!t) tallies.set(name, (t = { won: 0, wonWithoutRecord: 0, lost: 0, lostTo: new Map(), newestWin: undefined, effects: noEffects() }));
     return t;
   };
-  const totals: ReportTotals = { onDemandNodes: 0, influenced: 0, notInfluenced: 0, pending: 0, records: 0, recordedInline: 0, inlineShare: null, approximate: 0, inactiveOverlays: 0 };
+  const totals: ReportTotals = { onDemandNodes: 0, influenced: 0, notInfluenced: 0, pending: 0, records: 0, recordedInline: 0, inlineShare: null, approximate: 0, inactiveOverlays: 0, effects: noEffects() };
   const groups = input.nodeClaims.groups ?? new Map<string, number>();
   let nodesInDoubt = 0;
 
@@ -110,6 +145,10 @@ export function buildReport(input: ReportInput): Report {
       totals.records++;
       if (story?.decidedBy === 'webhook') totals.recordedInline++;
       if (story?.basis === 'approximate') totals.approximate++;
+      if (story?.effect) {
+        countEffect(totals.effects, story.effect);
+        for (const name of story.effect.overlays ?? []) countEffect(tally(name).effects, story.effect);
+      }
       if (node.labels[keys.influenced] !== 'true') {
         totals.notInfluenced++;
         winner = NO_OVERLAY;
@@ -141,13 +180,14 @@ export function buildReport(input: ReportInput): Report {
     const provider = providerOf(node, claim, settings, groups);
     if (provider.warning !== undefined) nodesInDoubt++;
     for (const v of index.matchesAt(karpenterView(characteristics(node, claim), at, index, provider), at)) {
-      if (v.overlay.name === winner) continue;
+      if (v.overlay.name === winner || !v.selected) continue;
       const t = tally(v.overlay.name);
       t.lost++;
       t.lostTo.set(winner, (t.lostTo.get(winner) ?? 0) + 1);
     }
   }
   totals.inlineShare = totals.records > 0 ? totals.recordedInline / totals.records : null;
+  totals.effects.steeredListPricePerHour = Math.round(totals.effects.steeredListPricePerHour * 10_000) / 10_000;
 
   const rows: OverlayReport[] = [];
   const present = new Set<string>();
@@ -162,7 +202,8 @@ export function buildReport(input: ReportInput): Report {
       continue;
     }
     const row = reportRow(o.name, o.weight, (k) => o.labels[`veneer.io/${k}`], t);
-    rows.push(karpenter ? { ...row, ...karpenter } : why === undefined ? row : { ...row, verdict: 'inactive', note: why });
+    const noEffect = row.verdict === 'no-effect' ? { note: `won ${row.won} node${row.won === 1 ? '' : 's'}, and each launch would have been the same without the selected overlays` } : {};
+    rows.push(karpenter ? { ...row, ...karpenter } : why === undefined ? { ...row, ...noEffect } : { ...row, verdict: 'inactive', note: why });
   }
   const gone = [...tallies.entries()].filter(([name]) => !present.has(name) && name !== NO_OVERLAY).sort(([a], [b]) => a.localeCompare(b));
   for (const [name, t] of gone) {
@@ -171,6 +212,11 @@ export function buildReport(input: ReportInput): Report {
   }
   const census = providerCensus(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, groups);
   return { generatedAt: rfc3339(now), overlays: rows, totals, provider: { ...census, nodesInDoubt } };
+}
+
+/** Its records say, each of them, that the launch would have been the same without the selected overlays. */
+function changedNone(e: EffectCounts | undefined): boolean {
+  return e !== undefined && e.none > 0 && e.steeredFromSpot === 0 && e.movedType === 0 && e.unknown === 0;
 }
 
 function karpenterVerdict(o: OverlayView, why: string | undefined, now: number): { verdict: Verdict; note: string } | undefined {
@@ -197,6 +243,7 @@ function reportRow(name: string, weight: number | null, label: (k: 'capacity-typ
     lost,
     lostTo: Object.fromEntries([...(t?.lostTo ?? [])].sort(([, a], [, b]) => b - a)),
     newestWin: t?.newestWin !== undefined ? rfc3339(t.newestWin) : null,
-    verdict: won > 0 ? 'steering' : lost > 0 ? 'outranked' : 'idle',
+    effects: { ...(t?.effects ?? noEffects()), steeredListPricePerHour: Math.round((t?.effects.steeredListPricePerHour ?? 0) * 10_000) / 10_000 },
+    verdict: won > 0 ? (changedNone(t?.effects) ? 'no-effect' : 'steering') : lost > 0 ? 'outranked' : 'idle',
   };
 }

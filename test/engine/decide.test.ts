@@ -92,6 +92,8 @@ t.test('the record: labels, values and the annotation', async (t) => {
     'veneer.io/instance-family': 'm5',
     'veneer.io/instance-type': 'm5.xlarge',
     'veneer.io/region': 'us-west-2',
+    // Without its NodeClaim the launch cannot be replayed: what the overlay changed is unknown.
+    'veneer.io/overlay-effect': 'unknown',
     'veneer.io/labeled-at': '20260112T153000Z',
   });
   t.same(JSON.parse(d.record.annotations['veneer.io/overlay-decision'] ?? ''), {
@@ -106,11 +108,12 @@ t.test('the record: labels, values and the annotation', async (t) => {
     characteristicsFrom: 'node',
     provider: 'aws',
     providerFrom: 'setting',
+    effect: { verdict: 'unknown', reasonCode: 'no-nodeclaim', reason: "the node's NodeClaim is not known" },
     labels: Object.keys(d.record.labels),
   });
   const none = decideNode(karpenterNode({ name: 'b', instanceType: 'm5.xlarge', createdAt: iso(T0) }), indexWith([]));
   if (none.outcome !== 'not-influenced') throw new Error('expected not-influenced');
-  t.same(Object.keys(none.record.labels), ['veneer.io/overlay-influenced', 'veneer.io/labeled-at']);
+  t.same(Object.keys(none.record.labels), ['veneer.io/overlay-influenced', 'veneer.io/overlay-effect', 'veneer.io/labeled-at']);
   t.equal(none.record.labels['veneer.io/overlay-influenced'], 'false');
 });
 

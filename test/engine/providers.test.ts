@@ -71,7 +71,7 @@ t.test('the NodeClaim keeps only its NodeClass group, one shared string for the 
   t.equal(toNodeClaimView(claimOf('c', AZURE_GROUP)).nodeClassGroup, AZURE_GROUP, 'an unknown group is kept as it is');
   t.notOk('nodeClassGroup' in toNodeClaimView(claimOf('d', undefined)), 'no nodeClassRef: no group');
   t.notOk('nodeClassGroup' in toNodeClaimView({ ...claimOf('e', undefined), spec: { nodeClassRef: { group: '' } } }), 'an empty group is none');
-  t.same(Object.keys(toNodeClaimView(claimOf('f', KWOK_GROUP))).sort(), ['createdAt', 'labels', 'name', 'nodeClassGroup', 'nodeName', 'providerID'], 'nothing else of the spec');
+  t.same(Object.keys(toNodeClaimView(claimOf('f', KWOK_GROUP))).sort(), ['createdAt', 'labels', 'name', 'nodeClass', 'nodeClassGroup', 'nodeName', 'providerID'], 'nothing else of the spec (without requirements, no launch to replay)');
 });
 
 t.test('auto: the NodeClaim\'s nodeClassRef.group picks the keys, exactly', async (t) => {

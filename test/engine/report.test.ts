@@ -68,7 +68,8 @@ t.test('steering, outranked, idle, inactive and gone overlays, and the totals', 
   t.match(row('cost-aware-ri-c7i.large-us-east-1'), { won: 0, lost: 0, newestWin: null, region: 'us-east-1' });
   t.match(row('cost-aware-ri-r6g.large-us-west-2'), { won: 1, note: 'rejected by Karpenter (Ready=False, Conflict)' });
   t.match(row('cost-aware-ri-m4.large-us-west-2'), { weight: null, capacityType: 'reserved-instance', instanceType: 'm4.large', won: 1, note: 'no longer in the cluster; named by 1 record' });
-  t.same(report.totals, { onDemandNodes: 8, influenced: 5, notInfluenced: 1, pending: 2, records: 6, recordedInline: 4, inlineShare: 4 / 6, approximate: 1, inactiveOverlays: 1 });
+  // Decided without their NodeClaims: what the overlays changed is unknown for each.
+  t.same(report.totals, { onDemandNodes: 8, influenced: 5, notInfluenced: 1, pending: 2, records: 6, recordedInline: 4, inlineShare: 4 / 6, approximate: 1, inactiveOverlays: 1, effects: { steeredFromSpot: 0, movedType: 0, none: 0, unknown: 6, steeredListPricePerHour: 0 } });
 });
 
 t.test('a record without its story still counts, by its label (a shortened long name included)', async (t) => {
@@ -86,4 +87,29 @@ t.test('a record without its story still counts, by its label (a shortened long 
   ]);
   t.same(report.totals.inlineShare, 0, 'records without a story are not counted as inline');
   t.equal(buildReport({ nodes: [], overlays: [], nodePools: [], nodeClaims: noClaims, now: NOW, settings, policy }).totals.inlineShare, null, 'no records: no share');
+});
+
+t.test('effects per overlay: steered from spot, moved to another type, no effect, and what was steered', async (t) => {
+  const ri = withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0 - 3_600_000);
+  const ec2 = withCreation(ec2InstanceSavingsPlan('c6i', 'us-west-2'), T0 - 3_600_000);
+  const index = indexWith([ri, ec2]);
+  const withEffect = (name: string, type: string, effect: Record<string, unknown>): NodeObject => {
+    const node = recorded(name, type, index, 'webhook');
+    const story = { ...JSON.parse(node.metadata!.annotations!['veneer.io/overlay-decision']!), effect };
+    return { ...node, metadata: { ...node.metadata, labels: { ...node.metadata?.labels, 'veneer.io/overlay-effect': String(effect.verdict) }, annotations: { 'veneer.io/overlay-decision': JSON.stringify(story) } } };
+  };
+  const riName = ri.metadata!.name!;
+  const ec2Name = ec2.metadata!.name!;
+  const nodes = [
+    withEffect('a', 'm5.xlarge', { verdict: 'capacity-type', overlays: [riName], launched: { listPrice: 0.192, price: 0 } }),
+    withEffect('b', 'm5.xlarge', { verdict: 'instance-type', overlays: [riName], launched: { listPrice: 0.192, price: 0 } }),
+    withEffect('c', 'm5.xlarge', { verdict: 'none', overlays: [riName] }),
+    withEffect('d', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
+    withEffect('e', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
+  ];
+  const report = buildReport({ nodes, overlays: [ri, ec2].map((o) => toOverlayView(o)), nodePools: [], nodeClaims: noClaims, now: NOW, settings, policy });
+  const row = (name: string) => report.overlays.find((o) => o.overlay === name);
+  t.match(row(riName), { won: 3, verdict: 'steering', effects: { steeredFromSpot: 1, movedType: 1, none: 1, unknown: 0, steeredListPricePerHour: 0.384 } });
+  t.match(row(ec2Name), { won: 2, verdict: 'no-effect', effects: { none: 2 }, note: 'won 2 nodes, and each launch would have been the same without the selected overlays' });
+  t.same(report.totals.effects, { steeredFromSpot: 1, movedType: 1, none: 3, unknown: 0, steeredListPricePerHour: 0.384 });
 });

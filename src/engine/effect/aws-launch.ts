@@ -1,0 +1,147 @@
+// What Karpenter's AWS provider launches for a NodeClaim, given each candidate offering's price in
+// one world: its launch path (karpenter-provider-aws v1.14.3, pkg/providers/instance: Create,
+// filterInstanceTypes, getCapacityType, getOverrides, CreateFleetInputBuilder), then EC2's
+// documented choice among the overrides. The judge (test/aws-launch-oracle) runs that very code.
+import type { PricedCandidate, PricedOffering } from './worlds.ts';
+
+/** `maxInstanceTypes`: a CreateFleet request names at most this many instance types. */
+export const MAX_LAUNCH_TYPES = 60;
+
+export interface ClaimLaunchFacts {
+  /** The NodeClaim's `karpenter.sh/capacity-type In` values. */
+  readonly capacityTypes: ReadonlySet<string>;
+  /** Its `topology.kubernetes.io/zone In` values, when it has that requirement. */
+  readonly zones?: ReadonlySet<string>;
+  /** A requirement with minValues: the exotic and spot filters stand aside. */
+  readonly minValues: boolean;
+}
+
+export interface Override {
+  readonly instanceType: string;
+  readonly zone: string;
+  readonly priority: number;
+  /** The offering's price before overlays: what EC2 ranks `lowest-price` by. */
+  readonly list: number;
+}
+
+export interface Launch {
+  readonly capacityType: 'spot' | 'on-demand';
+  /** The CreateFleet allocation strategy (on-demand or spot options). */
+  readonly strategy: 'prioritized' | 'lowest-price' | 'capacity-optimized-prioritized' | 'price-capacity-optimized';
+  readonly overrides: readonly Override[];
+  /**
+   * The instance types EC2 may launch by its documented rule: on-demand `prioritized`, those with
+   * the lowest Priority; `lowest-price`, the lowest price; spot, any (EC2 picks the pool by its
+   * capacity). More than one on-demand type is a tie EC2 breaks.
+   */
+  readonly picks: readonly string[];
+}
+
+/**
+ * `cutAmbiguous`: candidates priced alike straddle the cut at 60 and which of them survive changes
+ * the launch (Go's unstable sort decides); `launch` is then the launch with all of them.
+ */
+export type LaunchOutcome = { launch: Launch; cutAmbiguous?: string } | { unknown: string; code: 'reserved' | 'exotic' | 'no-offering' };
+
+const compatible = (o: PricedOffering, claim: ClaimLaunchFacts, capacityType?: string) =>
+  (capacityType === undefined ? claim.capacityTypes.has(o.capacityType) : o.capacityType === capacityType) && (claim.zones === undefined || claim.zones.has(o.zone));
+
+/** The cheapest compatible offering's price (OrderByPrice's key), +Infinity without one. */
+const cheapest = (c: PricedCandidate, claim: ClaimLaunchFacts) => {
+  let min = Number.POSITIVE_INFINITY;
+  for (const o of c.offerings) if (compatible(o, claim) && o.price < min) min = o.price;
+  return min;
+};
+
+/**
+ * `priceOverlayApplied`: the NodeClaim's karpenter.sh/price-overlay-applied annotation, which
+ * switches CreateFleet to the strategies that follow Karpenter's priorities.
+ */
+export function awsLaunch(candidates: readonly PricedCandidate[], claim: ClaimLaunchFacts, priceOverlayApplied: boolean): LaunchOutcome {
+  // Capacity reservations are not modelled: a NodeClaim that lists `reserved` had one available.
+  if (claim.capacityTypes.has('reserved')) return { unknown: 'the NodeClaim allows reserved capacity, whose reservations the watcher does not see', code: 'reserved' };
+  let types = candidates.filter((c) => c.offerings.some((o) => compatible(o, claim)));
+  if (types.length === 0) return { unknown: 'no candidate has an offering the NodeClaim allows, at the prices known', code: 'no-offering' };
+
+  if (!claim.minValues) {
+    // ExoticInstanceTypeFilter: GPUs, accelerators and metal only if nothing else is left.
+    if (types.some((c) => c.type.exotic === undefined) && !types.every((c) => c.type.exotic === undefined)) {
+      return { unknown: `whether ${types.filter((c) => c.type.exotic === undefined).map((c) => c.type.name).slice(0, 3).join(', ')} has GPUs or accelerators is not known`, code: 'exotic' };
+    }
+    const generic = types.filter((c) => c.type.exotic === false);
+    if (generic.length > 0) types = generic;
+
+    // SpotOfferingFilter: with both capacity types allowed, every spot offering priced above the
+    // cheapest on-demand one goes, and a type left with no offering goes with it.
+    if (claim.capacityTypes.has('on-demand') && claim.capacityTypes.has('spot')) {
+      let cheapestOnDemand = Number.POSITIVE_INFINITY;
+      let hasSpot = false;
+      let hasOnDemand = false;
+      for (const c of types) {
+        for (const o of c.offerings) {
+          if (!compatible(o, claim)) continue;
+          if (o.capacityType === 'on-demand') {
+            hasOnDemand = true;
+            if (o.price < cheapestOnDemand) cheapestOnDemand = o.price;
+          } else if (o.capacityType === 'spot') hasSpot = true;
+        }
+      }
+      if (hasOnDemand && hasSpot) {
+        types = types
+          .map((c) => ({ ...c, offerings: c.offerings.filter((o) => o.capacityType !== 'spot' || o.price <= cheapestOnDemand) }))
+          .filter((c) => c.offerings.length > 0);
+      }
+    }
+  }
+
+  // Truncate: the 60 cheapest by their cheapest compatible offering. Go's sort.Slice is not
+  // stable, so which of equally priced types at the cut survive is the sort's business: the
+  // launch is decided only if it is the same whichever do.
+  const keyed = types.map((c) => ({ c, key: cheapest(c, claim) })).sort((a, b) => a.key - b.key);
+  if (keyed.length <= MAX_LAUNCH_TYPES) return { launch: fleet(keyed.map((k) => k.c), claim, priceOverlayApplied) };
+  const cut = keyed[MAX_LAUNCH_TYPES - 1]!.key;
+  if (keyed[MAX_LAUNCH_TYPES]!.key !== cut) return { launch: fleet(keyed.slice(0, MAX_LAUNCH_TYPES).map((k) => k.c), claim, priceOverlayApplied) };
+  const below = keyed.filter((k) => k.key < cut).map((k) => k.c);
+  const tied = keyed.filter((k) => k.key === cut).map((k) => k.c);
+  const fewest = fleet(below, claim, priceOverlayApplied);
+  const most = fleet([...below, ...tied], claim, priceOverlayApplied);
+  if (sameLaunch(fewest, most)) return { launch: most };
+  return { launch: most, cutAmbiguous: `${tied.length} candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, and which survive changes the launch` };
+}
+
+function sameLaunch(a: Launch, b: Launch): boolean {
+  return a.capacityType === b.capacityType && a.strategy === b.strategy && a.picks.length === b.picks.length && a.picks.every((p) => b.picks.includes(p));
+}
+
+/** getCapacityType (reserved, spot, on-demand: the first with an offering left), the overrides, and EC2's pick. */
+function fleet(types: readonly PricedCandidate[], claim: ClaimLaunchFacts, priceOverlayApplied: boolean): Launch {
+  const spot = claim.capacityTypes.has('spot') && types.some((c) => c.offerings.some((o) => compatible(o, claim, 'spot')));
+  const capacityType = spot ? 'spot' : 'on-demand';
+  const overrides: Override[] = [];
+  for (const c of types) {
+    const zones = new Set<string>();
+    for (const o of c.offerings) {
+      // One override per instance type and zone (getOverrides de-duplicates partitions).
+      if (!compatible(o, claim, capacityType) || zones.has(o.zone)) continue;
+      zones.add(o.zone);
+      overrides.push({ instanceType: c.type.name, zone: o.zone, priority: o.price, list: o.list });
+    }
+  }
+  if (capacityType === 'spot') {
+    return {
+      capacityType,
+      strategy: priceOverlayApplied ? 'capacity-optimized-prioritized' : 'price-capacity-optimized',
+      overrides,
+      picks: [...new Set(overrides.map((o) => o.instanceType))],
+    };
+  }
+  const rank = (o: Override) => (priceOverlayApplied ? o.priority : o.list);
+  let best = Number.POSITIVE_INFINITY;
+  for (const o of overrides) best = Math.min(best, rank(o));
+  return {
+    capacityType,
+    strategy: priceOverlayApplied ? 'prioritized' : 'lowest-price',
+    overrides,
+    picks: [...new Set(overrides.filter((o) => rank(o) === best).map((o) => o.instanceType))],
+  };
+}

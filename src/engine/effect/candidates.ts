@@ -1,0 +1,88 @@
+// The instance types a NodeClaim could have launched (its `node.kubernetes.io/instance-type In`
+// list), described as Karpenter's cloud provider describes them: the label values an overlay's
+// requirements are compared with, and whether the provider's launch treats the type as exotic.
+import type { Labels } from '../requirements.ts';
+
+export const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
+export const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
+export const ZONE = 'topology.kubernetes.io/zone';
+export const REGION = 'topology.kubernetes.io/region';
+export const AWS_FAMILY = 'karpenter.k8s.aws/instance-family';
+export const AWS_SIZE = 'karpenter.k8s.aws/instance-size';
+export const AWS_CATEGORY = 'karpenter.k8s.aws/instance-category';
+export const AWS_GENERATION = 'karpenter.k8s.aws/instance-generation';
+export const AWS_FLEX = 'karpenter.k8s.aws/instance-capability-flex';
+export const AWS_GPU_COUNT = 'karpenter.k8s.aws/instance-gpu-count';
+export const AWS_ACCELERATOR_COUNT = 'karpenter.k8s.aws/instance-accelerator-count';
+
+export interface CandidateType {
+  readonly name: string;
+  /** One value per instance-type key, as a node of this type carries them (a key absent: DoesNotExist). */
+  readonly labels: Labels;
+  /** The keys whose value (or absence) is known; undefined: every key (a complete catalog). */
+  readonly known?: ReadonlySet<string>;
+  /**
+   * GPUs or accelerators Karpenter counts (NVIDIA, AMD, Neuron, Habana), or a metal size: the AWS
+   * provider launches such a type only if no other is left. Undefined when that is not known.
+   */
+  readonly exotic?: boolean;
+}
+
+// pkg/providers/instancetype/types.go (v1.14.3), computeRequirements: the labels an AWS instance
+// type's name alone defines.
+const AWS_NAME_SCHEME = /^([a-z]+)(-[0-9]+tb)?([0-9]+).*\./;
+export const AWS_NAME_KEYS: ReadonlySet<string> = new Set([INSTANCE_TYPE, AWS_FAMILY, AWS_SIZE, AWS_CATEGORY, AWS_GENERATION, AWS_FLEX]);
+
+/** What an AWS instance type's name says of it, as Karpenter's AWS provider reads the name. */
+export function awsNameLabels(name: string): Record<string, string> {
+  const labels: Record<string, string> = { [INSTANCE_TYPE]: name };
+  const scheme = AWS_NAME_SCHEME.exec(name);
+  if (scheme) {
+    labels[AWS_CATEGORY] = scheme[1]!;
+    labels[AWS_GENERATION] = scheme[3]!;
+  }
+  const parts = name.split('.');
+  if (parts.length === 2) {
+    labels[AWS_FAMILY] = parts[0]!;
+    labels[AWS_SIZE] = parts[1]!;
+  }
+  labels[AWS_FLEX] = String(parts[0]!.includes('-flex'));
+  return labels;
+}
+
+/**
+ * Instance categories whose every family carries devices the exotic filter counts: NVIDIA GPUs
+ * (p, g, gr; g4ad's AMD GPUs too), AWS Neuron (inf, trn). `dl` is left out: dl1 has Habana Gaudi
+ * (counted), dl2q Qualcomm accelerators (not counted).
+ */
+const AWS_DEVICE_CATEGORIES: ReadonlySet<string> = new Set(['p', 'g', 'gr', 'inf', 'trn']);
+/** Categories known to have a family with counted devices and one without. */
+const AWS_MIXED_CATEGORIES: ReadonlySet<string> = new Set(['dl']);
+
+/**
+ * Whether the AWS provider's exotic filter (instance/filter, ExoticInstanceTypeFilter) counts the
+ * type as exotic: a metal size, or GPUs or accelerators (NVIDIA, AMD, Neuron, Habana). From the
+ * device counts among its labels when `knowsDevices`, else from its category.
+ */
+export function awsExotic(labels: Labels, knowsDevices: boolean): boolean | undefined {
+  if ((labels[AWS_SIZE] ?? '').includes('metal')) return true;
+  if (knowsDevices) return Number(labels[AWS_GPU_COUNT] ?? 0) > 0 || Number(labels[AWS_ACCELERATOR_COUNT] ?? 0) > 0;
+  const category = labels[AWS_CATEGORY];
+  if (category === undefined || AWS_MIXED_CATEGORIES.has(category)) return undefined;
+  return AWS_DEVICE_CATEGORIES.has(category);
+}
+
+/**
+ * An AWS candidate from what is known of it: its name, the values every candidate shares (the
+ * NodeClaim pins them with `In [one value]`), and the labels of a node of that type if one was
+ * seen (every instance-type key Karpenter defines, the GPU and accelerator counts among them).
+ */
+export function awsCandidate(name: string, pinned: Labels, nodeLabels: Labels | undefined, instanceTypeKeys: ReadonlySet<string>): CandidateType {
+  if (nodeLabels) {
+    const labels: Record<string, string> = {};
+    for (const key of instanceTypeKeys) if (Object.hasOwn(nodeLabels, key)) labels[key] = nodeLabels[key]!;
+    return { name, labels: { ...labels, ...awsNameLabels(name) }, exotic: awsExotic(labels, true) };
+  }
+  const labels = { ...pinned, ...awsNameLabels(name) };
+  return { name, labels, known: new Set([...Object.keys(pinned), ...AWS_NAME_KEYS]), exotic: awsExotic(labels, false) };
+}

@@ -1,0 +1,299 @@
+// What the selected overlays changed about a launch: Karpenter's launch replayed in two worlds,
+// the overlays as they were and the same without those the watcher's selector picks (any other
+// overlay stays in both), and the two launches compared. Pure: the caller passes the NodeClaim,
+// the overlays in force at the launch, the prices and what is known of the candidates.
+import type { NodePoolView } from '../nodepool.ts';
+import type { OverlayView } from '../overlay.ts';
+import type { ProviderKeys } from '../providers.ts';
+import type { Labels } from '../requirements.ts';
+import { awsLaunch, type ClaimLaunchFacts, type Launch } from './aws-launch.ts';
+import { awsCandidate, type CandidateType, ZONE } from './candidates.ts';
+
+const ZONE_ID = 'topology.k8s.aws/zone-id';
+import type { PriceBook } from './prices.ts';
+import { type Offering, priceWorld, type PricedCandidate, type PricedOffering, type World } from './worlds.ts';
+
+export const EFFECTS = ['capacity-type', 'instance-type', 'none', 'unknown'] as const;
+export type EffectVerdict = (typeof EFFECTS)[number];
+
+/** Why an effect is unknown, as a bounded code (a metric's label) beside the reason in words. */
+export const UNKNOWN_REASONS = [
+  'provider', 'no-nodeclaim', 'candidates-cut', 'no-prices', 'no-spot-prices', 'zones', 'attributes', 'conflict',
+  'fallback', 'tie', 'reserved', 'exotic', 'truncation', 'no-offering',
+] as const;
+export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
+
+/** `MaxInstanceTypes`: the scheduler cuts a NodeClaim's candidates to the 600 cheapest (by overlaid prices). */
+export const MAX_CANDIDATES = 600;
+
+/** The launch-relevant parts of a NodeClaim. */
+export interface ClaimForEffect extends ClaimLaunchFacts {
+  /** Its `node.kubernetes.io/instance-type In` values. */
+  readonly candidates: readonly string[];
+  /** Values every candidate shares: its requirements `In [one value]`. */
+  readonly pinned: Labels;
+  /** karpenter.sh/price-overlay-applied, as the scheduler set it. */
+  readonly priceOverlayApplied: boolean;
+}
+
+export interface CountedOverlay {
+  readonly overlay: OverlayView;
+  /** Picked by the watcher's overlaySelector: left out of the world without them. */
+  readonly selected: boolean;
+}
+
+export interface EffectInput {
+  /** The keys of the provider that launched the node; undefined: unknown. */
+  readonly provider: ProviderKeys | undefined;
+  readonly launched: { readonly instanceType: string | undefined; readonly capacityType: string | undefined };
+  readonly claim: ClaimForEffect | undefined;
+  /** A NodeClaim was found, `claim` undefined all the same: it has no instance-type requirement to replay. */
+  readonly nodeClaimFound?: boolean;
+  readonly pool: NodePoolView | undefined;
+  /** The overlays Karpenter applied at the launch (validated, not deleted), selected or not. */
+  readonly counted: readonly CountedOverlay[];
+  /** Overlays not selected whose verdict Karpenter could give differently without the selected ones (a Conflict at a selected overlay's weight): where one prices a candidate, the effect is unknown. */
+  readonly conflicted: readonly OverlayView[];
+  readonly prices: PriceBook | undefined;
+  /** The zones the NodeClaim's NodeClass launches into (its subnets); undefined: not known. */
+  readonly zones: ReadonlySet<string> | undefined;
+  /** The labels of a node of this instance type, if one was seen (every instance-type key it has). */
+  readonly nodeLabelsOf?: (instanceType: string) => Labels | undefined;
+}
+
+export interface WorldLaunch {
+  readonly capacityType: 'spot' | 'on-demand';
+  readonly strategy: string;
+  /**
+   * The types EC2 may launch (several: a tie it breaks, or spot pools it picks among by capacity),
+   * sorted; at most MAX_TYPES_SHOWN of them, `instanceTypeCount` says how many there are.
+   */
+  readonly instanceTypes: readonly string[];
+  readonly instanceTypeCount: number;
+  /** The on-demand list price of the type, when there is one type. */
+  readonly listPrice?: number;
+  /** Types priced alike straddle Karpenter's cut at 60: which of them were offered to EC2 was its sort's choice. */
+  readonly atCut?: boolean;
+}
+
+/** Names shown of a world's launch: the record is an annotation on the node, and a tie can hold hundreds. */
+export const MAX_TYPES_SHOWN = 8;
+
+export interface Effect {
+  readonly verdict: EffectVerdict;
+  readonly reasonCode?: UnknownReason;
+  readonly reason?: string;
+  /** The launch in the world without the selected overlays. */
+  readonly without?: WorldLaunch;
+  /** The launch as Karpenter's prices predict it, with the overlays. */
+  readonly with?: WorldLaunch;
+  /** The launched offering's list price and the price Karpenter compared. */
+  readonly launched?: { readonly listPrice: number; readonly price: number };
+  /** Selected overlays that priced a candidate offering at the launch: those the effect is owed to. */
+  readonly overlays?: readonly string[];
+  readonly prices?: { readonly source: string; readonly asOf?: number };
+}
+
+const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({ verdict: 'unknown', reasonCode, reason, ...extra });
+
+function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): WorldLaunch {
+  const single = l.picks.length === 1 && l.capacityType === 'on-demand' ? prices.onDemand(l.picks[0]!) : undefined;
+  return {
+    capacityType: l.capacityType, strategy: l.strategy, instanceTypes: [...l.picks].sort().slice(0, MAX_TYPES_SHOWN), instanceTypeCount: l.picks.length,
+    ...(single !== undefined ? { listPrice: single } : {}), ...(atCut ? { atCut } : {}),
+  };
+}
+
+/**
+ * Each candidate's offerings at list prices: on-demand and spot in every zone the NodeClass
+ * launches into and EC2 offers the type in (a spot offering only where it has a spot price).
+ */
+function offeringsOf(claim: ClaimForEffect, prices: PriceBook, zones: ReadonlySet<string>): Offering[][] {
+  return claim.candidates.map((name) => {
+    const out: Offering[] = [];
+    const onDemand = prices.onDemand(name);
+    const offered = prices.offeredZones?.(name);
+    for (const zone of zones) {
+      if (offered !== undefined && !offered.has(zone)) continue;
+      if (onDemand !== undefined) out.push({ capacityType: 'on-demand', zone, list: onDemand });
+      const spot = prices.spot(name, zone);
+      if (spot !== undefined) out.push({ capacityType: 'spot', zone, list: spot });
+    }
+    return out;
+  });
+}
+
+const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.offerings.some((o) => o.overlay !== undefined));
+
+export function launchEffect(input: EffectInput): Effect {
+  const r = replayOf(input);
+  return 'effect' in r ? r.effect : verdictFor(r, input.launched);
+}
+
+/** Both worlds' launches for a NodeClaim: all that does not depend on which of its candidates was launched. */
+interface Replay {
+  /** The candidates' offerings as the overlays priced them, by instance type. */
+  readonly priced: ReadonlyMap<string, readonly PricedOffering[]>;
+  readonly context: Pick<Effect, 'overlays' | 'prices'>;
+  /** Set when the replay stopped early: an unknown that holds whatever was launched. */
+  readonly stop?: { code: UnknownReason; reason: string };
+  readonly withLaunch?: { launch: Launch; cutAmbiguous?: string };
+  readonly predicted?: WorldLaunch;
+  readonly without?: { code: UnknownReason; reason: string } | { launch: Launch; world: WorldLaunch; sameRequest: boolean };
+}
+
+/**
+ * Replays are kept per candidate list (one shared array per distinct list, node.ts) and what else
+ * they read: the nodes of one NodePool's burst are launched from the same list, prices and
+ * overlays, and are replayed once.
+ */
+const replays = new WeakMap<readonly string[], Map<string, Replay>>();
+const MAX_REPLAYS_PER_LIST = 16;
+const ids = new WeakMap<object, number>();
+let nextId = 0;
+const idOf = (o: object) => {
+  let id = ids.get(o);
+  if (id === undefined) ids.set(o, (id = nextId++));
+  return id;
+};
+
+function replayKey(input: EffectInput, claim: ClaimForEffect, pool: NodePoolView): string {
+  const known = input.nodeLabelsOf ? claim.candidates.reduce((n, c) => (input.nodeLabelsOf!(c) ? n + 1 : n), 0) : -1;
+  return [
+    idOf(pool), input.prices ? idOf(input.prices) : '-', [...input.zones ?? []].join(','), [...claim.zones ?? []].join(','), [...claim.capacityTypes].join(','),
+    claim.minValues, claim.priceOverlayApplied, Object.entries(claim.pinned).join(';'), known,
+    input.counted.map((c) => `${idOf(c.overlay)}${c.selected ? 's' : ''}`).join(','), input.conflicted.map((o) => idOf(o)).join(','),
+  ].join('|');
+}
+
+function replayOf(input: EffectInput): { effect: Effect } | Replay {
+  const { provider, claim, pool } = input;
+  if (provider?.name === 'kwok') {
+    // kwok/cloudprovider toNode: the cheapest candidate offering by its catalog's own price, never
+    // an overlaid one: no overlay changes a KWOK launch.
+    return { effect: { verdict: 'none', reason: 'the KWOK provider launches by its catalog\'s raw prices' } };
+  }
+  if (provider?.name !== 'aws') return { effect: unknown('provider', `the launch code of provider ${provider?.name ?? 'unknown'} is not known to the watcher`) };
+  if (claim === undefined && input.nodeClaimFound) return { effect: unknown('no-nodeclaim', 'its NodeClaim has no node.kubernetes.io/instance-type In requirement: the candidates Karpenter chose among are not known') };
+  if (claim === undefined || pool === undefined) return { effect: unknown('no-nodeclaim', `the node's ${claim === undefined ? 'NodeClaim' : 'NodePool'} is not known`) };
+  if (claim.candidates.length >= MAX_CANDIDATES) {
+    return { effect: unknown('candidates-cut', `the NodeClaim lists Karpenter's maximum of ${MAX_CANDIDATES} instance types: without the overlays, others cut by price might have been candidates`) };
+  }
+  let byList = replays.get(claim.candidates);
+  if (!byList) replays.set(claim.candidates, (byList = new Map()));
+  const key = replayKey(input, claim, pool);
+  const known = byList.get(key);
+  if (known) return known;
+  const r = replay(input, provider, claim, pool);
+  if ('effect' in r) return r;
+  if (byList.size >= MAX_REPLAYS_PER_LIST) byList.clear();
+  byList.set(key, r);
+  return r;
+}
+
+function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffect, pool: NodePoolView): { effect: Effect } | Replay {
+  const { prices } = input;
+  const zones = claim.zones !== undefined && input.zones !== undefined
+    ? new Set([...input.zones].filter((z) => claim.zones!.has(z)))
+    : claim.zones ?? input.zones;
+  if (zones === undefined) return { effect: unknown('zones', 'the zones its EC2NodeClass launches into are not known') };
+  const candidates = claim.candidates.map((name): CandidateType => awsCandidate(name, claim.pinned, input.nodeLabelsOf?.(name), provider.instanceTypeKeys));
+  const withOverlays = input.counted.map((c) => c.overlay);
+  const withoutOverlays = input.counted.filter((c) => !c.selected).map((c) => c.overlay);
+  const selected = input.counted.filter((c) => c.selected).map((c) => c.overlay);
+
+  if (prices === undefined) {
+    // Without prices only one question is answered: did a selected overlay touch the launch at all?
+    const zeroPriced: PriceBook = { source: 'none', asOf: undefined, region: undefined, hasSpot: true, onDemand: () => 0, spot: () => 0 };
+    const world = priceWorld({ candidates: candidates.map((type, i) => ({ type, offerings: offeringsOf(claim, zeroPriced, zones)[i]! })), pool, provider, region: undefined }, withOverlays);
+    if ('priced' in world && !world.priced.some((c) => c.offerings.some((o) => o.overlay !== undefined && !withoutOverlays.includes(o.overlay)))) {
+      return { effect: { verdict: 'none', reason: 'no selected overlay priced any candidate offering (no price source: nothing else was compared)' } };
+    }
+    return { effect: unknown('no-prices', 'no price source: the launch without the selected overlays cannot be replayed') };
+  }
+  if (!prices.hasSpot && claim.capacityTypes.has('spot')) return { effect: unknown('no-spot-prices', `the NodeClaim allows spot, and the price source (${prices.source}) has no spot prices`) };
+  if (prices.offeredZones === undefined) {
+    // Which zones each type is offered in is not known: an overlay that prices by zone could then price an offering that does not exist.
+    const byZone = input.counted.find((c) => c.overlay.requirements.some((r) => r.key === ZONE || r.key === ZONE_ID));
+    if (byZone) return { effect: unknown('zones', `overlay ${byZone.overlay.name} prices by zone, and the price source (${prices.source}) does not say which zones each type is offered in`) };
+  }
+
+  const offerings = offeringsOf(claim, prices, zones);
+  const worldInput = { candidates: candidates.map((type, i) => ({ type, offerings: offerings[i]! })), pool, provider, region: prices.region };
+  const withWorld: World = priceWorld(worldInput, withOverlays);
+  if ('unknown' in withWorld) return { effect: unknown('attributes', withWorld.unknown) };
+  const priced = new Map(withWorld.priced.map((c) => [c.type.name, c.offerings]));
+  const steering = [...new Set(withWorld.priced.flatMap((c) => c.offerings.map((o) => o.overlay).filter((o): o is OverlayView => o !== undefined && selected.includes(o)).map((o) => o.name)))].sort();
+  const context = { overlays: steering, prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: prices.asOf } : {}) } };
+
+  // Every offering Karpenter holds for the type: both capacity types in each zone the NodeClass launches into and EC2 offers the type in.
+  const everyOffering = () => candidates.map((type) => {
+    const offered = prices.offeredZones?.(type.name);
+    const typeZones = [...input.zones ?? zones].filter((z) => offered === undefined || offered.has(z));
+    return { type, offerings: typeZones.flatMap((zone) => ['on-demand', 'spot'].map((capacityType) => ({ capacityType, zone, list: 0 }))) };
+  });
+  // Counted by what it could price anywhere: the annotation reads every offering.
+  const conflicted = input.conflicted.find((o) => touches(priceWorld({ ...worldInput, candidates: everyOffering() }, [o])));
+  if (conflicted) return { priced, context, stop: { code: 'conflict', reason: `Karpenter refused an overlay of ${conflicted.name}'s weight as a Conflict: without the selected overlays it would judge ${conflicted.name} again, maybe differently` } };
+
+  const withLaunch = awsLaunch(withWorld.priced, claim, claim.priceOverlayApplied);
+  if ('unknown' in withLaunch) return { priced, context, stop: { code: withLaunch.code, reason: withLaunch.unknown } };
+  const predicted = worldLaunch(withLaunch.launch, prices, withLaunch.cutAmbiguous !== undefined);
+
+  // Without a selected overlay among them, the world without them is this one.
+  const withoutWorld = selected.length === 0 ? withWorld : priceWorld(worldInput, withoutOverlays);
+  if ('unknown' in withoutWorld) return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: withoutWorld.unknown } };
+  // The scheduler sets the annotation when any offering of any candidate had an overlaid price
+  // (offered or not, allowed by the NodeClaim or not): without the selected overlays, only if
+  // another overlay priced one.
+  let annotated = false;
+  if (withoutOverlays.length > 0) {
+    const allPriced = priceWorld({ ...worldInput, candidates: everyOffering() }, withoutOverlays);
+    if ('unknown' in allPriced) return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: allPriced.unknown } };
+    annotated = overlaid(allPriced.priced);
+  }
+  const withoutLaunch = awsLaunch(withoutWorld.priced, claim, annotated);
+  if ('unknown' in withoutLaunch) return { priced, context, withLaunch, predicted, without: { code: withoutLaunch.code, reason: withoutLaunch.unknown } };
+  if (withoutLaunch.cutAmbiguous !== undefined) return { priced, context, withLaunch, predicted, without: { code: 'truncation', reason: withoutLaunch.cutAmbiguous } };
+  return { priced, context, withLaunch, predicted, without: { launch: withoutLaunch.launch, world: worldLaunch(withoutLaunch.launch, prices, false), sameRequest: sameRequest(withLaunch.launch, withoutLaunch.launch) } };
+}
+
+/** The effect for the launched offering, from the NodeClaim's replay. */
+function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effect {
+  const launchedType = launchedAs.instanceType;
+  const offer = launchedType === undefined ? undefined : r.priced.get(launchedType)?.find((o) => o.capacityType === launchedAs.capacityType);
+  const launched = offer ? { launched: { listPrice: offer.list, price: offer.price } } : {};
+  const base = { ...r.context, ...launched };
+  if (r.stop) return unknown(r.stop.code, r.stop.reason, base);
+  const predicted = r.predicted!;
+  // With the overlays an ambiguous cut is no matter where the launch agrees with the widest survival
+  // on-demand: the launched type survived it. Spot there could have been cut away.
+  if (r.withLaunch?.cutAmbiguous !== undefined && predicted.capacityType === 'spot' && launchedAs.capacityType === 'on-demand') {
+    return unknown('truncation', r.withLaunch.cutAmbiguous, { ...base, with: predicted });
+  }
+  if (predicted.capacityType !== launchedAs.capacityType || launchedType === undefined || !r.withLaunch!.launch.picks.includes(launchedType)) {
+    return unknown('fallback', `Karpenter's prices predict ${predicted.capacityType} ${names(predicted)}, and ${launchedAs.capacityType} ${launchedType} was launched: a capacity fallback, or prices that have moved since`, { ...base, with: predicted });
+  }
+  const w = r.without!;
+  if ('code' in w) return unknown(w.code, w.reason, { ...base, with: predicted });
+  const without = w.world;
+  const both = { ...base, with: predicted, without };
+  // The same CreateFleet request either way (another overlay prices those offerings alike): whatever EC2 does with it, the selected overlays changed nothing.
+  if (w.sameRequest) return { verdict: 'none', reason: 'without the selected overlays Karpenter would send the same CreateFleet request', ...both };
+  if (without.capacityType === 'spot') return { verdict: 'capacity-type', ...both };
+  if (!w.launch.picks.includes(launchedType)) return { verdict: 'instance-type', ...both };
+  if (w.launch.picks.length === 1) return { verdict: 'none', ...both };
+  return unknown('tie', `without the selected overlays EC2 would break a tie between ${names(without)}`, both);
+}
+
+const names = (l: WorldLaunch) => `${l.instanceTypes.join(', ')}${l.instanceTypeCount > l.instanceTypes.length ? ` and ${l.instanceTypeCount - l.instanceTypes.length} more` : ''}`;
+
+function sameRequest(a: Launch, b: Launch): boolean {
+  if (a.capacityType !== b.capacityType || a.strategy !== b.strategy || a.overrides.length !== b.overrides.length) return false;
+  const priorities = new Map(a.overrides.map((o) => [`${o.instanceType}/${o.zone}`, o.priority]));
+  return b.overrides.every((o) => priorities.get(`${o.instanceType}/${o.zone}`) === o.priority);
+}
+
+function touches(world: World): boolean {
+  return 'unknown' in world || world.priced.some((c) => c.offerings.some((o) => o.overlay !== undefined));
+}

@@ -1,0 +1,22 @@
+// The list prices a launch was decided with, as the engine reads them: a snapshot the watcher's
+// price sources keep up to date (src/prices), passed in like the caches' views.
+
+export interface PriceBook {
+  /** Where the prices come from (`aws`, `static`, `kwok`), for the record. */
+  readonly source: string;
+  /** When they were read (epoch ms), for the record. */
+  readonly asOf: number | undefined;
+  /** The region the prices are for. */
+  readonly region: string | undefined;
+  /** On-demand USD an hour, undefined when not known. */
+  onDemand(instanceType: string): number | undefined;
+  /** Whether the source has spot prices at all (Karpenter's static table has none). */
+  readonly hasSpot: boolean;
+  /** Spot USD an hour in a zone, undefined when the type has no spot price there. */
+  spot(instanceType: string, zone: string): number | undefined;
+  /**
+   * The zones EC2 offers the type in (DescribeInstanceTypeOfferings), undefined when the source
+   * does not say: it is then taken to be offered wherever the NodeClass launches.
+   */
+  offeredZones?(instanceType: string): ReadonlySet<string> | undefined;
+}
