@@ -2,7 +2,8 @@
 # go.sum, tools.go, committed and tidy), built by one `go build` so that the packages they share
 # (most of Karpenter, the AWS SDK, client-go) compile once:
 #   judge       test/karpenter-oracle: Karpenter's own NodeOverlay controller and store, the decision
-#               engine's judge (with the AWS provider's apis init)
+#               engine's judge (with the AWS provider's apis init); in a module with the AWS
+#               provider also the effect's judge, its launch path (launch_aws.go, -tags veneer_aws)
 #   keys        test/aws-instance-keys: the label keys the AWS provider's own instance-type code defines
 #   controller  github.com/aws/karpenter-provider-aws/cmd/controller: real Karpenter on AWS (kit/aws)
 #   kwok        sigs.k8s.io/karpenter/kwok: real Karpenter with its KWOK cloud provider (kit/karpenter.ts)
@@ -13,7 +14,9 @@
 KARPENTER_BUILD="$REPO_ROOT/kit/karpenter-build"
 # The KWOK controller `npm test` runs; the matrix runs the others.
 KARPENTER_KWOK_VERSION="${VENEER_KARPENTER_KWOK_VERSION:-v1.15.0}"
-declare -A KARPENTER_DIR_OF=() KARPENTER_SRC_OF=([judge]="$REPO_ROOT/test/karpenter-oracle/main.go" [keys]="$REPO_ROOT/test/aws-instance-keys/main.go")
+declare -A KARPENTER_DIR_OF=() KARPENTER_SRC_OF=([judge]="$REPO_ROOT/test/karpenter-oracle" [keys]="$REPO_ROOT/test/aws-instance-keys")
+# Build tags per module: the AWS provider's launch code joins the judge where the module has it.
+declare -A KARPENTER_TAGS_OF=([v1.14.3]=veneer_aws)
 declare -A KARPENTER_PKG_OF=([judge]=./judge [keys]=./keys [controller]=github.com/aws/karpenter-provider-aws/cmd/controller [kwok]=sigs.k8s.io/karpenter/kwok)
 
 # karpenter_module VERSION PROGRAM... registers the version's programs under their cached paths.
@@ -27,7 +30,7 @@ karpenter_module() {
   for p in "$@"; do
     # A program built from our sources carries their hash: an edit rebuilds it (and only it).
     bin="$dir/$p"
-    [ -n "${KARPENTER_SRC_OF[$p]:-}" ] && bin="$dir/$p-$(sources_hash "${KARPENTER_SRC_OF[$p]}")"
+    [ -n "${KARPENTER_SRC_OF[$p]:-}" ] && bin="$dir/$p-$(sources_hash "${KARPENTER_SRC_OF[$p]}"/*.go)"
     case "$p" in
       judge) program "karpenter-oracle-$version" "$bin" "VENEER_KARPENTER_ORACLE_$envv" "build_karpenter_module $version" ;;
       keys) program aws-instance-keys "$bin" VENEER_AWS_INSTANCE_KEYS "build_karpenter_module $version" ;;
@@ -57,7 +60,7 @@ build_karpenter_module() {
   for name in "${WANTED[@]}"; do
     [ "${BUILD_OF[$name]}" = "build_karpenter_module $version" ] && [ ! -x "${BIN_OF[$name]}" ] || continue
     p="$(basename "${BIN_OF[$name]}")"; p="${p%%-*}"
-    if [ -n "${KARPENTER_SRC_OF[$p]:-}" ]; then mkdir -p "$work/$p" && cp "${KARPENTER_SRC_OF[$p]}" "$work/$p/"; fi
+    if [ -n "${KARPENTER_SRC_OF[$p]:-}" ]; then mkdir -p "$work/$p" && cp "${KARPENTER_SRC_OF[$p]}"/*.go "$work/$p/"; fi
     pkgs+=("${KARPENTER_PKG_OF[$p]}")
     outs+=("$p:${BIN_OF[$name]}")
   done
@@ -66,7 +69,7 @@ build_karpenter_module() {
   drop_stale "karpenter-$version-" "$dir"
   # go.mod and go.sum are committed and tidy: the build must not change them.
   with_progress "karpenter $version: ${pkgs[*]} (toolchain $toolchain): compile" \
-    bash -c "cd '$work' && GOTOOLCHAIN='$toolchain' GOFLAGS=-mod=readonly go build -p 2 -trimpath -ldflags '-s -w' -o out/ ${pkgs[*]}"
+    bash -c "cd '$work' && GOTOOLCHAIN='$toolchain' GOFLAGS=-mod=readonly go build -p 2 -trimpath -tags '${KARPENTER_TAGS_OF[$version]:-}' -ldflags '-s -w' -o out/ ${pkgs[*]}"
   local module_dir out
   for out in "${outs[@]}"; do
     p="${out%%:*}"

@@ -45,6 +45,8 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -56,13 +58,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/kubernetes/scheme"
-	clocktesting "k8s.io/utils/clock/testing"
 	controllerruntime "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	_ "github.com/aws/karpenter-provider-aws/pkg/apis/v1" // registers the AWS well-known labels (init)
 
@@ -70,8 +67,6 @@ import (
 	v1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
-	"sigs.k8s.io/karpenter/pkg/controllers/nodeoverlay"
-	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 )
 
@@ -102,6 +97,8 @@ type overlayIn struct {
 	Price           *string                            `json:"price"`
 	PriceAdjustment *string                            `json:"priceAdjustment"`
 	Capacity        corev1.ResourceList                `json:"capacity"`
+	// Selected by the watcher's overlaySelector: the launch judge leaves it out of one world.
+	Selected bool `json:"selected"`
 }
 
 type launchIn struct {
@@ -110,7 +107,12 @@ type launchIn struct {
 	Offering     int    `json:"offering"`
 }
 
+// launchJudge answers {"launch": ...} requests: the AWS provider's launch path (launch_aws.go),
+// in the judge of a module that has the AWS provider; nil elsewhere.
+var launchJudge func(ctx context.Context, req json.RawMessage) (any, error)
+
 type request struct {
+	Launch        json.RawMessage  `json:"launch"`
 	Tables        bool             `json:"tables"`
 	WellKnown     bool             `json:"wellKnown"`
 	InstanceTypes []instanceTypeIn `json:"instanceTypes"`
@@ -214,82 +216,34 @@ func instanceTypes(in []instanceTypeIn) []*cloudprovider.InstanceType {
 			Requirements: scheduling.NewNodeSelectorRequirements(it.Requirements...),
 			Offerings:    offerings,
 			Capacity:     it.Capacity,
+			// No kubelet or system reservation: allocatable is the capacity.
+			Overhead: &cloudprovider.InstanceTypeOverhead{},
 		})
 	}
 	return out
 }
 
 func judge(ctx context.Context, req request) (answer, error) {
-	// Each overlay that sets a price gets a distinct absolute price of our own: the price the store
-	// applied names the overlay.
-	overlayByPrice := map[float64]string{}
-	objects := make([]client.Object, 0, len(req.NodePools)+len(req.Overlays))
 	if err := unique(req); err != nil {
 		return answer{}, badRequest{err}
 	}
-	for _, np := range req.NodePools {
-		objects = append(objects, &v1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: np.Name, Generation: 1},
-			Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{
-				ObjectMeta: v1.ObjectMeta{Labels: np.Labels},
-				Spec: v1.NodeClaimTemplateSpec{
-					Requirements: np.Requirements,
-					NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-				},
-			}},
-		})
-	}
-	for i, o := range req.Overlays {
-		spec := v1alpha1.NodeOverlaySpec{Requirements: o.Requirements, Weight: o.Weight, Capacity: o.Capacity}
-		if o.Price != nil || o.PriceAdjustment != nil {
-			price := strconv.Itoa(1_000_000 + i)
-			value, _ := strconv.ParseFloat(price, 64)
-			overlayByPrice[value] = o.Name
-			spec.Price = &price
-		}
-		generation := int64(1)
-		if o.Generation != nil {
-			generation = *o.Generation
-		}
-		objects = append(objects, &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Generation: generation}, Spec: spec})
-	}
-	kubeClient := fake.NewClientBuilder().
-		WithScheme(karpenterScheme).
-		WithTypeConverters(managedfields.NewDeducedTypeConverter()).
-		WithStatusSubresource(&v1alpha1.NodeOverlay{}).
-		WithObjects(objects...).
-		Build()
-	clk := clocktesting.NewFakeClock(epoch)
-	cp := &catalog{its: instanceTypes(req.InstanceTypes)}
-	store := nodeoverlay.NewInstanceTypeStore()
-	controller := nodeoverlay.NewController(clk, kubeClient, cp, store, state.NewCluster(clk, kubeClient, cp))
-
-	out := answer{Applied: make([]*string, len(req.Launches)), Statuses: map[string]statusOut{}}
-	result, err := controller.Reconcile(ctx, reconcile.Request{})
-	if err == nil && result.Requeue { //nolint:staticcheck // Reconcile asks for a requeue this way
-		err = errors.New("Reconcile asked to be requeued: the store was not updated")
-	}
+	// Each overlay that sets a price gets a distinct absolute price of our own: the price the store
+	// applied names the overlay.
+	overlayByPrice := map[float64]string{}
+	w, err := reconcileWorld(ctx, req.InstanceTypes, req.NodePools, req.Overlays, func(i int, o overlayIn) (*string, *string) {
+		price := strconv.Itoa(1_000_000 + i)
+		value, _ := strconv.ParseFloat(price, 64)
+		overlayByPrice[value] = o.Name
+		return &price, nil
+	})
 	if err != nil {
-		out.Error = err.Error()
+		return answer{}, err
 	}
-
-	list := &v1alpha1.NodeOverlayList{}
-	if err := kubeClient.List(ctx, list); err != nil {
-		return answer{}, fmt.Errorf("listing nodeoverlays back: %w", err)
-	}
-	for _, o := range list.Items {
-		conditions := make([]conditionOut, 0, len(o.Status.Conditions))
-		for _, c := range o.Status.Conditions {
-			conditions = append(conditions, conditionOut{
-				Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
-				ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime.UTC().Format(time.RFC3339),
-			})
-		}
-		out.Statuses[o.Name] = statusOut{Conditions: conditions}
-	}
+	out := answer{Applied: make([]*string, len(req.Launches)), Statuses: w.statuses, Error: w.err}
 	if out.Error != "" {
 		return out, nil
 	}
+	store, cp := w.store, w.catalog
 
 	applied := map[string]map[string]*cloudprovider.InstanceType{}
 	for _, np := range req.NodePools {
@@ -354,6 +308,9 @@ func reply(ctx context.Context, line []byte) (out []byte, message string, code i
 	// type's Gt requirement without a value): a panic is a request the judge cannot answer.
 	defer func() {
 		if p := recover(); p != nil {
+			if os.Getenv("VENEER_JUDGE_TRACE") != "" {
+				os.Stderr.Write(debug.Stack())
+			}
 			out, message, code = nil, fmt.Sprintf("bad request: Karpenter panicked: %v", p), 2
 		}
 	}()
@@ -365,6 +322,19 @@ func reply(ctx context.Context, line []byte) (out []byte, message string, code i
 	switch {
 	case req.Tables:
 		answer = tables{NormalizedLabels: v1.NormalizedLabels, NormalizedLabelValues: v1.NormalizedLabelValues}
+	case req.Launch != nil:
+		if launchJudge == nil {
+			return nil, "bad request: this judge was built without the AWS provider's launch code", 2
+		}
+		a, err := launchJudge(ctx, req.Launch)
+		var bad badRequest
+		if errors.As(err, &bad) {
+			return nil, fmt.Sprintf("bad request: %v", err), 2
+		}
+		if err != nil {
+			return nil, err.Error(), 1
+		}
+		answer = a
 	case req.WellKnown:
 		answer = wellKnown{WellKnownLabels: sorted(v1.WellKnownLabels), RestrictedLabelDomains: sorted(v1.RestrictedLabelDomains)}
 	default:
@@ -396,8 +366,14 @@ type result struct {
 }
 
 // main answers requests on all cores (every case is independent: its own client, store and
-// controller) and writes the answers in request order.
+// controller, several at once per core) and writes the answers in request order.
 func main() {
+	// VENEER_JUDGE_CPUPROFILE=FILE: where the judge's time goes (go tool pprof -top BINARY FILE).
+	if path := os.Getenv("VENEER_JUDGE_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	controllerruntime.SetLogger(logr.Discard())
 	ctx := controllerruntime.LoggerInto(context.Background(), logr.Discard())
 	type job struct {
@@ -407,7 +383,9 @@ func main() {
 	jobs := make(chan job, 64)
 	results := make(chan result, 64)
 	var workers sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
+	// A launch request spends most of its time in CreateFleet's batching window, not on a core:
+	// more requests than cores are worked on at once.
+	for range 4 * runtime.GOMAXPROCS(0) {
 		workers.Go(func() {
 			for j := range jobs {
 				out, message, code := reply(ctx, j.line)

@@ -117,6 +117,46 @@ export interface JudgeWellKnown {
   restrictedLabelDomains: string[];
 }
 
+/** A NodeClaim as the scheduler writes it: its requirements (the candidate types among them). */
+export interface LaunchClaim {
+  nodePool: string;
+  requirements: JudgeNodePoolRequirement[];
+}
+
+/** The effect's judge: launches replayed by the AWS provider's own launch code, with and without the selected overlays. */
+export interface LaunchRequest {
+  instanceTypes: JudgeInstanceType[];
+  nodePools: JudgeNodePool[];
+  overlays: (JudgeOverlay & { selected: boolean })[];
+  /** The EC2NodeClass's subnets, one per zone. */
+  zones: string[];
+  claims: LaunchClaim[];
+  /** Catalog orders each launch is run in (Go's sort.Slice is not stable): a launch that changes with them is orderDependent. */
+  orders: number;
+}
+
+/** One world's launch: the CreateFleet request Karpenter built and what EC2's documented rule launches. */
+export interface WorldLaunchAnswer {
+  /** karpenter.sh/price-overlay-applied, as the scheduler would set it in this world. */
+  priceOverlayApplied: boolean;
+  capacityType?: 'on-demand' | 'spot';
+  strategy?: string;
+  overrides?: { instanceType: string; zone: string; priority: number }[];
+  /** On-demand: the types with the best priority (several: a tie EC2 breaks); spot: every type (EC2 picks the pool). */
+  picks?: string[];
+  orderDependent?: boolean;
+  /** Karpenter's Create failed before CreateFleet. */
+  error?: string;
+}
+
+export interface LaunchAnswer {
+  /** Every overlay's status with all overlays, and with only those not selected. */
+  statuses: Record<string, { conditions: JudgeCondition[] }>;
+  statusesWithout: Record<string, { conditions: JudgeCondition[] }>;
+  claims: { with: WorldLaunchAnswer; without: WorldLaunchAnswer }[];
+  error?: string;
+}
+
 interface Waiting {
   resolve: (line: string) => void;
   reject: (e: Error) => void;
@@ -179,6 +219,11 @@ export class KarpenterJudge {
   /** Karpenter's verdict on one case: whose price each launch got, and every overlay's status. */
   async judge(c: JudgeCase): Promise<JudgeAnswer> {
     return JSON.parse(await this.ask(c)) as JudgeAnswer;
+  }
+
+  /** What Karpenter's AWS provider launches for each NodeClaim, with and without the selected overlays (v1.14.3's judge only). */
+  async launch(request: LaunchRequest): Promise<LaunchAnswer> {
+    return JSON.parse(await this.ask({ launch: request })) as LaunchAnswer;
   }
 
   /** v1.NormalizedLabels and v1.NormalizedLabelValues. */
