@@ -5,14 +5,30 @@
 import { readFileSync } from 'node:fs';
 import { binary } from '../control-plane.ts';
 
+/** One Go source's map literal: `"region": {` blocks of `"type": price,` entries. */
+export function parseGoPriceTable(source: string): Record<string, Record<string, number>> {
+  const regions: Record<string, Record<string, number>> = {};
+  let current: Record<string, number> | undefined;
+  for (const line of source.split('\n')) {
+    const region = /^\t"([a-z0-9-]+)": \{\s*$/.exec(line);
+    if (region) {
+      current = regions[region[1]!] = {};
+      continue;
+    }
+    if (/^\t\},?\s*$/.test(line)) {
+      current = undefined;
+      continue;
+    }
+    if (!current) continue;
+    for (const m of line.matchAll(/"([a-z0-9-]+\.[a-z0-9-]+)": ([0-9.]+)/g)) current[m[1]!] = Number(m[2]);
+  }
+  return regions;
+}
+
 /** On-demand USD an hour per instance type, in `region`, as the controller's table has it. */
 export function staticOnDemandPrices(region: string, table = readFileSync(binary('karpenterAwsPrices'), 'utf8')): Map<string, number> {
-  // The table is a Go map literal: `"us-east-1": {` ... `},` per region, `"m5.xlarge": 0.192000,` per type.
-  const start = table.indexOf(`\t"${region}": {`);
-  if (start < 0) throw new Error(`the AWS controller's price table has no region ${region}`);
-  const end = table.indexOf('\n\t},', start);
-  const prices = new Map<string, number>();
-  for (const m of table.slice(start, end).matchAll(/"([a-z0-9-]+\.[a-z0-9-]+)": ([0-9.]+)/g)) prices.set(m[1]!, Number(m[2]));
-  if (prices.size === 0) throw new Error(`the AWS controller's price table lists no instance type in ${region}`);
-  return prices;
+  const prices = parseGoPriceTable(table)[region];
+  if (prices === undefined) throw new Error(`the AWS controller's price table has no region ${region}`);
+  if (Object.keys(prices).length === 0) throw new Error(`the AWS controller's price table lists no instance type in ${region}`);
+  return new Map(Object.entries(prices));
 }

@@ -31,6 +31,7 @@ export interface Config {
   events: { enabled: boolean; ratePerSecond: number };
   health: { port: number };
   leaderElection: { enabled: boolean; leaseName: string; leaseNamespace: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  prices: { source: string; region: string; refreshIntervalMs: number; timeoutMs: number };
 }
 
 export interface LoadedConfig {
@@ -258,6 +259,7 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       renewDeadlineMs: ms('leaderElection.renewDeadline'),
       retryPeriodMs: ms('leaderElection.retryPeriod'),
     },
+    prices: { source: v['prices.source'] as string, region: v['prices.region'] as string, refreshIntervalMs: ms('prices.refreshInterval'), timeoutMs: ms('prices.timeout') },
   };
 }
 

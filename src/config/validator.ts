@@ -20,7 +20,7 @@ function jsonSchemaFor(s: SettingSchema): object {
     case 'duration':
       return { type: 'string', durationMs: { minimum: s.minimumMs ?? 0, maximum: s.maximumMs ?? Number.MAX_SAFE_INTEGER } };
     case 'string':
-      return { type: 'string', minLength: 1, ...(s.maxLength ? { maxLength: s.maxLength } : {}), ...(s.enum ? { enum: s.enum } : {}), ...(s.format ? { format: s.format } : {}) };
+      return { type: 'string', minLength: 1, ...(s.maxLength ? { maxLength: s.maxLength } : {}), ...(s.enum ? { enum: s.enum } : {}), ...(s.format ? { format: s.format } : {}), ...(s.pattern ? { pattern: s.pattern } : {}) };
   }
 }
 

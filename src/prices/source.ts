@@ -1,0 +1,157 @@
+// Keeps the list prices the effect is judged with, refreshed in the background like Karpenter's
+// pricing controller (every 12 hours by default). A decision only ever reads the snapshot it
+// holds, so a price source that is down or slow never holds up a node: it leaves the prices
+// older, or the effect unknown where they are missing (counted as effect_unknown_total).
+//
+// Modes: `aws`, the Pricing API and EC2, with Karpenter's static table until (and whenever) the
+// Pricing API cannot be read; `isolated`, the table for on-demand and EC2 for spot, as Karpenter
+// prices under ISOLATED_VPC; `static`, the table alone (no AWS call, no spot prices); `off`, none.
+import type { Logger } from 'pino';
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import type { PricingClient } from '@aws-sdk/client-pricing';
+import type { PriceBook } from '../engine/index.ts';
+import type { Metrics } from '../metrics.ts';
+import type { Config } from '../config/load.ts';
+import { priceSourceSettings } from '../engine-settings.ts';
+import { Prices } from './book.ts';
+import { ec2Client, fetchOfferedZones, fetchOnDemand, fetchSpot, pricingClient } from './aws-api.ts';
+import { STATIC_SOURCE, staticOnDemand } from './static-table.ts';
+
+export type PriceMode = 'aws' | 'isolated' | 'static' | 'off';
+
+export interface PriceSourceOptions {
+  mode: PriceMode;
+  region: string | undefined;
+  refreshMs: number;
+  timeoutMs: number;
+  metrics: Metrics;
+  log: Logger;
+  now: () => number;
+  /** Clients of other endpoints (tests); by default the AWS SDK's, with its credential chain. */
+  clients?: { pricing: PricingClient; ec2: EC2Client };
+}
+
+export class PriceSource {
+  private readonly o: PriceSourceOptions;
+  private onDemand: { prices: Map<string, number>; source: string; at?: number } | undefined;
+  private spot: { prices: Map<string, Map<string, number>>; at: number } | undefined;
+  private offered: Map<string, Set<string>> | undefined;
+  private book: Prices | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<void> | undefined;
+  private readonly clients: { pricing: PricingClient; ec2: EC2Client } | undefined;
+  private stopped = false;
+
+  constructor(opts: PriceSourceOptions) {
+    this.o = opts;
+    if (opts.mode !== 'off') this.onDemand = { prices: staticOnDemand(opts.region), source: STATIC_SOURCE };
+    if (opts.mode === 'aws' || opts.mode === 'isolated') {
+      if (opts.region === undefined) throw new Error(`prices.source ${opts.mode} needs a region (prices.region, or AWS_REGION)`);
+      this.clients = opts.clients ?? { pricing: pricingClient(opts.region), ec2: ec2Client(opts.region) };
+    }
+    this.rebuild();
+    opts.metrics.atScrape.prices = () => this.exportGauges();
+  }
+
+  /** The prices now; undefined when the mode is off. */
+  current(): PriceBook | undefined {
+    return this.book;
+  }
+
+  /** Reads AWS now and then every refresh period (mode aws); resolves after the first read. */
+  start(): Promise<void> {
+    if (!this.clients) return Promise.resolve();
+    const first = this.refresh();
+    this.timer = setInterval(() => void this.refresh(), this.o.refreshMs);
+    this.timer.unref();
+    return first;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.inFlight;
+    this.clients?.pricing.destroy();
+    this.clients?.ec2.destroy();
+  }
+
+  /** One refresh of both kinds; a failure keeps what was known (Karpenter's "maintain previously retrieved pricing data"). */
+  refresh(): Promise<void> {
+    this.inFlight ??= this.read().finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  private async read(): Promise<void> {
+    const clients = this.clients;
+    if (!clients || this.stopped) return;
+    const region = this.o.region!;
+    const signal = AbortSignal.timeout(this.o.timeoutMs);
+    const isolated = this.o.mode === 'isolated';
+    const [od, spot, offered] = await Promise.allSettled([
+      isolated ? Promise.resolve(undefined) : fetchOnDemand(clients.pricing, region, signal),
+      fetchSpot(clients.ec2, new Date(this.o.now()), signal),
+      fetchOfferedZones(clients.ec2, signal),
+    ]);
+    if (offered.status === 'fulfilled') this.offered = offered.value;
+    const at = this.o.now();
+    if (od.status === 'fulfilled' && od.value) this.onDemand = { prices: new Map([...this.onDemand!.prices, ...od.value]), source: 'aws', at };
+    if (spot.status === 'fulfilled') this.spot = { prices: mergeZonal(this.spot?.prices, spot.value), at };
+    for (const [kind, result] of (isolated ? [['spot', spot], ['offerings', offered]] : [['on_demand', od], ['spot', spot], ['offerings', offered]]) as [string, PromiseSettledResult<unknown>][]) {
+      this.o.metrics.priceRefreshes.inc({ kind, result: result.status === 'fulfilled' ? 'ok' : 'error' });
+      if (result.status === 'rejected') this.o.log.warn({ kind, err: (result.reason as Error).message }, 'reading prices from AWS failed; keeping the prices known');
+    }
+    this.rebuild();
+  }
+
+  private rebuild(): void {
+    if (this.onDemand === undefined) {
+      this.book = undefined;
+      return;
+    }
+    const source = this.spot ? (this.onDemand.source === 'aws' ? 'aws' : `${this.onDemand.source}+ec2-spot`) : this.onDemand.source;
+    const asOf = Math.min(this.onDemand.at ?? Number.POSITIVE_INFINITY, this.spot?.at ?? Number.POSITIVE_INFINITY);
+    this.book = new Prices({
+      source,
+      ...(Number.isFinite(asOf) ? { asOf } : {}),
+      ...(this.o.region !== undefined ? { region: this.o.region } : {}),
+      onDemand: this.onDemand.prices,
+      ...(this.spot ? { spot: this.spot.prices } : {}),
+      ...(this.offered ? { offered: this.offered } : {}),
+    });
+  }
+
+  private exportGauges(): void {
+    const m = this.o.metrics;
+    m.pricesKnown.reset();
+    m.pricesAge.reset();
+    if (this.onDemand) m.pricesKnown.set({ kind: 'on_demand', source: this.onDemand.source }, this.onDemand.prices.size);
+    if (this.book && this.spot) m.pricesKnown.set({ kind: 'spot', source: 'aws' }, this.book.spotCount);
+    const now = this.o.now();
+    if (this.onDemand?.at !== undefined) m.pricesAge.set({ kind: 'on_demand' }, (now - this.onDemand.at) / 1000);
+    if (this.spot) m.pricesAge.set({ kind: 'spot' }, (now - this.spot.at) / 1000);
+  }
+}
+
+/** combineZonalPricing: the new records over the old, zones the new ones lack kept. */
+function mergeZonal(old: Map<string, Map<string, number>> | undefined, fresh: Map<string, Map<string, number>>): Map<string, Map<string, number>> {
+  const merged = new Map(old ?? []);
+  for (const [type, zones] of fresh) merged.set(type, new Map([...(old?.get(type) ?? []), ...zones]));
+  return merged;
+}
+
+/**
+ * The prices as the configuration says to read them, once (the command line's explain): the
+ * static table at once, AWS's where the mode reads AWS and it answers.
+ */
+export async function readPricesOnce(config: Config): Promise<PriceBook | undefined> {
+  const { Registry } = await import('prom-client');
+  const { createMetrics } = await import('../metrics.ts');
+  const { createLogger } = await import('../log.ts');
+  const source = new PriceSource({
+    ...priceSourceSettings(config), refreshMs: config.prices.refreshIntervalMs, timeoutMs: config.prices.timeoutMs,
+    metrics: createMetrics(new Registry()), log: createLogger('error'), now: Date.now,
+  });
+  await source.refresh();
+  await source.stop();
+  return source.current();
+}
