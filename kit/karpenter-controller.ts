@@ -185,6 +185,8 @@ export interface PendingPod {
   zone?: string;
   /** The CPU request (default: one that no two of fit one node of the pinned type; see cpuRequestFor). */
   cpu?: string;
+  /** More node labels the pod asks for (an instance family, a generation). */
+  nodeSelector?: Record<string, string>;
 }
 
 /** A CPU request no two of which fit one node of `vcpus` CPUs (allocatable is capacity less 100m). */
@@ -204,6 +206,7 @@ export function podObject(pod: PendingPod, vcpusOf: (type: string) => number): k
         ...(pod.capacityType ? { 'karpenter.sh/capacity-type': pod.capacityType } : {}),
         ...(pod.nodePool ? { 'karpenter.sh/nodepool': pod.nodePool } : {}),
         ...(pod.zone ? { 'topology.kubernetes.io/zone': pod.zone } : {}),
+        ...pod.nodeSelector,
       },
       containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu, memory: '64Mi' } } }],
     },

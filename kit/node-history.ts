@@ -16,8 +16,8 @@ export interface NodeVersion {
   providerID?: string;
 }
 
-/** The record's story in a node version, when it has one. */
-export const storyOf = (v: NodeVersion | undefined): DecisionStory | undefined => readStory(v?.annotations['veneer.io/overlay-decision']);
+/** The record's story in a node version (or a Node's metadata), when it has one. */
+export const storyOf = (v: { annotations?: Record<string, string> } | undefined): DecisionStory | undefined => readStory(v?.annotations?.['veneer.io/overlay-decision']);
 
 interface Watched {
   metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[]; finalizers?: string[] };

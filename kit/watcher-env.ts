@@ -24,6 +24,7 @@ export const LEASE_NAMESPACE = 'veneer-system';
 export const WATCHER_CLUSTER_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
   { apiGroups: ['karpenter.sh'], resources: ['nodeoverlays', 'nodepools', 'nodeclaims'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },

@@ -14,6 +14,7 @@ export interface ScrapeHooks {
   overlayNodes?: () => void;
   overlayStates?: () => void;
   providers?: () => void;
+  prices?: () => void;
 }
 
 /**
@@ -24,6 +25,13 @@ export interface ScrapeHooks {
  * deadline is in seconds) still shows at 100 ms.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
+
+/** Counts a written record's effect: effects_total, and effect_unknown_total with its reason. */
+export function countEffect(metrics: Metrics, effect: { verdict: string; reasonCode?: string } | undefined): void {
+  if (!effect) return;
+  metrics.effects.inc({ effect: effect.verdict });
+  if (effect.reasonCode !== undefined) metrics.effectUnknown.inc({ reason: effect.reasonCode });
+}
 
 export function createMetrics(registry: Registry = new Registry()) {
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
@@ -163,6 +171,43 @@ export function createMetrics(registry: Registry = new Registry()) {
       name: `${PREFIX}metrics_auth_total`,
       help: 'Requests for /metrics by the authentication and authorization verdict: allowed, unauthenticated (401), forbidden (403), throttled (429: too many unknown tokens at once), error (503: the apiserver could not say).',
       labelNames: ['result'] as const,
+      registers: r,
+    }),
+    effects: new Counter({
+      name: `${PREFIX}effects_total`,
+      help: 'Records written, by what the selected overlays changed about the launch: capacity-type (spot without them), instance-type, none, unknown.',
+      labelNames: ['effect'] as const,
+      registers: r,
+    }),
+    effectUnknown: new Counter({
+      name: `${PREFIX}effect_unknown_total`,
+      help: 'Records whose effect is unknown, by why (a bounded code: no-prices, no-spot-prices, zones, tie, fallback, ...).',
+      labelNames: ['reason'] as const,
+      registers: r,
+    }),
+    nodesByEffect: new Gauge({
+      name: `${PREFIX}nodes_by_effect_current`,
+      help: 'Nodes in the cluster whose record carries each effect, computed at scrape.',
+      labelNames: ['effect'] as const,
+      registers: r,
+    }),
+    priceRefreshes: new Counter({
+      name: `${PREFIX}price_refreshes_total`,
+      help: 'Readings from AWS of what the effect is judged with, by kind (on_demand prices, spot prices, offerings: the zones each type is offered in) and result (ok, error).',
+      labelNames: ['kind', 'result'] as const,
+      registers: r,
+    }),
+    pricesKnown: new Gauge({
+      name: `${PREFIX}prices_known`,
+      help: 'List prices the watcher holds now, by kind (on_demand: instance types; spot: instance types and zones) and source (aws, static).',
+      labelNames: ['kind', 'source'] as const,
+      registers: r,
+      collect: () => atScrape.prices?.(),
+    }),
+    pricesAge: new Gauge({
+      name: `${PREFIX}prices_age_seconds`,
+      help: 'Seconds since the prices of each kind were last read from AWS (absent while none was).',
+      labelNames: ['kind'] as const,
       registers: r,
     }),
     leader: new Gauge({

@@ -2,8 +2,8 @@
 // reconciler. The same function runs in `serve`, in the demo and in the tests.
 import type { Logger } from 'pino';
 import type { Config } from './config/load.ts';
-import { nodeClaimFor, scope, type EngineSettings } from './engine/index.ts';
-import { engineSettings, overlayPolicy } from './engine-settings.ts';
+import { EFFECTS, nodeClaimFor, scope, type EngineSettings } from './engine/index.ts';
+import { engineSettings, overlayPolicy, priceSourceSettings } from './engine-settings.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ClusterCaches } from './kube/caches.ts';
@@ -16,6 +16,7 @@ import { EventRecorder } from './events/recorder.ts';
 import { EVENT_NAMESPACE } from './events/node-event.ts';
 import { exportOverlayNodes, exportOverlayStates } from './overlay-gauge.ts';
 import { ProviderWatch } from './provider-watch.ts';
+import { PriceSource } from './prices/source.ts';
 import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
 import { type RunningServer, startWebhookServer } from './webhook/server.ts';
 import { CertificateReloader } from './webhook/tls.ts';
@@ -79,20 +80,25 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   }
 
   const settings: EngineSettings = engineSettings(config);
+  const policy = overlayPolicy(config);
   const tls = loadTls();
   const caches = new ClusterCaches(
     { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
-    { policy: overlayPolicy(config), retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
+    { policy, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
     settings.keys.influenced,
     config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );
   metrics.atScrape.nodeCounts = () => {
     metrics.nodesInfluenced.reset();
+    const byEffect = new Map<string, number>(EFFECTS.map((e) => [e, 0]));
     for (const node of caches.nodes.nodes()) {
       if (node.labels[settings.keys.influenced] === 'true') {
         metrics.nodesInfluenced.inc({ capacity_type: node.labels[settings.keys.copied['capacity-type']] ?? 'unknown' });
       }
+      const effect = node.labels[settings.keys.effect];
+      if (effect !== undefined && byEffect.has(effect)) byEffect.set(effect, byEffect.get(effect)! + 1);
     }
+    for (const [effect, n] of byEffect) metrics.nodesByEffect.set({ effect }, n);
     let pending = 0;
     for (const node of caches.nodes.undecidedNodes()) {
       const s = scope(node, nodeClaimFor(node, caches.nodeClaims), settings.keys);
@@ -102,12 +108,15 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   };
   exportOverlayNodes(metrics, {
     nodes: () => caches.nodes.nodes(),
-    active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined).map((v) => v.overlay),
+    active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined && v.selected).map((v) => v.overlay),
   }, settings.keys, config.metrics.maxOverlaySeries);
-  exportOverlayStates(metrics, () => caches.overlays.reflector.store.values());
+  // The overlays of the selector's: the watch also brings the others, which only outrank them.
+  exportOverlayStates(metrics, () => [...caches.overlays.reflector.store.values()].filter((o) => policy.selector.matches(o.labels)));
   const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));
-  const reconciler = new Reconciler({ caches, client: o.client, settings, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const prices = new PriceSource({ ...priceSourceSettings(config), refreshMs: config.prices.refreshIntervalMs, timeoutMs: config.prices.timeoutMs, metrics, log, now });
+  const launch = caches.launchKnowledge(() => prices.current());
+  const reconciler = new Reconciler({ caches, client: o.client, settings, launch, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
   const events = new EventRecorder({
     post: async (body) => void (await o.client.call('POST', `/apis/events.k8s.io/v1/namespaces/${EVENT_NAMESPACE}/events`, { body })),
@@ -157,6 +166,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
         existingNode: (name) => caches.nodes.get(name),
         ready: () => caches.ready,
         settings,
+        launch,
         now,
       },
       validate: {
@@ -172,6 +182,8 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     throw err;
   }
   caches.start();
+  // Read in the background: a node decided before the first reading gets the static table's prices.
+  void prices.start();
   if (elector) elector.start();
   else {
     metrics.leader.set(1);
@@ -200,6 +212,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       await reconciler.stop();
       await events.stop();
       await caches.stop();
+      await prices.stop();
       await opsServer.close();
     }),
   };

@@ -66,7 +66,7 @@ t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for bot
   t.notOk(find(template(FULL), 'ClusterRoleBinding', 'metrics-reader'), 'no binding unless metrics.readers names someone');
 
   const plain = template([...FULL, '--set', 'nodeWatcher.metrics.secure=false']);
-  t.same((plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [r.metadata?.name, r.rules?.length]), [['veneer-node-watcher', 3]], 'metrics.secure=false: no review rights, no metrics-reader');
+  t.same((plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [r.metadata?.name, r.rules?.length]), [['veneer-node-watcher', 4]], 'metrics.secure=false: no review rights, no metrics-reader');
   const quiet = template([...FULL, '--set', 'nodeWatcher.events.enabled=false']);
   t.notMatch(JSON.stringify(find(quiet, 'ClusterRole', 'veneer-node-watcher')), /events\.k8s\.io/, 'events.enabled=false: no right to create Events');
   t.same((find(plain, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '30s' }]);

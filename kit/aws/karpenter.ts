@@ -16,6 +16,7 @@ import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aw
 import { binary, type ControlPlane } from '../control-plane.ts';
 import { installCRDFiles } from '../karpenter-crds.ts';
 import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod, usageOf } from '../karpenter-controller.ts';
+import { until } from '../fleet.ts';
 import { sleep } from '../process.ts';
 import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
 import type { RunningWatcher } from '../../src/watcher.ts';
@@ -237,5 +238,13 @@ export function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: Aws
 
 /** An AWS Karpenter env with the watcher running and both webhooks registered; `stop` ends both. */
 export async function startAwsKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions; watcherFlags?: Record<string, string> } = {}): Promise<AwsKarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
-  return withWatcher(await startAwsKarpenterEnv(opts), opts.watcherFlags);
+  const env = await startAwsKarpenterEnv(opts);
+  // The watcher reads prices as this Karpenter does (ISOLATED_VPC: its static on-demand table, spot
+  // prices and offerings from EC2), from the local EC2: it runs in this process, whose AWS SDK
+  // clients find the endpoint and the keys in the environment.
+  Object.assign(process.env, env.karpenter.moto.env());
+  const withIt = await withWatcher(env, { '--prices-source': 'isolated', '--prices-region': REGION, ...opts.watcherFlags });
+  // Nodes decided before the first reading would get no spot prices: launches wait for it.
+  await until('the watcher read spot prices from the local EC2', async () => /^veneer_nodewatcher_price_refreshes_total\{kind="spot",result="ok"\} [1-9]/m.test(await withIt.watcher.metrics.registry.metrics()), 30_000);
+  return withIt;
 }

@@ -2,10 +2,12 @@
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
 import {
   OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
-  type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy,
+  type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
 } from '../engine/index.ts';
+import type { LaunchKnowledge } from '../engine/decide.ts';
 import { type CacheDeps, lister, Reflector } from './reflector.ts';
 import { NodeCache } from './node-cache.ts';
+import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 
 const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
@@ -28,8 +30,9 @@ export class OverlayCache {
       resource: 'nodeoverlays',
       client: deps.client,
       watchPath: OVERLAYS_PATH,
-      labelSelector: opts.policy.selector.source,
-      listPage: lister(deps.client, OVERLAYS_PATH, { labelSelector: opts.policy.selector.source }),
+      // Every overlay, not only the selector's: Karpenter applies the others too, and one of them
+      // can outrank a selected overlay or be what steers a launch without them.
+      listPage: lister(deps.client, OVERLAYS_PATH),
       keyOf: nameOf,
       slim: (obj) => toOverlayView(obj as OverlayObject),
       handlers: {
@@ -145,6 +148,8 @@ export class ClusterCaches {
   readonly nodePools: NodePoolCache;
   readonly nodeClaims: NodeClaimCache;
   readonly nodes: NodeCache;
+  readonly nodeClasses: NodeClassCache;
+  readonly instanceTypes = new InstanceTypeLabels();
 
   /** `influencedLabel`: the record's label, whose absence marks a node as undecided; `storyAnnotation`: see NodeCache. */
   constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
@@ -152,6 +157,8 @@ export class ClusterCaches {
     this.nodePools = new NodePoolCache(deps, this.overlays.index);
     this.nodeClaims = new NodeClaimCache(deps);
     this.nodes = new NodeCache(deps, influencedLabel, storyAnnotation);
+    this.nodeClasses = new NodeClassCache(deps);
+    this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
     const reflectors = this.reflectors();
     deps.metrics.atScrape.watchAges = () => {
       for (const r of reflectors) deps.metrics.watchLastEventAge.set({ resource: r.resource }, r.reflector.lastEventAgeSeconds());
@@ -165,11 +172,23 @@ export class ClusterCaches {
       { resource: 'nodeclaims', reflector: this.nodeClaims.reflector as Reflector<unknown> },
       { resource: 'nodes', reflector: this.nodes.all as Reflector<unknown> },
       { resource: 'undecided-nodes', reflector: this.nodes.undecided as Reflector<unknown> },
+      { resource: 'ec2nodeclasses', reflector: this.nodeClasses.reflector as Reflector<unknown> },
     ];
   }
 
   start(): void {
     for (const r of this.reflectors()) r.reflector.start();
+  }
+
+  /** What a launch's replay reads from the caches, with the prices `prices` holds at the time of each read. */
+  launchKnowledge(prices: () => PriceBook | undefined): LaunchKnowledge {
+    return {
+      get prices() {
+        return prices();
+      },
+      zonesOf: (nodeClass) => this.nodeClasses.zonesOf(nodeClass),
+      nodeLabelsOf: (instanceType) => this.instanceTypes.get(instanceType),
+    };
   }
 
   get ready(): boolean {

@@ -73,6 +73,12 @@ export interface ReflectorOptions<T> {
   now?: () => number;
   relistIntervalMs?: number;
   watchdogMs?: number;
+  /**
+   * A resource the cluster may not serve (a CRD of one cloud provider's) or the watcher may not be
+   * allowed to read: a 404 is said once at info, a 403 once as a warning, the list is tried again
+   * every backoffMaxMs (5 minutes by default), and meanwhile the store counts as synced, empty.
+   */
+  optional?: boolean;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
 }
@@ -148,6 +154,17 @@ export class Reflector<T> {
         if ((await this.watchFrom(rv)) === 'expired') this.gapSince ??= this.lastEventAt;
       } catch (err) {
         if (this.stopped) break;
+        const code = httpStatus(err);
+        if (this.o.optional && (code === 404 || code === 403)) {
+          if (!this.hasSynced) {
+            if (code === 404) this.o.log.info({ resource: this.o.resource }, 'not served by this cluster; looked for again every few minutes');
+            else this.o.log.warn({ resource: this.o.resource }, 'not allowed to list it (403): what needs it stays unknown; asked again every few minutes');
+            this.hasSynced = true;
+            this.syncedResolve();
+          }
+          await sleep(this.o.backoffMaxMs ?? 300_000, this.stopController.signal);
+          continue;
+        }
         if (this.hasSynced) this.gapSince ??= this.lastEventAt;
         const delay = backoffDelay(failures++, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000);
         this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'error' });

@@ -3,9 +3,9 @@
 // one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
 import type { Logger } from 'pino';
 import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../engine/index.ts';
-import { REGISTERED_LABEL } from '../engine/decide.ts';
+import { type LaunchKnowledge, REGISTERED_LABEL } from '../engine/decide.ts';
 import type { ClusterCaches } from '../kube/caches.ts';
-import type { Metrics } from '../metrics.ts';
+import { countEffect, type Metrics } from '../metrics.ts';
 import { type ProcessResult, WorkQueue } from './queue.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { failureKind, httpStatus } from '../kube/failures.ts';
@@ -23,6 +23,8 @@ export interface ReconcilerOptions {
   caches: ClusterCaches;
   client: KubeClient;
   settings: EngineSettings;
+  /** Prices and what else the effect's replay reads. */
+  launch?: LaunchKnowledge;
   concurrency: number;
   metrics: Metrics;
   log: Logger;
@@ -81,7 +83,7 @@ export class Reconciler {
       return { kind: 'after', ms: node.createdAt + WEBHOOK_FIRST_MS - now };
     }
     const end = metrics.reconcileDuration.startTimer();
-    const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler', nodeClassGroups: caches.nodeClaims.groups }, caches.overlays.index, settings);
+    const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler', nodeClassGroups: caches.nodeClaims.groups, launch: this.o.launch }, caches.overlays.index, settings);
     if (decision.outcome === 'out-of-scope' || decision.outcome === 'recorded') return { kind: 'done' };
     if (decision.outcome === 'undetermined') return { kind: 'after', ms: Math.max(100, decision.retryAt - now) };
     try {
@@ -102,6 +104,7 @@ export class Reconciler {
       instance_family: labels[settings.keys.copied['instance-family']] ?? 'none',
       source: 'reconciler',
     });
+    countEffect(metrics, decision.effect);
     log.debug({ node: name, outcome: decision.outcome, basis: decision.basis, provider: decision.provider.name, providerWarning: decision.provider.warning }, 'recorded');
     return { kind: 'done' };
   }

@@ -1,6 +1,8 @@
 // The mutating webhook: writes the record inline, from the caches, or allows without a patch.
 // It never denies and never calls the API.
 import { decide, jsonPatch, nodeClaimFor, toNodeView, type EngineSettings, type NodeClaimLookup, type NodeObject, type NodeView, type OverlayIndex } from '../engine/index.ts';
+import type { LaunchKnowledge } from '../engine/decide.ts';
+import type { Effect } from '../engine/index.ts';
 import { allow, type AdmissionResponse, type AdmissionReview, isNodeReview } from './review.ts';
 
 export type MutateOutcome =
@@ -13,6 +15,8 @@ export interface MutateDeps {
   existingNode(name: string): NodeView | undefined;
   ready(): boolean;
   settings: EngineSettings;
+  /** Prices and what else the effect's replay reads, from the caches. */
+  launch?: LaunchKnowledge;
   now(): number;
 }
 
@@ -20,7 +24,7 @@ export interface MutateResult {
   answer: AdmissionResponse;
   outcome: MutateOutcome;
   /** Set when a record was written, for nodes_labeled_total. */
-  labeled?: { capacityType: string; instanceFamily: string };
+  labeled?: { capacityType: string; instanceFamily: string; effect?: Effect };
   detail?: string;
 }
 
@@ -37,7 +41,7 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   const node = toNodeView(object);
   if (req.operation === 'CREATE' && deps.existingNode(node.name)) return { answer: allow(uid), outcome: 'exists' };
   const nodeClaim = nodeClaimFor(node, deps.nodeClaims);
-  const decision = decide({ node, nodeClaim, now: deps.now(), decidedBy: 'webhook', nodeClassGroups: deps.nodeClaims.groups }, deps.index, deps.settings);
+  const decision = decide({ node, nodeClaim, now: deps.now(), decidedBy: 'webhook', nodeClassGroups: deps.nodeClaims.groups, launch: deps.launch }, deps.index, deps.settings);
   switch (decision.outcome) {
     case 'out-of-scope':
       return { answer: allow(uid), outcome: 'out_of_scope' };
@@ -55,6 +59,7 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
     labeled: {
       capacityType: decision.record.labels[keys.copied['capacity-type']] ?? 'none',
       instanceFamily: decision.record.labels[keys.copied['instance-family']] ?? 'none',
+      ...(decision.effect ? { effect: decision.effect } : {}),
     },
   };
 }

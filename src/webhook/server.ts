@@ -3,7 +3,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/duration.ts';
-import type { Metrics } from '../metrics.ts';
+import { countEffect, type Metrics } from '../metrics.ts';
 import { mutate, type MutateDeps } from './mutate.ts';
 import { parseReview, allow } from './review.ts';
 import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './tls.ts';
@@ -104,6 +104,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
             ({ answer, outcome } = result);
             if (result.labeled && !dryRun) {
               o.metrics.nodesLabeled.inc({ capacity_type: result.labeled.capacityType, instance_family: result.labeled.instanceFamily, source: 'webhook' });
+              countEffect(o.metrics, result.labeled.effect);
             }
             if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
           } else {

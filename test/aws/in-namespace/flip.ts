@@ -7,17 +7,28 @@
 // above the overlay's on-demand 0.00), so an on-demand fleet, allocation strategy `prioritized`,
 // and each m5.xlarge override at Priority 0, the overlay's price. Karpenter's own
 // price-overlay-applied, the judge (Karpenter's NodeOverlay controller and store) and the record agree.
+//
+// Then what the record says the overlays changed (its effect), each against the launch that is seen
+// when the overlay is not there: the RI overlay's flip is capacity-type (the same pod launched spot
+// without it, above); a -90% on-demand overlay on a family flips an unpinned launch from spot
+// (capacity-type); for a pod that asks for on-demand, an overlay that reorders the candidates moves the
+// launch to its type (instance-type, naming the type that launches once the overlay is deleted);
+// an overlay on that very type, the cheapest anyway, changes nothing (none).
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
 import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
 import type { FleetRequest } from '../../../kit/aws/moto.ts';
-import { PRICE_OVERLAY_APPLIED } from '../../../kit/karpenter-controller.ts';
-import { reservedInstance } from '../../../kit/veneer.ts';
+import { type PendingPod, PRICE_OVERLAY_APPLIED } from '../../../kit/karpenter-controller.ts';
+import { computeSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
-import { storyOf, type NodeVersion } from '../../../kit/node-history.ts';
+import { storyOf } from '../../../kit/node-history.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(240_000);
@@ -35,18 +46,25 @@ const RI = reservedInstance('m5.xlarge', REGION);
 const RECORD_KEYS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/labeled-at'];
 t.comment(`control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${((Date.now() - started) / 1000).toFixed(1)} s (ms: ${JSON.stringify(karpenter.startup)})`);
 
+const cli = join(import.meta.dirname, '..', '..', '..', 'src', 'cli.ts');
+const explain = (args: string[], env: Record<string, string> = {}) =>
+  promisify(execFile)(process.execPath, [cli, 'explain', ...args], { env: { ...process.env, ...env } }).then(
+    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
+  );
 const instanceIdOf = (node: k8s.V1Node) => node.spec?.providerID?.split('/').at(-1) ?? '';
 const fleetOf = (node: k8s.V1Node): FleetRequest | undefined => karpenter.moto.fleetRequests().find((f) => f.launched.some((l) => l.instanceId === instanceIdOf(node)));
 const overrides = (f: FleetRequest | undefined) => (f?.launchTemplateConfigs ?? []).flatMap((c) => c.overrides).map((o) => `${o.instanceType}@${o.priority ?? '-'}`).sort();
 
-/** Launches one pod pinned to m5.xlarge; returns its node once Karpenter registered it, with its NodeClaim. */
-async function launch(name: string) {
+/** Launches one pod (pinned to m5.xlarge unless told otherwise); returns its node once Karpenter registered it, with its NodeClaim. */
+async function launch(name: string, pod: Omit<PendingPod, 'name'> = { instanceType: 'm5.xlarge' }) {
   const before = new Set((await core.listNode()).items.map((n) => n.metadata?.name));
   const t0 = Date.now();
-  await karpenter.createPods([{ name, instanceType: 'm5.xlarge' }]);
+  await karpenter.createPods([{ name, ...pod }]);
   const nodes = await karpenter.waitForNodes(before.size + 1, { registered: true, timeoutMs: 90_000 });
   const node = nodes.find((n) => !before.has(n.metadata?.name))!;
-  const claim = (await karpenter.nodeClaims()).find((c) => c.status?.nodeName === node.metadata?.name);
+  // By providerID, which the NodeClaim has from the launch on (its status.nodeName comes later, with registration).
+  const claim = (await karpenter.nodeClaims()).find((c) => c.status?.providerID === node.spec?.providerID);
   return { node, claim, ms: Date.now() - t0 };
 }
 
@@ -84,8 +102,17 @@ t.test('with it: on-demand, prioritized at Priority 0, recorded at CREATE with t
   t.equal(claim?.metadata.annotations?.[PRICE_OVERLAY_APPLIED], 'true', `Karpenter's ${PRICE_OVERLAY_APPLIED} on the NodeClaim`);
   t.equal(node.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], 'true', '...copied to the node');
   t.match(labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': RI.metadata.name, 'veneer.io/capacity-type': 'reserved-instance', 'veneer.io/instance-type': 'm5.xlarge', 'veneer.io/region': REGION }, 'the record names the Reserved Instance overlay');
-  const story = storyOf({ annotations: node.metadata?.annotations ?? {} } as NodeVersion);
+  const story = storyOf(node.metadata);
   t.match(story, { decidedBy: 'webhook', basis: 'exact', characteristicsFrom: 'node+nodeclaim' }, 'decided at CREATE by the webhook, from the node and its NodeClaim');
+  t.equal(labels['veneer.io/overlay-effect'], 'capacity-type', 'the effect: without the overlay, spot');
+  t.match(story?.effect, {
+    verdict: 'capacity-type',
+    with: { capacityType: 'on-demand', strategy: 'prioritized', instanceTypes: ['m5.xlarge'] },
+    without: { capacityType: 'spot', strategy: 'price-capacity-optimized', instanceTypes: ['m5.xlarge'] },
+    launched: { listPrice: 0.192, price: 0 },
+    overlays: [RI.metadata.name],
+    prices: { source: 'static+ec2-spot' },
+  }, 'the counterfactual is the launch the first test saw: spot m5.xlarge, price-capacity-optimized');
 
   const judge = new KarpenterJudge(AWS_KARPENTER_VERSION);
   t.teardown(() => judge.close());
@@ -93,6 +120,98 @@ t.test('with it: on-demand, prioritized at Priority 0, recorded at CREATE with t
   t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
   t.same(answer.applied, [RI.metadata.name], "Karpenter's own store applies the Reserved Instance overlay's price to this offering");
   t.comment(`pod to registered node: ${ms} ms`);
+
+  // The command line explains the same effect: live, and offline on the objects as the API serves them.
+  const name = node.metadata!.name!;
+  const prices = ['--prices-source', 'isolated', '--prices-region', REGION];
+  const live = await explain([name, ...prices, '-o', 'json'], { KUBECONFIG: env.cp.writeKubeConfig() });
+  t.equal(live.code, 0, live.err);
+  const effect = { verdict: 'capacity-type', with: { capacityType: 'on-demand', instanceTypes: ['m5.xlarge'] }, without: { capacityType: 'spot', instanceTypes: ['m5.xlarge'] }, prices: { source: 'static+ec2-spot' } };
+  t.match((JSON.parse(live.out) as { effect?: unknown }[])[0]?.effect, effect, 'explain NODE: the effect the record holds');
+  const table = await explain([name, ...prices], { KUBECONFIG: env.cp.writeKubeConfig() });
+  t.match(table.out, /^  effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m);
+  t.match(table.out, /^    capacity type +on-demand +spot$/m, 'both launches side by side');
+  t.match(table.out, /^    CreateFleet strategy +prioritized +price-capacity-optimized$/m);
+
+  const dir = t.testdir();
+  const files: Record<string, string> = { '--nodes': '/api/v1/nodes', '--nodeclaims': '/apis/karpenter.sh/v1/nodeclaims', '--overlays': '/apis/karpenter.sh/v1alpha1/nodeoverlays', '--nodepools': '/apis/karpenter.sh/v1/nodepools', '--ec2nodeclasses': '/apis/karpenter.k8s.aws/v1/ec2nodeclasses' };
+  const args: string[] = [];
+  for (const [flag, path] of Object.entries(files)) {
+    const file = join(dir, `${flag.slice(2)}.json`);
+    writeFileSync(file, (await env.cp.get(path)).body);
+    args.push(flag, file);
+  }
+  const offline = await explain([...args, ...prices, '-o', 'json']);
+  t.equal(offline.code, 0, offline.err);
+  const results = JSON.parse(offline.out) as { node: string; effect?: unknown }[];
+  t.match(results.find((r) => r.node === name)?.effect, effect, 'offline, with --ec2nodeclasses: the same effect');
+});
+
+/** Creates an overlay and waits until Karpenter validated it and the watcher counts `counted` overlays. */
+async function addOverlay(o: { metadata: { name: string } }, counted: number) {
+  await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+  await until(`Karpenter validated ${o.metadata.name}`, async () => {
+    const got = (await custom.getClusterCustomObject({ ...OVERLAY_API, name: o.metadata.name })) as { status?: { conditions?: { type: string; status: string }[] } };
+    return got.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  }, 30_000);
+  await until(`the watcher counts ${counted}`, async () => new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(await env.watcher.metrics.registry.metrics()), 20_000);
+  await sleep(1100);
+}
+
+async function removeOverlay(name: string, counted: number) {
+  await custom.deleteClusterCustomObject({ ...OVERLAY_API, name });
+  await until(`the watcher counts ${counted}`, async () => new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(await env.watcher.metrics.registry.metrics()), 20_000);
+  // Karpenter's store drops it on its next reconcile of the overlays.
+  await sleep(2000);
+}
+
+const effectOf = (node: k8s.V1Node) => storyOf(node.metadata)?.effect;
+
+t.test('a -90% on-demand overlay on a family flips an unpinned launch from spot: capacity-type', async (t) => {
+  await removeOverlay(RI.metadata.name, 0);
+  // Generation 6 (c6i and r6i), 2 vCPUs enough: without an overlay the cheapest spot offering wins.
+  const pod = { cpu: '1500m', nodeSelector: { 'karpenter.k8s.aws/instance-generation': '6' } };
+  const spot = await launch('family-no-overlay', pod);
+  t.equal(spot.node.metadata?.labels?.['karpenter.sh/capacity-type'], 'spot', 'without the overlay: spot');
+  const cut = { ...computeSavingsPlan(), metadata: { ...computeSavingsPlan().metadata, name: 'c6i-on-demand-90' }, spec: { requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }, { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['c6i'] }], priceAdjustment: '-90%', weight: 10 } };
+  await addOverlay(cut, 1);
+  const { node } = await launch('family-with-overlay', pod);
+  const labels = node.metadata?.labels ?? {};
+  t.equal(labels['karpenter.sh/capacity-type'], 'on-demand', 'with it: on-demand');
+  t.equal(labels['karpenter.k8s.aws/instance-family'], 'c6i');
+  t.equal(labels['veneer.io/overlay-effect'], 'capacity-type');
+  t.match(effectOf(node), { verdict: 'capacity-type', without: { capacityType: 'spot' }, overlays: ['c6i-on-demand-90'] }, 'the counterfactual, spot, is what launched without it');
+  await removeOverlay('c6i-on-demand-90', 0);
+});
+
+let cheapest = '';
+t.test('an on-demand pod where an overlay reorders the candidates: instance-type, naming the type that launches once it is deleted', async (t) => {
+  // 1850m fits a 2-vCPU type but none of the nodes already up (the on-demand m5.xlarge has 1800m free).
+  const pod = { cpu: '1850m', capacityType: 'on-demand' as const };
+  const m5 = reservedInstance('m5.large', REGION);
+  await addOverlay(m5, 1);
+  const { node } = await launch('reordered', pod);
+  t.equal(node.metadata?.labels?.['node.kubernetes.io/instance-type'], 'm5.large', 'with the overlay: its type');
+  t.equal(node.metadata?.labels?.['veneer.io/overlay-effect'], 'instance-type');
+  const effect = effectOf(node);
+  t.match(effect, { verdict: 'instance-type', with: { capacityType: 'on-demand', strategy: 'prioritized' }, without: { capacityType: 'on-demand', strategy: 'lowest-price' } });
+  t.equal(effect?.without?.instanceTypes.length, 1, 'one type without it');
+  cheapest = effect?.without?.instanceTypes[0] ?? '';
+  await removeOverlay(m5.metadata.name, 0);
+  const again = await launch('reordered-again', pod);
+  t.equal(again.node.metadata?.labels?.['node.kubernetes.io/instance-type'], cheapest, `without the overlay, ${cheapest} launches: the record named it`);
+  t.equal(again.node.metadata?.labels?.['veneer.io/overlay-effect'], 'none', 'no overlay: none');
+});
+
+t.test('an overlay on the type that was cheapest anyway: none', async (t) => {
+  const ri = reservedInstance(cheapest, REGION);
+  await addOverlay(ri, 1);
+  const { node } = await launch('cheapest-anyway', { cpu: '1850m', capacityType: 'on-demand' });
+  t.equal(node.metadata?.labels?.['node.kubernetes.io/instance-type'], cheapest);
+  t.equal(node.metadata?.labels?.['veneer.io/overlay-influenced'], 'true', 'influenced: the overlay priced it');
+  t.equal(node.metadata?.labels?.['veneer.io/overlay-effect'], 'none', 'yet it changed nothing');
+  t.match(effectOf(node), { verdict: 'none', without: { instanceTypes: [cheapest] } });
+  await removeOverlay(ri.metadata.name, 0);
 });
 
 t.test('footprint', async (t) => {

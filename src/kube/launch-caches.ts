@@ -1,0 +1,64 @@
+// What the effect's replay of a launch reads from the cluster besides the NodeClaim: the zones
+// each EC2NodeClass launches into (its status' subnets), and the labels of a registered node of
+// each instance type (every instance-type key Karpenter gave it, GPU and accelerator counts too).
+import type { Labels, NodeView } from '../engine/index.ts';
+import { type CacheDeps, lister, Reflector } from './reflector.ts';
+
+const EC2_NODECLASSES_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses';
+const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
+const REGISTERED = 'karpenter.sh/registered';
+
+interface Ec2NodeClassObject {
+  metadata?: { name?: string };
+  status?: { subnets?: { zone?: string }[] | null } | null;
+}
+
+export interface NodeClassZones {
+  readonly name: string;
+  readonly zones: ReadonlySet<string>;
+}
+
+/** EC2NodeClasses by name, reduced to their subnets' zones; an empty store where the AWS provider is not installed. */
+export class NodeClassCache {
+  readonly reflector: Reflector<NodeClassZones>;
+
+  constructor(deps: CacheDeps) {
+    this.reflector = new Reflector({
+      resource: 'ec2nodeclasses',
+      client: deps.client,
+      watchPath: EC2_NODECLASSES_PATH,
+      listPage: lister(deps.client, EC2_NODECLASSES_PATH),
+      keyOf: (obj) => (obj as Ec2NodeClassObject).metadata?.name ?? '',
+      slim: (obj) => {
+        const o = obj as Ec2NodeClassObject;
+        return { name: o.metadata?.name ?? '', zones: new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : []))) };
+      },
+      handlers: { upsert: () => {}, remove: () => {} },
+      optional: true,
+      metrics: deps.metrics,
+      log: deps.log,
+      now: deps.now,
+      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+    });
+  }
+
+  /** The zones of a NodeClass's subnets, undefined when it is unknown or has none yet. */
+  zonesOf(name: string): ReadonlySet<string> | undefined {
+    const zones = this.reflector.store.get(name)?.zones;
+    return zones && zones.size > 0 ? zones : undefined;
+  }
+}
+
+/** The labels of one registered node per instance type (Karpenter copies every NodeClaim label at registration). */
+export class InstanceTypeLabels {
+  private readonly byType = new Map<string, Labels>();
+
+  seen(node: NodeView): void {
+    const type = node.labels[INSTANCE_TYPE];
+    if (type !== undefined && node.labels[REGISTERED] === 'true' && !this.byType.has(type)) this.byType.set(type, node.labels);
+  }
+
+  get(instanceType: string): Labels | undefined {
+    return this.byType.get(instanceType);
+  }
+}
