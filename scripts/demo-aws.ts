@@ -13,12 +13,15 @@
 // mutating webhook paused, a few more pods: the reconciler records those.
 //
 // No --keep: the cluster lives in a namespace that nothing outside it can reach.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../kit/aws/karpenter.ts';
 import type { FleetRequest } from '../kit/aws/moto.ts';
 import { NODECLAIM_API, type NodeClaim, type PendingPod, PRICE_OVERLAY_APPLIED } from '../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../kit/netns.ts';
-import { History } from '../kit/node-history.ts';
+import { History, storyOf } from '../kit/node-history.ts';
 import { scrape } from '../kit/scrape.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { grantMetricsReader, pauseMutatingWebhook } from '../kit/watcher-env.ts';
@@ -146,16 +149,16 @@ try {
   const rows = nodes.map((n) => {
     const name = n.metadata?.name ?? '';
     const l = n.metadata?.labels ?? {};
-    const story = JSON.parse(n.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as { decidedBy?: string };
+    const story = storyOf(n.metadata);
     const rec = recordedAt(name);
     const claimAt = claimSeenAt(n);
     return [
       name, l['karpenter.sh/capacity-type'] ?? '', l['node.kubernetes.io/instance-type'] ?? '', l['veneer.io/overlay-influenced'] ?? '-',
-      l['veneer.io/matching-overlay'] ?? '-', l['veneer.io/capacity-type'] ?? '-', story.decidedBy ?? '-',
+      l['veneer.io/matching-overlay'] ?? '-', l['veneer.io/capacity-type'] ?? '-', l['veneer.io/overlay-effect'] ?? '-', story?.decidedBy ?? '-',
       rec !== undefined && claimAt !== undefined ? `${rec - claimAt}` : '-', podOf.get(name) ?? '-',
     ];
   });
-  const header = ['NAME', 'CAPACITY', 'TYPE', 'INFLUENCED', 'MATCHING-OVERLAY', 'VENEER-CAPACITY-TYPE', 'RECORDED-BY', 'MS-TO-RECORD', 'POD'];
+  const header = ['NAME', 'CAPACITY', 'TYPE', 'INFLUENCED', 'MATCHING-OVERLAY', 'VENEER-CAPACITY-TYPE', 'EFFECT', 'RECORDED-BY', 'MS-TO-RECORD', 'POD'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   console.log('\n' + [header, ...rows].map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n'));
 
@@ -173,11 +176,14 @@ try {
     const strategy = f?.defaultTargetCapacityType === 'spot' ? `SpotOptions.AllocationStrategy=${f.spotAllocationStrategy}` : `OnDemandOptions.AllocationStrategy=${f?.onDemandAllocationStrategy}`;
     const overrides = (f?.launchTemplateConfigs ?? []).flatMap((c) => c.overrides);
     const priorities = [...new Set(overrides.map((o) => o.priority ?? '-'))].join('/');
-    const record = l['veneer.io/matching-overlay'] ? `record names ${l['veneer.io/matching-overlay']} (${l['veneer.io/capacity-type']}, by the ${JSON.parse(node.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}').decidedBy})` : 'no record';
+    const record = l['veneer.io/matching-overlay'] ? `record names ${l['veneer.io/matching-overlay']} (${l['veneer.io/capacity-type']}, by the ${storyOf(node.metadata)?.decidedBy})` : 'no record';
+    const effect = storyOf(node.metadata)?.effect;
+    const without = effect?.without ? `; without the selected overlays: ${effect.without.capacityType} ${effect.without.instanceTypes.join(' | ')}, ${effect.without.strategy}` : '';
     const applied = claimOf.get(node.metadata?.name ?? '')?.metadata.annotations?.[PRICE_OVERLAY_APPLIED] === 'true' ? `${PRICE_OVERLAY_APPLIED}=true` : `no ${PRICE_OVERLAY_APPLIED}`;
     return [
       `  ${label} ${l['karpenter.sh/capacity-type']} ${l['node.kubernetes.io/instance-type']} (${node.metadata?.name}), ${record}; Karpenter: ${applied}`,
       `    CreateFleet: DefaultTargetCapacityType=${f?.defaultTargetCapacityType ?? '?'}, ${strategy}, ${overrides.length} overrides (${[...new Set(overrides.map((o) => o.instanceType))].join(', ')}) at Priority ${priorities}`,
+      ...(effect ? [`    effect: ${effect.verdict}${without}`] : []),
     ].join('\n');
   };
   console.log([
@@ -189,7 +195,7 @@ try {
     '  an on-demand fleet, prioritized by the overlay-adjusted prices; the NodeClaim still allowed spot.',
   ].join('\n'));
 
-  const nodeToRecord = (by: string) => rows.filter((r) => r[6] === by).map((r) => (recordedAt(r[0]!) ?? 0) - (history.firstSeenAt(r[0]!) ?? 0));
+  const nodeToRecord = (by: string) => rows.filter((r) => r[7] === by).map((r) => (recordedAt(r[0]!) ?? 0) - (history.firstSeenAt(r[0]!) ?? 0));
   const claimToNode = nodes.map((n) => seenAt(n) - (claimSeenAt(n) ?? 0));
   const changed = nodes.map((n) => n.metadata?.name ?? '').filter((name) => history.recordOf(name)?.changed);
   const span = (ms: number[]) => (ms.length === 0 ? 'none' : `${Math.min(...ms)}-${Math.max(...ms)} ms`);
@@ -214,7 +220,20 @@ try {
     if (/^veneer_nodewatcher_(nodes_labeled_total|nodes_influenced_current|nodes_pending|labeling_errors_total|leader|cache_refresh_total)[ {]/.test(line)) console.log(`  ${line}`);
     if (/^veneer_nodewatcher_admission_requests_total\{.*webhook="mutate"/.test(line)) console.log(`  ${line}`);
     if (/^veneer_nodewatcher_karpenter_provider_nodeclaims[ {]/.test(line)) console.log(`  ${line}`);
+    if (/^veneer_nodewatcher_(nodes_by_effect_current|price_refreshes_total)[ {]/.test(line)) console.log(`  ${line}`);
   }
+
+  // The command line, live on this cluster as an operator runs it (it writes nothing).
+  const kubeconfig = cp.writeKubeConfig();
+  const cli = async (args: string[]) => {
+    console.log(`\n$ veneer-node-watcher ${args.join(' ')}`);
+    const { stdout } = await promisify(execFile)(process.execPath, [join(import.meta.dirname, '..', 'src', 'cli.ts'), ...args], { env: { ...process.env, KUBECONFIG: kubeconfig } });
+    console.log(stdout.trimEnd());
+  };
+  const flipped = nodes.find((n) => podOf.get(n.metadata?.name ?? '') === 'same-pod-with-ri')?.metadata?.name;
+  step('the command line on this cluster: why the flipped node got its record and what the overlays changed, then the report');
+  if (flipped) await cli(['explain', flipped, '--prices-source', 'isolated', '--prices-region', REGION]);
+  await cli(['report']);
   step('tearing down');
   await teardown();
   step('done');

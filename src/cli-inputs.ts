@@ -14,6 +14,7 @@ export interface InputFiles {
   overlaysFile?: string;
   nodeClaimsFile?: string;
   nodePoolsFile?: string;
+  nodeClassesFile?: string;
 }
 
 export interface Inputs {
@@ -22,6 +23,17 @@ export interface Inputs {
   nodeClaims: NodeClaimView[];
   /** Empty when not given: every node is then judged on its labels (basis approximate). */
   nodePools: NodePoolView[];
+  /** EC2NodeClasses by name: the zones of their subnets (empty when not given or not served). */
+  nodeClassZones: Map<string, Set<string>>;
+}
+
+interface Ec2NodeClassObject {
+  metadata?: { name?: string };
+  status?: { subnets?: { zone?: string }[] | null } | null;
+}
+
+function zonesByNodeClass(objects: readonly Record<string, unknown>[]): Map<string, Set<string>> {
+  return new Map((objects as readonly Ec2NodeClassObject[]).map((o) => [o.metadata?.name ?? '', new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : [])))]));
 }
 
 function asObjects(value: unknown): Record<string, unknown>[] {
@@ -68,6 +80,7 @@ export function readInputFiles(files: InputFiles): Inputs {
     overlays: readObjects(files.overlaysFile ?? '', 'NodeOverlay') as OverlayObject[],
     nodeClaims: files.nodeClaimsFile ? readObjects(files.nodeClaimsFile, 'NodeClaim').map((c) => toNodeClaimView(c)) : [],
     nodePools: files.nodePoolsFile ? readObjects(files.nodePoolsFile, 'NodePool').map((p) => toNodePoolView(p as NodePoolObject)) : [],
+    nodeClassZones: zonesByNodeClass(files.nodeClassesFile ? readObjects(files.nodeClassesFile, 'EC2NodeClass') : []),
   };
 }
 
@@ -97,16 +110,21 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
     } while (token);
     return nodes;
   };
-  const [nodes, overlays, pools, claims] = await Promise.all([
+  // Served only where Karpenter's AWS provider is installed; readable only with the chart's rights.
+  const nodeClasses = custom.listClusterCustomObject({ group: 'karpenter.k8s.aws', version: 'v1', plural: 'ec2nodeclasses' })
+    .then((l) => (l as { items: Record<string, unknown>[] }).items, () => []);
+  const [nodes, overlays, pools, claims, classes] = await Promise.all([
     nodeName ? core.readNode({ name: nodeName }).then((n) => [n as NodeObject]) : allNodes(),
     list('v1alpha1', 'nodeoverlays'),
     list('v1', 'nodepools'),
     list('v1', 'nodeclaims'),
+    nodeClasses,
   ]);
   return {
     nodes,
     overlays: overlays as OverlayObject[],
     nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
     nodeClaims: claims.map((c) => toNodeClaimView(c)),
+    nodeClassZones: zonesByNodeClass(classes),
   };
 }

@@ -14,7 +14,7 @@ const SHUTDOWN_BOUND_MS = 20_000;
 
 const COMMANDS = ['serve', 'check-config', 'explain', 'report'] as const;
 /** Options of the commands that read nodes and overlays; `--at` is explain's alone. */
-const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--nodepools': 'nodePoolsFile', '--at': 'at', '-o': 'output', '--output': 'output' };
+const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--nodepools': 'nodePoolsFile', '--ec2nodeclasses': 'nodeClassesFile', '--at': 'at', '-o': 'output', '--output': 'output' };
 const OUTPUTS = ['table', 'json', 'yaml'];
 type Command = (typeof COMMANDS)[number];
 
@@ -45,7 +45,8 @@ function usage(): string {
     '  check-config   validate the configuration and print each value with its source',
     '  explain        why a node got (or would get) its record:',
     '                   explain NODE_NAME                        live, with KUBECONFIG',
-    '                   explain --nodes FILE --overlays FILE [--nodepools FILE] [--nodeclaims FILE] [--at TIME] [-o table|json|yaml]',
+    '                   explain --nodes FILE --overlays FILE [--nodepools FILE] [--nodeclaims FILE] [--ec2nodeclasses FILE] [--at TIME] [-o table|json|yaml]',
+    '                 with its effect: what the selected overlays changed, both launches side by side (prices per --prices-source)',
     '  report         every overlay: nodes won, nodes matched but lost, verdict (steering, outranked, idle):',
     '                   report [-o table|json|yaml]                live, with KUBECONFIG (read-only)',
     '                   report --nodes FILE --overlays FILE [--nodepools FILE] [--nodeclaims FILE] [-o table|json|yaml]',

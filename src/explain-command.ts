@@ -3,8 +3,9 @@
 import { stringify } from 'yaml';
 import type { Config } from './config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Explanation, type ProviderExplanation } from './engine/index.ts';
+import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Effect, type Explanation, type ProviderExplanation } from './engine/index.ts';
 import { engineSettings, overlayPolicy } from './engine-settings.ts';
+import { readPricesOnce } from './prices/source.ts';
 
 export interface ExplainArgs extends InputFiles {
   nodeName?: string;
@@ -18,7 +19,9 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   const inputs = args.nodeName ? await readLive(args.nodeName) : readInputFiles(args);
   const overlays = inputs.overlays.map((o) => toOverlayView(o));
   const claims = claimLookup(inputs.nodeClaims);
-  const explain = explainer({ overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups }, { now: at, knownSince: at }, engineSettings(config), overlayPolicy(config));
+  const prices = await readPricesOnce(config);
+  const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name) };
+  const explain = explainer({ overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups, launch }, { now: at, knownSince: at }, engineSettings(config), overlayPolicy(config));
   const results = inputs.nodes.map((n) => {
     const node = toNodeView(n);
     return explain(node, nodeClaimFor(node, claims));
@@ -48,6 +51,36 @@ export function providerLine(p: ProviderExplanation): string[] {
   return lines;
 }
 
+const EFFECT_SAYS: Record<Effect['verdict'], string> = {
+  'capacity-type': 'without the selected overlays Karpenter would have launched spot',
+  'instance-type': 'without them, another instance type',
+  none: 'without them, the same launch',
+  unknown: 'unknown',
+};
+
+/** The effect, and both worlds' launches side by side. */
+export function effectLines(effect: Effect): string[] {
+  const lines = [`  effect: ${effect.verdict} (${EFFECT_SAYS[effect.verdict]}${effect.reason ? `: ${effect.reason}` : ''})`];
+  const w = effect.with;
+  const wo = effect.without;
+  if (w || wo) {
+    const price = (l: typeof w) => (l?.listPrice !== undefined ? `$${l.listPrice}/h` : '-');
+    const rows = [
+      ['', 'with the overlays', 'without the selected ones'],
+      ['capacity type', w?.capacityType ?? '?', wo?.capacityType ?? '?'],
+      ['instance type', w?.instanceTypes.join(' | ') ?? '?', wo?.instanceTypes.join(' | ') ?? '?'],
+      ['CreateFleet strategy', w?.strategy ?? '?', wo?.strategy ?? '?'],
+      ['on-demand list price', price(w), price(wo)],
+    ];
+    const width = [0, 1].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
+    for (const r of rows) lines.push(`    ${r[0]!.padEnd(width[0]!)}  ${r[1]!.padEnd(width[1]!)}  ${r[2]}`);
+  }
+  if (effect.launched) lines.push(`    launched at list $${effect.launched.listPrice}/h, priced $${effect.launched.price}/h by the overlays`);
+  if (effect.overlays?.length) lines.push(`    selected overlays that priced a candidate: ${effect.overlays.join(', ')}`);
+  if (effect.prices) lines.push(`    prices: ${effect.prices.source}${effect.prices.asOf !== undefined ? `, read ${new Date(effect.prices.asOf).toISOString()}` : ''}`);
+  return lines;
+}
+
 function table(e: Explanation): string {
   const head = e.outcome === 'influenced'
     ? `${e.node}: influenced by ${e.overlay} (launch ${e.evaluatedAt}, basis ${e.basis})`
@@ -58,6 +91,7 @@ function table(e: Explanation): string {
   if (e.provider) lines.push(...providerLine(e.provider));
   if (e.existingRecord) lines.push(`  existing record: ${Object.entries(e.existingRecord).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (Object.keys(e.labels).length > 0) lines.push(`  labels: ${Object.entries(e.labels).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (e.effect) lines.push(...effectLines(e.effect));
   for (const o of e.overlays) {
     const state = o.winner ? 'WINS' : !o.active ? `inactive: ${o.inactiveReason}` : o.matched ? 'matches (outranked)' : 'no match';
     lines.push(`  - ${o.name} (weight ${o.weight}): ${state}`);

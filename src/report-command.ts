@@ -35,10 +35,11 @@ function columns(rows: string[][]): string {
 const percent = (share: number) => `${Math.round(share * 100)}%`;
 
 function table(report: Report): string {
-  const head = ['OVERLAY', 'WEIGHT', 'CAPACITY-TYPE', 'FAMILY', 'TYPE', 'REGION', 'WON', 'LOST', 'NEWEST-WIN', 'VERDICT'];
+  const head = ['OVERLAY', 'WEIGHT', 'CAPACITY-TYPE', 'FAMILY', 'TYPE', 'REGION', 'WON', 'LOST', 'FROM-SPOT', 'MOVED', 'NO-EFFECT', 'STEERED-$/H', 'NEWEST-WIN', 'VERDICT'];
   const row = (o: OverlayReport) => [
     o.overlay, dash(o.weight), dash(o.capacityType), dash(o.instanceFamily), dash(o.instanceType), dash(o.region),
-    String(o.won), String(o.lost), dash(o.newestWin), o.verdict,
+    String(o.won), String(o.lost), String(o.effects.steeredFromSpot), String(o.effects.movedType), String(o.effects.none), o.effects.steeredListPricePerHour.toFixed(4),
+    dash(o.newestWin), o.verdict,
   ];
   const lines = [columns([head, ...report.overlays.map(row)])];
   const notes: string[] = [];
@@ -55,6 +56,8 @@ function table(report: Report): string {
     '',
     `${t.onDemandNodes} on-demand Karpenter nodes: ${t.influenced} influenced, ${t.notInfluenced} not influenced, ${t.pending} pending; ${inline}; ${t.approximate} with basis approximate`,
   );
+  const e = t.effects;
+  lines.push(`Effects of the selected overlays on recorded launches: ${e.steeredFromSpot} steered from spot to on-demand, ${e.movedType} moved to another instance type, ${e.none} the same without them, ${e.unknown} unknown; on-demand list price of the nodes steered or moved: $${e.steeredListPricePerHour.toFixed(4)}/h`);
   if (t.inactiveOverlays > 0) lines.push(`${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`);
   lines.push(...providerLines(report.provider));
   return lines.join('\n');

@@ -110,7 +110,7 @@ t.test('the report, live and from the files kubectl writes, gives each overlay i
   const fromFiles = JSON.parse(offline.out) as Report;
   t.same([fromFiles.overlays, fromFiles.totals], [fromCluster.overlays, fromCluster.totals], 'the same verdicts offline');
   const table = await report(files);
-  t.match(table.out, new RegExp(`^${EC2.replace(/\./g, '\\.')} +20 +ec2-instance-savings-plan +m5 +- +us-west-2 +0 +3 +- +outranked$`, 'm'));
+  t.match(table.out, new RegExp(`^${EC2.replace(/\./g, '\\.')} +20 +ec2-instance-savings-plan +m5 +- +us-west-2 +0 +3 +0 +0 +0 +0\\.0000 +- +outranked$`, 'm'));
   t.match(table.out, /^5 on-demand Karpenter nodes: 5 influenced, 0 not influenced, 0 pending; 2 of 5 records written inline \(40%\); 0 with basis approximate$/m);
   const yaml = await report([...files, '-o', 'yaml']);
   t.match(yaml.out, /verdict: idle/);
