@@ -51,16 +51,16 @@ export function providerLine(p: ProviderExplanation): string[] {
   return lines;
 }
 
-const EFFECT_SAYS: Record<Effect['verdict'], string> = {
+const EFFECT_SAYS: Record<Exclude<Effect['verdict'], 'unknown'>, string> = {
   'capacity-type': 'without the selected overlays Karpenter would have launched spot',
   'instance-type': 'without them, another instance type',
   none: 'without them, the same launch',
-  unknown: 'unknown',
 };
 
 /** The effect, and both worlds' launches side by side. */
 export function effectLines(effect: Effect): string[] {
-  const lines = [`  effect: ${effect.verdict} (${EFFECT_SAYS[effect.verdict]}${effect.reason ? `: ${effect.reason}` : ''})`];
+  const says = effect.verdict === 'unknown' ? effect.reason ?? 'unknown' : `${EFFECT_SAYS[effect.verdict]}${effect.reason ? `: ${effect.reason}` : ''}`;
+  const lines = [`  effect: ${effect.verdict} (${says})`];
   const w = effect.with;
   const wo = effect.without;
   if (w || wo) {

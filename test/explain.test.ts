@@ -44,6 +44,7 @@ t.test('a single JSON object, the table for people, and a time before the overla
   t.match(one.out, /cost-aware-ri-m5\.xlarge-us-west-2 \(weight 30\): WINS/);
   t.match(one.out, /cost-aware-compute-sp-global \(weight 10\): matches \(outranked\)/);
   t.match(one.out, /pass {2}node\.kubernetes\.io\/instance-type In \[m5\.xlarge\] {2}node: "m5\.xlarge"/);
+  t.match(one.out, /^ {2}effect: unknown \(its NodeClaim has no node\.kubernetes\.io\/instance-type In requirement: the candidates Karpenter chose among are not known\)$/m, 'an unknown effect gives its reason (the demo\'s simulated NodeClaims list no candidates)');
   // Without its NodeClaim the node's own creation is the launch; the selector can exclude overlays.
   const other = await run(['--nodes', join(fixtures, 'node-ip-10-0-1-10.json'), '--overlays', join(fixtures, 'nodeoverlays.yaml'), '--overlay-selector', 'team=none', '-o', 'json']);
   const e = (JSON.parse(other.out) as Explanation[])[0];
