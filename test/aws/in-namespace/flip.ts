@@ -15,10 +15,11 @@
 // launch to its type (instance-type, naming the type that launches once the overlay is deleted);
 // an overlay on that very type, the cheapest anyway, changes nothing (none).
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { stringify } from 'yaml';
 import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
 import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
@@ -29,6 +30,9 @@ import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf } from '../../../kit/node-history.ts';
+import { EFFECTS } from '../../../src/engine/index.ts';
+import { testRules } from '../../support/chart.ts';
+import { inputSeries, promtool } from '../../support/prometheus.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(240_000);
@@ -212,6 +216,37 @@ t.test('an overlay on the type that was cheapest anyway: none', async (t) => {
   t.equal(node.metadata?.labels?.['veneer.io/overlay-effect'], 'none', 'yet it changed nothing');
   t.match(effectOf(node), { verdict: 'none', without: { instanceTypes: [cheapest] } });
   await removeOverlay(ri.metadata.name, 0);
+});
+
+t.test("the PromQL of the README and docs/effect.md, evaluated by Prometheus' engine (promtool) on the watcher's own metrics", async (t) => {
+  const root = join(import.meta.dirname, '..', '..', '..');
+  const exprs = ['README.md', 'docs/effect.md'].flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/```promql\n([\s\S]*?)```/g)])
+    .flatMap((m) => m[1]!.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter(Boolean));
+  t.ok(exprs.length >= 4, `${exprs.length} queries`);
+  const dir = t.testdir();
+  writeFileSync(join(dir, 'queries.yaml'), stringify({ groups: [{ name: 'docs', rules: exprs.map((expr, i) => ({ record: `docs:query:${i}`, expr })) }] }));
+  const check = promtool(['check', 'rules', join(dir, 'queries.yaml')]);
+  t.equal(check.status, 0, 'every query parses', { output: check.stdout + check.stderr });
+
+  // What they must say, from the Nodes themselves: the recorded nodes by effect, the influenced ones.
+  const nodes = (await core.listNode()).items.map((n) => n.metadata?.labels ?? {});
+  const byEffect = EFFECTS.map((effect) => ({ labels: `{effect="${effect}"}`, value: nodes.filter((l) => l['veneer.io/overlay-effect'] === effect).length }));
+  t.ok(byEffect.filter((e) => e.value > 0).length >= 3, 'capacity-type, instance-type and none all occurred');
+  const expected = new Map([
+    ['max by (effect) (veneer_nodewatcher_nodes_by_effect_current)', byEffect],
+    ['sum(max by (capacity_type) (veneer_nodewatcher_nodes_influenced_current))', [{ labels: '{}', value: nodes.filter((l) => l['veneer.io/overlay-influenced'] === 'true').length }]],
+  ]);
+  t.same([...expected.keys()].filter((e) => !exprs.includes(e)), [], 'the queries checked are in the docs');
+  const text = await env.watcher.metrics.registry.metrics();
+  const scrapes = [{ minute: 0, text }, { minute: 10, text }];
+  const metricsUsed = [...new Set([...expected.keys()].flatMap((e) => e.match(/veneer_nodewatcher_[a-z_]+/g) ?? []))];
+  const tests = stringify({
+    rule_files: ['rules.yaml'],
+    evaluation_interval: '1m',
+    tests: [{ interval: '1m', input_series: metricsUsed.flatMap((m) => inputSeries(scrapes, m)), promql_expr_test: [...expected].map(([expr, exp_samples]) => ({ expr, eval_time: '10m', exp_samples })) }],
+  });
+  const run = testRules(tests);
+  t.equal(run.status, 0, 'on the scraped series they say what the Nodes say', { output: run.output, tests });
 });
 
 t.test('footprint', async (t) => {
