@@ -89,12 +89,19 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
  * NodeClaim of `candidates` types (599: the largest Karpenter writes below its cap of 600, where
  * the effect is unknown without a replay), `total` Veneer-like overlays, on-demand and spot prices
  * in three zones. Returns each node's decision time in µs (the decision with its effect).
+ *
+ * `claims`: `shared`, every node from one NodeClaim's candidates (a burst from one pod spec: the
+ * replay is memoized per candidate list, so all but the first decision only pick their verdict);
+ * `distinct`, each node's NodeClaim leaves out another type (up to candidates + 1 nodes), so no
+ * replay is reused: every decision replays both launches (the first also prices every type in each
+ * world; later ones find those prices kept). `family` prefixes the type names: each call its own.
  */
-export function effectPerNode(candidates: number, total: number, nodes: number): number[] {
+export function effectPerNode(candidates: number, total: number, nodes: number, claims: 'shared' | 'distinct', family = 'f'): number[] {
   const { overlays } = veneerOverlaySet(total);
-  const names = Array.from({ length: candidates }, (_, i) => `f${Math.floor(i / SIZES.length)}x.${SIZES[i % SIZES.length]}`);
+  const pool = Array.from({ length: candidates + 1 }, (_, i) => `${family}${Math.floor(i / SIZES.length)}x.${SIZES[i % SIZES.length]}`);
+  const names = pool.slice(0, candidates);
   const zones = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
-  const od = new Map(names.map((n, i) => [n, 0.1 + i / 1000]));
+  const od = new Map(pool.map((n, i) => [n, 0.1 + i / 1000]));
   const prices: PriceBook = {
     source: 'bench', asOf: 0, region: 'us-east-1', hasSpot: true,
     onDemand: (x) => od.get(x), spot: (x, z) => (od.get(x) ?? 0) * (0.33 + zones.indexOf(z) / 100),
@@ -107,21 +114,22 @@ export function effectPerNode(candidates: number, total: number, nodes: number):
   index.nodePools.observe(toNodePoolView({ metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() } }), now - 1000);
   const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
   const launch = { prices, zonesOf: () => new Set(zones) };
-  const requirements = [
+  const requirements = (types: string[]) => [
     { key: 'karpenter.sh/nodepool', operator: 'In', values: ['default'] },
     { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
     { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand', 'spot'] },
-    { key: 'node.kubernetes.io/instance-type', operator: 'In', values: names },
+    { key: 'node.kubernetes.io/instance-type', operator: 'In', values: types },
   ];
   const out: number[] = [];
   let effects = 0;
   let firstUndecided: unknown;
   for (let i = 0; i < nodes; i++) {
-    const type = names[(i * 7919) % names.length]!;
+    const types = claims === 'shared' ? names : pool.filter((_, k) => k !== i % pool.length);
+    const type = types[(i * 7919) % types.length]!;
     const node = toNodeView(karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }));
     const claim = toNodeClaimView({
       metadata: { name: `c${i}`, labels: { 'karpenter.sh/nodepool': 'default' }, annotations: { 'karpenter.sh/price-overlay-applied': 'true' }, creationTimestamp: new Date(now - 30_000).toISOString() },
-      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements },
+      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: requirements(types) },
       status: { providerID: `aws:///us-east-1a/i-${i}` },
     });
     const start = process.hrtime.bigint();
@@ -146,8 +154,9 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
   decisionsPerBatch(1000, 20, 500, 10);
   raw.hostile = decisionsPerBatch(1000, 100, 1000, 10);
   progress('decision: the effect, 599 candidate types and 100 overlays');
-  effectPerNode(599, 100, 300); // warm-up
-  raw.effect = effectPerNode(599, 100, 3000);
+  effectPerNode(599, 100, 300, 'distinct', 'w'); // warm-up
+  raw.effect = effectPerNode(599, 100, 3000, 'shared');
+  raw.effect_distinct = effectPerNode(599, 100, 600, 'distinct', 'd');
   const p50 = (n: number | string) => median(raw[n] ?? []);
   const row = (n: number | string, label: string | number) => ({ overlays: label, p50_us: round(p50(n)), min_us: round(Math.min(...(raw[n] ?? []))), max_us: round(Math.max(...(raw[n] ?? []))) });
   const rows = [...sizes.map((n) => row(n, n)), row('hostile', '1000 + 10 hostile')];
@@ -158,10 +167,13 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       decision_hostile_over_normal: round(p50('hostile') / p50(1000)),
       effect_p50_us_599_candidates_100_overlays: round(p50('effect')),
       effect_p99_us_599_candidates_100_overlays: round(percentile(raw.effect ?? [], 0.99)),
+      effect_distinct_claims_p50_us: round(p50('effect_distinct')),
+      effect_distinct_claims_p99_us: round(percentile(raw.effect_distinct ?? [], 0.99)),
     },
     targets: {
       decision_p50_us_1000: '<= 10', decision_growth_10000_over_1000: '<= 3', decision_hostile_over_normal: 'reported (aim <= 2)',
-      effect_p50_us_599_candidates_100_overlays: 'reported', effect_p99_us_599_candidates_100_overlays: '<= 200',
+      effect_p50_us_599_candidates_100_overlays: 'reported', effect_p99_us_599_candidates_100_overlays: '<= 200 (a burst: NodeClaims of one pod spec)',
+      effect_distinct_claims_p50_us: 'reported', effect_distinct_claims_p99_us: 'reported (aim <= 200; missed: see docs/effect.md)',
     },
     table: rows,
     raw: { per_decision_us_batches: raw },

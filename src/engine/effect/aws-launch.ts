@@ -28,7 +28,8 @@ export interface Launch {
   readonly capacityType: 'spot' | 'on-demand';
   /** The CreateFleet allocation strategy (on-demand or spot options). */
   readonly strategy: 'prioritized' | 'lowest-price' | 'capacity-optimized-prioritized' | 'price-capacity-optimized';
-  readonly overrides: readonly Override[];
+  /** The candidates the request names, after the filters and the cut: its overrides are theirs (overridesOf). */
+  readonly types: readonly PricedCandidate[];
   /**
    * The instance types EC2 may launch by its documented rule: on-demand `prioritized`, those with
    * the lowest Priority; `lowest-price`, the lowest price; spot, any (EC2 picks the pool by its
@@ -87,9 +88,16 @@ export function awsLaunch(candidates: readonly PricedCandidate[], claim: ClaimLa
         }
       }
       if (hasOnDemand && hasSpot) {
-        types = types
-          .map((c) => ({ ...c, offerings: c.offerings.filter((o) => o.capacityType !== 'spot' || o.price <= cheapestOnDemand) }))
-          .filter((c) => c.offerings.length > 0);
+        const kept: PricedCandidate[] = [];
+        for (const c of types) {
+          const dropped = (o: PricedOffering) => o.capacityType === 'spot' && o.price > cheapestOnDemand;
+          if (!c.offerings.some(dropped)) kept.push(c);
+          else {
+            const offerings = c.offerings.filter((o) => !dropped(o));
+            if (offerings.length > 0) kept.push({ ...c, offerings });
+          }
+        }
+        types = kept;
       }
     }
   }
@@ -110,38 +118,67 @@ export function awsLaunch(candidates: readonly PricedCandidate[], claim: ClaimLa
 }
 
 function sameLaunch(a: Launch, b: Launch): boolean {
-  return a.capacityType === b.capacityType && a.strategy === b.strategy && a.picks.length === b.picks.length && a.picks.every((p) => b.picks.includes(p));
+  if (a.capacityType !== b.capacityType || a.strategy !== b.strategy || a.picks.length !== b.picks.length) return false;
+  const picks = new Set(b.picks);
+  return a.picks.every((p) => picks.has(p));
 }
 
-/** getCapacityType (reserved, spot, on-demand: the first with an offering left), the overrides, and EC2's pick. */
-function fleet(types: readonly PricedCandidate[], claim: ClaimLaunchFacts, priceOverlayApplied: boolean): Launch {
-  const spot = claim.capacityTypes.has('spot') && types.some((c) => c.offerings.some((o) => compatible(o, claim, 'spot')));
-  const capacityType = spot ? 'spot' : 'on-demand';
+/**
+ * The CreateFleet overrides: one per instance type and zone (getOverrides de-duplicates
+ * partitions), each at Priority = its price. Built only when two requests are compared: a
+ * launch of hundreds of types is otherwise decided from its offerings directly.
+ */
+export function overridesOf(l: Launch, claim: ClaimLaunchFacts): Override[] {
   const overrides: Override[] = [];
-  for (const c of types) {
-    const zones = new Set<string>();
-    for (const o of c.offerings) {
-      // One override per instance type and zone (getOverrides de-duplicates partitions).
-      if (!compatible(o, claim, capacityType) || zones.has(o.zone)) continue;
-      zones.add(o.zone);
-      overrides.push({ instanceType: c.type.name, zone: o.zone, priority: o.price, list: o.list });
-    }
+  for (const c of l.types) eachOverride(c, claim, l.capacityType, (o) => overrides.push({ instanceType: c.type.name, zone: o.zone, priority: o.price, list: o.list }));
+  return overrides;
+}
+
+/** The offerings that become a type's overrides: the first compatible one in each zone. */
+function eachOverride(c: PricedCandidate, claim: ClaimLaunchFacts, capacityType: string, visit: (o: PricedOffering) => void): void {
+  const zones: string[] = [];
+  for (const o of c.offerings) {
+    if (!compatible(o, claim, capacityType) || zones.includes(o.zone)) continue;
+    zones.push(o.zone);
+    visit(o);
   }
-  if (capacityType === 'spot') {
+}
+
+/** The same CreateFleet request: capacity type, strategy, and every override at the same priority. */
+export function sameRequest(a: Launch, b: Launch, claim: ClaimLaunchFacts): boolean {
+  if (a.capacityType !== b.capacityType || a.strategy !== b.strategy) return false;
+  const left = overridesOf(a, claim);
+  const right = overridesOf(b, claim);
+  if (left.length !== right.length) return false;
+  const priorities = new Map(left.map((o) => [`${o.instanceType}/${o.zone}`, o.priority]));
+  return right.every((o) => priorities.get(`${o.instanceType}/${o.zone}`) === o.priority);
+}
+
+/** getCapacityType (reserved, spot, on-demand: the first with an offering left), and EC2's pick. */
+function fleet(types: readonly PricedCandidate[], claim: ClaimLaunchFacts, priceOverlayApplied: boolean): Launch {
+  const hasSpot = (c: PricedCandidate) => c.offerings.some((o) => compatible(o, claim, 'spot'));
+  if (claim.capacityTypes.has('spot') && types.some(hasSpot)) {
     return {
-      capacityType,
+      capacityType: 'spot',
       strategy: priceOverlayApplied ? 'capacity-optimized-prioritized' : 'price-capacity-optimized',
-      overrides,
-      picks: [...new Set(overrides.map((o) => o.instanceType))],
+      types,
+      picks: types.filter(hasSpot).map((c) => c.type.name),
     };
   }
-  const rank = (o: Override) => (priceOverlayApplied ? o.priority : o.list);
+  const rank = (o: PricedOffering) => (priceOverlayApplied ? o.price : o.list);
   let best = Number.POSITIVE_INFINITY;
-  for (const o of overrides) best = Math.min(best, rank(o));
+  const lowest = new Map<PricedCandidate, number>();
+  for (const c of types) {
+    let low = Number.POSITIVE_INFINITY;
+    eachOverride(c, claim, 'on-demand', (o) => (low = Math.min(low, rank(o))));
+    if (low === Number.POSITIVE_INFINITY) continue;
+    lowest.set(c, low);
+    best = Math.min(best, low);
+  }
   return {
-    capacityType,
+    capacityType: 'on-demand',
     strategy: priceOverlayApplied ? 'prioritized' : 'lowest-price',
-    overrides,
-    picks: [...new Set(overrides.filter((o) => rank(o) === best).map((o) => o.instanceType))],
+    types,
+    picks: [...lowest].filter(([, low]) => low === best).map(([c]) => c.type.name),
   };
 }

@@ -6,12 +6,13 @@ import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
-import { awsLaunch, type ClaimLaunchFacts, type Launch } from './aws-launch.ts';
+import { awsLaunch, type ClaimLaunchFacts, type Launch, sameRequest } from './aws-launch.ts';
 import { awsCandidate, type CandidateType, ZONE } from './candidates.ts';
 
 const ZONE_ID = 'topology.k8s.aws/zone-id';
 import type { PriceBook } from './prices.ts';
-import { type Offering, priceWorld, type PricedCandidate, type PricedOffering, type World } from './worlds.ts';
+import { idOf } from './identity.ts';
+import { type Offering, priceWorld, type PricedCandidate, type World } from './worlds.ts';
 
 export const EFFECTS = ['capacity-type', 'instance-type', 'none', 'unknown'] as const;
 export type EffectVerdict = (typeof EFFECTS)[number];
@@ -96,34 +97,72 @@ export interface Effect {
 
 const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({ verdict: 'unknown', reasonCode, reason, ...extra });
 
+/** The first `n` of `names` in sorted order, without sorting all of them (a tie can hold hundreds). */
+function firstSorted(names: readonly string[], n: number): string[] {
+  const out: string[] = [];
+  for (const name of names) {
+    if (out.length === n && name >= out[n - 1]!) continue;
+    let i = out.length;
+    while (i > 0 && out[i - 1]! > name) i--;
+    out.splice(i, 0, name);
+    if (out.length > n) out.pop();
+  }
+  return out;
+}
+
 function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): WorldLaunch {
   const single = l.picks.length === 1 && l.capacityType === 'on-demand' ? prices.onDemand(l.picks[0]!) : undefined;
   return {
-    capacityType: l.capacityType, strategy: l.strategy, instanceTypes: [...l.picks].sort().slice(0, MAX_TYPES_SHOWN), instanceTypeCount: l.picks.length,
+    capacityType: l.capacityType, strategy: l.strategy, instanceTypes: firstSorted(l.picks, MAX_TYPES_SHOWN), instanceTypeCount: l.picks.length,
     ...(single !== undefined ? { listPrice: single } : {}), ...(atCut ? { atCut } : {}),
   };
 }
 
 /**
- * Each candidate's offerings at list prices: on-demand and spot in every zone the NodeClass
- * launches into and EC2 offers the type in (a spot offering only where it has a spot price).
+ * A candidate's offerings at list prices: on-demand and spot in every zone the NodeClass launches
+ * into and EC2 offers the type in (a spot offering only where it has a spot price).
  */
-function offeringsOf(claim: ClaimForEffect, prices: PriceBook, zones: ReadonlySet<string>): Offering[][] {
-  return claim.candidates.map((name) => {
-    const out: Offering[] = [];
-    const onDemand = prices.onDemand(name);
-    const offered = prices.offeredZones?.(name);
-    for (const zone of zones) {
-      if (offered !== undefined && !offered.has(zone)) continue;
-      if (onDemand !== undefined) out.push({ capacityType: 'on-demand', zone, list: onDemand });
-      const spot = prices.spot(name, zone);
-      if (spot !== undefined) out.push({ capacityType: 'spot', zone, list: spot });
-    }
-    return out;
-  });
+function listOfferings(name: string, prices: PriceBook, zones: ReadonlySet<string>): Offering[] {
+  const out: Offering[] = [];
+  const onDemand = prices.onDemand(name);
+  const offered = prices.offeredZones?.(name);
+  for (const zone of zones) {
+    if (offered !== undefined && !offered.has(zone)) continue;
+    if (onDemand !== undefined) out.push({ capacityType: 'on-demand', zone, list: onDemand });
+    const spot = prices.spot(name, zone);
+    if (spot !== undefined) out.push({ capacityType: 'spot', zone, list: spot });
+  }
+  return out;
 }
 
-const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.offerings.some((o) => o.overlay !== undefined));
+/**
+ * Candidate types are shared between decisions (one object per name, pinned values and node
+ * labels), so that what is worked out per type, its pricing in a world above all, is kept.
+ */
+const candidateTypes = new WeakMap<ReadonlySet<string>, Map<string, Map<string, Map<Labels | undefined, CandidateType>>>>();
+let candidateTypeCount = 0;
+const MAX_CANDIDATE_TYPES = 20_000;
+
+/** By the provider's keys, the name, the pinned values and the node labels: no key strings built per decision. */
+function candidateType(name: string, pinned: Labels, pinnedKey: string, nodeLabels: Labels | undefined, provider: ProviderKeys): CandidateType {
+  let byName = candidateTypes.get(provider.instanceTypeKeys);
+  if (!byName || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
+    candidateTypes.set(provider.instanceTypeKeys, (byName = new Map()));
+    candidateTypeCount = 0;
+  }
+  let byPinned = byName.get(name);
+  if (!byPinned) byName.set(name, (byPinned = new Map()));
+  let byLabels = byPinned.get(pinnedKey);
+  if (!byLabels) byPinned.set(pinnedKey, (byLabels = new Map()));
+  let type = byLabels.get(nodeLabels);
+  if (!type) {
+    byLabels.set(nodeLabels, (type = awsCandidate(name, pinned, nodeLabels, provider.instanceTypeKeys)));
+    candidateTypeCount++;
+  }
+  return type;
+}
+
+const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.overlays.length > 0);
 
 export function launchEffect(input: EffectInput): Effect {
   const r = replayOf(input);
@@ -132,8 +171,8 @@ export function launchEffect(input: EffectInput): Effect {
 
 /** Both worlds' launches for a NodeClaim: all that does not depend on which of its candidates was launched. */
 interface Replay {
-  /** The candidates' offerings as the overlays priced them, by instance type. */
-  readonly priced: ReadonlyMap<string, readonly PricedOffering[]>;
+  /** The candidates as the overlays priced them. */
+  readonly priced: readonly PricedCandidate[];
   readonly context: Pick<Effect, 'overlays' | 'prices'>;
   /** Set when the replay stopped early: an unknown that holds whatever was launched. */
   readonly stop?: { code: UnknownReason; reason: string };
@@ -149,13 +188,6 @@ interface Replay {
  */
 const replays = new WeakMap<readonly string[], Map<string, Replay>>();
 const MAX_REPLAYS_PER_LIST = 16;
-const ids = new WeakMap<object, number>();
-let nextId = 0;
-const idOf = (o: object) => {
-  let id = ids.get(o);
-  if (id === undefined) ids.set(o, (id = nextId++));
-  return id;
-};
 
 function replayKey(input: EffectInput, claim: ClaimForEffect, pool: NodePoolView): string {
   const known = input.nodeLabelsOf ? claim.candidates.reduce((n, c) => (input.nodeLabelsOf!(c) ? n + 1 : n), 0) : -1;
@@ -197,7 +229,8 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
     ? new Set([...input.zones].filter((z) => claim.zones!.has(z)))
     : claim.zones ?? input.zones;
   if (zones === undefined) return { effect: unknown('zones', 'the zones its EC2NodeClass launches into are not known') };
-  const candidates = claim.candidates.map((name): CandidateType => awsCandidate(name, claim.pinned, input.nodeLabelsOf?.(name), provider.instanceTypeKeys));
+  const pinnedKey = Object.entries(claim.pinned).join(';');
+  const candidates = claim.candidates.map((name) => candidateType(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider));
   const withOverlays = input.counted.map((c) => c.overlay);
   const withoutOverlays = input.counted.filter((c) => !c.selected).map((c) => c.overlay);
   const selected = input.counted.filter((c) => c.selected).map((c) => c.overlay);
@@ -205,8 +238,8 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
   if (prices === undefined) {
     // Without prices only one question is answered: did a selected overlay touch the launch at all?
     const zeroPriced: PriceBook = { source: 'none', asOf: undefined, region: undefined, hasSpot: true, onDemand: () => 0, spot: () => 0 };
-    const world = priceWorld({ candidates: candidates.map((type, i) => ({ type, offerings: offeringsOf(claim, zeroPriced, zones)[i]! })), pool, provider, region: undefined }, withOverlays);
-    if ('priced' in world && !world.priced.some((c) => c.offerings.some((o) => o.overlay !== undefined && !withoutOverlays.includes(o.overlay)))) {
+    const world = priceWorld({ candidates, offeringsOf: (type) => listOfferings(type.name, zeroPriced, zones), offeringsKey: `zero|${[...zones].join(',')}`, pool, provider, region: undefined }, withOverlays);
+    if ('priced' in world && !world.priced.some((c) => c.overlays.some((o) => !withoutOverlays.includes(o)))) {
       return { effect: { verdict: 'none', reason: 'no selected overlay priced any candidate offering (no price source: nothing else was compared)' } };
     }
     return { effect: unknown('no-prices', 'no price source: the launch without the selected overlays cannot be replayed') };
@@ -218,25 +251,31 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
     if (byZone) return { effect: unknown('zones', `overlay ${byZone.overlay.name} prices by zone, and the price source (${prices.source}) does not say which zones each type is offered in`) };
   }
 
-  const offerings = offeringsOf(claim, prices, zones);
-  const worldInput = { candidates: candidates.map((type, i) => ({ type, offerings: offerings[i]! })), pool, provider, region: prices.region };
+  const worldInput = { candidates, offeringsOf: (type: CandidateType) => listOfferings(type.name, prices, zones), offeringsKey: `list|${idOf(prices)}|${[...zones].join(',')}`, pool, provider, region: prices.region };
   const withWorld: World = priceWorld(worldInput, withOverlays);
   if ('unknown' in withWorld) return { effect: unknown('attributes', withWorld.unknown) };
-  const priced = new Map(withWorld.priced.map((c) => [c.type.name, c.offerings]));
-  const steering = [...new Set(withWorld.priced.flatMap((c) => c.offerings.map((o) => o.overlay).filter((o): o is OverlayView => o !== undefined && selected.includes(o)).map((o) => o.name)))].sort();
+  const { priced } = withWorld;
+  const isSelected = new Set(selected);
+  const steeringNames = new Set<string>();
+  for (const c of priced) for (const o of c.overlays) if (isSelected.has(o)) steeringNames.add(o.name);
+  const steering = [...steeringNames].sort();
   const context = { overlays: steering, prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: prices.asOf } : {}) } };
 
   // Every offering Karpenter holds for the type: both capacity types in each zone the NodeClass launches into and EC2 offers the type in.
-  const everyOffering = () => candidates.map((type) => {
-    const offered = prices.offeredZones?.(type.name);
-    const typeZones = [...input.zones ?? zones].filter((z) => offered === undefined || offered.has(z));
-    return { type, offerings: typeZones.flatMap((zone) => ['on-demand', 'spot'].map((capacityType) => ({ capacityType, zone, list: 0 }))) };
-  });
+  const nodeClassZones = [...input.zones ?? zones];
+  const everyOffering = {
+    ...worldInput,
+    offeringsOf: (type: CandidateType) => {
+      const offered = prices.offeredZones?.(type.name);
+      return nodeClassZones.filter((z) => offered === undefined || offered.has(z)).flatMap((zone) => ['on-demand', 'spot'].map((capacityType) => ({ capacityType, zone, list: 0 })));
+    },
+    offeringsKey: `every|${idOf(prices)}|${nodeClassZones.join(',')}`,
+  };
   // Counted by what it could price anywhere: the annotation reads every offering.
-  const conflicted = input.conflicted.find((o) => touches(priceWorld({ ...worldInput, candidates: everyOffering() }, [o])));
+  const conflicted = input.conflicted.find((o) => touches(priceWorld(everyOffering, [o])));
   if (conflicted) return { priced, context, stop: { code: 'conflict', reason: `Karpenter refused an overlay of ${conflicted.name}'s weight as a Conflict: without the selected overlays it would judge ${conflicted.name} again, maybe differently` } };
 
-  const withLaunch = awsLaunch(withWorld.priced, claim, claim.priceOverlayApplied);
+  const withLaunch = awsLaunch(priced, claim, claim.priceOverlayApplied);
   if ('unknown' in withLaunch) return { priced, context, stop: { code: withLaunch.code, reason: withLaunch.unknown } };
   const predicted = worldLaunch(withLaunch.launch, prices, withLaunch.cutAmbiguous !== undefined);
 
@@ -248,20 +287,20 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
   // another overlay priced one.
   let annotated = false;
   if (withoutOverlays.length > 0) {
-    const allPriced = priceWorld({ ...worldInput, candidates: everyOffering() }, withoutOverlays);
+    const allPriced = priceWorld(everyOffering, withoutOverlays);
     if ('unknown' in allPriced) return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: allPriced.unknown } };
     annotated = overlaid(allPriced.priced);
   }
   const withoutLaunch = awsLaunch(withoutWorld.priced, claim, annotated);
   if ('unknown' in withoutLaunch) return { priced, context, withLaunch, predicted, without: { code: withoutLaunch.code, reason: withoutLaunch.unknown } };
   if (withoutLaunch.cutAmbiguous !== undefined) return { priced, context, withLaunch, predicted, without: { code: 'truncation', reason: withoutLaunch.cutAmbiguous } };
-  return { priced, context, withLaunch, predicted, without: { launch: withoutLaunch.launch, world: worldLaunch(withoutLaunch.launch, prices, false), sameRequest: sameRequest(withLaunch.launch, withoutLaunch.launch) } };
+  return { priced, context, withLaunch, predicted, without: { launch: withoutLaunch.launch, world: worldLaunch(withoutLaunch.launch, prices, false), sameRequest: sameRequest(withLaunch.launch, withoutLaunch.launch, claim) } };
 }
 
 /** The effect for the launched offering, from the NodeClaim's replay. */
 function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effect {
   const launchedType = launchedAs.instanceType;
-  const offer = launchedType === undefined ? undefined : r.priced.get(launchedType)?.find((o) => o.capacityType === launchedAs.capacityType);
+  const offer = launchedType === undefined ? undefined : r.priced.find((c) => c.type.name === launchedType)?.offerings.find((o) => o.capacityType === launchedAs.capacityType);
   const launched = offer ? { launched: { listPrice: offer.list, price: offer.price } } : {};
   const base = { ...r.context, ...launched };
   if (r.stop) return unknown(r.stop.code, r.stop.reason, base);
@@ -288,12 +327,7 @@ function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effect {
 
 const names = (l: WorldLaunch) => `${l.instanceTypes.join(', ')}${l.instanceTypeCount > l.instanceTypes.length ? ` and ${l.instanceTypeCount - l.instanceTypes.length} more` : ''}`;
 
-function sameRequest(a: Launch, b: Launch): boolean {
-  if (a.capacityType !== b.capacityType || a.strategy !== b.strategy || a.overrides.length !== b.overrides.length) return false;
-  const priorities = new Map(a.overrides.map((o) => [`${o.instanceType}/${o.zone}`, o.priority]));
-  return b.overrides.every((o) => priorities.get(`${o.instanceType}/${o.zone}`) === o.priority);
-}
 
 function touches(world: World): boolean {
-  return 'unknown' in world || world.priced.some((c) => c.offerings.some((o) => o.overlay !== undefined));
+  return 'unknown' in world || overlaid(world.priced);
 }

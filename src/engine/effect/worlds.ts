@@ -9,6 +9,7 @@ import { outranks, type OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import { combinedOperator, type Requirement } from '../requirements.ts';
 import { CAPACITY_TYPE, type CandidateType, REGION, ZONE } from './candidates.ts';
+import { idOf } from './identity.ts';
 
 export interface Offering {
   readonly capacityType: string;
@@ -27,6 +28,8 @@ export interface PricedOffering extends Offering {
 export interface PricedCandidate {
   readonly type: CandidateType;
   readonly offerings: readonly PricedOffering[];
+  /** The overlays that priced any of its offerings. */
+  readonly overlays: readonly OverlayView[];
 }
 
 export type World = { priced: PricedCandidate[] } | { unknown: string };
@@ -83,10 +86,37 @@ class WorldIndex {
 const rankOrder = (a: Ranked, b: Ranked) => (outranks(a.overlay, b.overlay) ? -1 : 1);
 
 export interface WorldInput {
-  readonly candidates: readonly { type: CandidateType; offerings: readonly Offering[] }[];
+  readonly candidates: readonly CandidateType[];
+  /** A candidate's offerings at list prices; read only for a candidate not priced before under the same `offeringsKey`. */
+  readonly offeringsOf: (type: CandidateType) => readonly Offering[];
+  /** Names what `offeringsOf` gives (which prices, which zones). */
+  readonly offeringsKey: string;
   readonly pool: NodePoolView;
   readonly provider: ProviderKeys;
   readonly region: string | undefined;
+}
+
+type Pricing = PricedCandidate | { unknown: string };
+
+/**
+ * Each candidate's pricing, kept per world (its overlays, NodePool, provider, region and
+ * offerings): NodeClaims list the same types again and again, mostly under the same overlays and
+ * prices, so a decision prices only the types no decision priced before in that world. Candidate
+ * types are shared objects (effect.ts), so a type nothing references any more takes its pricings
+ * with it; a type priced in more worlds than this keeps only the latest.
+ */
+const pricings = new WeakMap<CandidateType, Map<string, Pricing>>();
+const MAX_WORLDS_PER_TYPE = 8;
+const indexes = new Map<string, WorldIndex>();
+const MAX_INDEXES = 32;
+
+function worldIndex(overlays: readonly OverlayView[], key: string): WorldIndex {
+  let index = indexes.get(key);
+  if (!index) {
+    if (indexes.size >= MAX_INDEXES) indexes.clear();
+    indexes.set(key, (index = new WorldIndex(overlays)));
+  }
+  return index;
 }
 
 /**
@@ -95,57 +125,72 @@ export interface WorldInput {
  * that candidate's price, and so the world, unknown, unless a higher-ranked overlay wins first.
  */
 export function priceWorld(input: WorldInput, overlays: readonly OverlayView[]): World {
-  const index = new WorldIndex(overlays);
+  const overlayKey = overlays.map(idOf).join(',');
+  const worldKey = `${overlayKey}|${idOf(input.pool)}|${idOf(input.provider)}|${input.region ?? ''}|${input.offeringsKey}`;
+  let index: WorldIndex | undefined;
   const priced: PricedCandidate[] = [];
-  for (const { type, offerings } of input.candidates) {
-    const labels: Record<string, string> = { ...type.labels };
-    if (input.region !== undefined) labels[REGION] = input.region;
-    const view = new KarpenterView(labels, input.pool, input.provider);
-    // The overlays this candidate could meet: those filed under one of its values, in rank order.
-    const seen = new Set<Ranked>();
-    const shortlist: Ranked[] = [];
-    const add = (list: readonly Ranked[] | undefined) => {
-      for (const r of list ?? []) if (!seen.has(r)) (seen.add(r), shortlist.push(r));
-    };
-    for (const [key, byValue] of index.anchored) {
-      if (key === CAPACITY_TYPE || key === ZONE) {
-        for (const o of offerings) add(byValue.get(key === ZONE ? o.zone : o.capacityType));
-      } else if (type.known !== undefined && !type.known.has(key) && view.role(key) === 'instance-type') {
-        // Which value it has is unknown: every overlay filed under the key might be met.
-        for (const list of byValue.values()) add(list);
-      } else {
-        for (const value of view.valuesFor(key)) add(byValue.get(value));
-      }
+  for (const type of input.candidates) {
+    let byWorld = pricings.get(type);
+    if (!byWorld) pricings.set(type, (byWorld = new Map()));
+    let pricing = byWorld.get(worldKey);
+    if (!pricing) {
+      pricing = priceCandidate(type, input.offeringsOf(type), (index ??= worldIndex(overlays, overlayKey)), input);
+      if (byWorld.size >= MAX_WORLDS_PER_TYPE) byWorld.clear();
+      byWorld.set(worldKey, pricing);
     }
-    add(index.unanchored);
-    shortlist.sort(rankOrder);
-    const out: PricedOffering[] = [];
-    for (const o of offerings) {
-      labels[CAPACITY_TYPE] = o.capacityType;
-      labels[ZONE] = o.zone;
-      let winner: OverlayView | undefined;
-      for (const r of shortlist) {
-        let unknownKey: string | undefined;
-        let fails = false;
-        for (const req of r.overlay.requirements) {
-          if (type.known !== undefined && !type.known.has(req.key) && req.key !== CAPACITY_TYPE && req.key !== ZONE && view.role(req.key) === 'instance-type') {
-            unknownKey ??= req.key;
-          } else if (!view.passes(req)) {
-            fails = true;
-            break;
-          }
-        }
-        if (fails) continue;
-        if (unknownKey === undefined) {
-          winner = r.overlay;
-          break;
-        }
-        // Met or not depends on a value of this candidate's that is not known.
-        return { unknown: `overlay ${r.overlay.name} names ${unknownKey}, whose value for candidate ${type.name} is not known` };
-      }
-      out.push({ ...o, price: winner ? adjustedPrice(o.list, winner) : o.list, ...(winner ? { overlay: winner } : {}) });
-    }
-    priced.push({ type, offerings: out });
+    if ('unknown' in pricing) return pricing;
+    priced.push(pricing);
   }
   return { priced };
+}
+
+function priceCandidate(type: CandidateType, offerings: readonly Offering[], index: WorldIndex, input: WorldInput): Pricing {
+  const labels: Record<string, string> = { ...type.labels };
+  if (input.region !== undefined) labels[REGION] = input.region;
+  const view = new KarpenterView(labels, input.pool, input.provider);
+  // The overlays this candidate could meet: those filed under one of its values, in rank order.
+  const seen = new Set<Ranked>();
+  const shortlist: Ranked[] = [];
+  const add = (list: readonly Ranked[] | undefined) => {
+    for (const r of list ?? []) if (!seen.has(r)) (seen.add(r), shortlist.push(r));
+  };
+  for (const [key, byValue] of index.anchored) {
+    if (key === CAPACITY_TYPE || key === ZONE) {
+      for (const o of offerings) add(byValue.get(key === ZONE ? o.zone : o.capacityType));
+    } else if (type.known !== undefined && !type.known.has(key) && view.role(key) === 'instance-type') {
+      // Which value it has is unknown: every overlay filed under the key might be met.
+      for (const list of byValue.values()) add(list);
+    } else {
+      for (const value of view.valuesFor(key)) add(byValue.get(value));
+    }
+  }
+  add(index.unanchored);
+  shortlist.sort(rankOrder);
+  const out: PricedOffering[] = [];
+  for (const o of offerings) {
+    labels[CAPACITY_TYPE] = o.capacityType;
+    labels[ZONE] = o.zone;
+    let winner: OverlayView | undefined;
+    for (const r of shortlist) {
+      let unknownKey: string | undefined;
+      let fails = false;
+      for (const req of r.overlay.requirements) {
+        if (type.known !== undefined && !type.known.has(req.key) && req.key !== CAPACITY_TYPE && req.key !== ZONE && view.role(req.key) === 'instance-type') {
+          unknownKey ??= req.key;
+        } else if (!view.passes(req)) {
+          fails = true;
+          break;
+        }
+      }
+      if (fails) continue;
+      if (unknownKey === undefined) {
+        winner = r.overlay;
+        break;
+      }
+      // Met or not depends on a value of this candidate's that is not known.
+      return { unknown: `overlay ${r.overlay.name} names ${unknownKey}, whose value for candidate ${type.name} is not known` };
+    }
+    out.push({ ...o, price: winner ? adjustedPrice(o.list, winner) : o.list, ...(winner ? { overlay: winner } : {}) });
+  }
+  return { type, offerings: out, overlays: [...new Set(out.flatMap((o) => (o.overlay ? [o.overlay] : [])))] };
 }
