@@ -4,15 +4,12 @@
 // EC2 DescribeSpotPriceHistory (Linux/UNIX, the latest record per type and zone); and, as Karpenter
 // reads them for its offerings, the zones EC2 offers each type in (DescribeInstanceTypeOfferings).
 // Needs only pricing:GetProducts, ec2:DescribeSpotPriceHistory and ec2:DescribeInstanceTypeOfferings.
-import { EC2Client, paginateDescribeInstanceTypeOfferings, paginateDescribeSpotPriceHistory } from '@aws-sdk/client-ec2';
-import { type Filter, paginateGetProducts, PricingClient } from '@aws-sdk/client-pricing';
+import { type AwsClient, type XmlElement, items, text } from './aws-client.ts';
 
-/** The Pricing API has endpoints in a few regions only (pricing.go NewAPI). */
-export function pricingRegion(region: string): string {
-  if (region.startsWith('ap-')) return 'ap-south-1';
-  if (region.startsWith('cn-')) return 'cn-northwest-1';
-  if (region.startsWith('eu-')) return 'eu-central-1';
-  return 'us-east-1';
+interface Filter {
+  Field: string;
+  Type: 'TERM_MATCH';
+  Value: string;
 }
 
 const term = (Field: string, Value: string): Filter => ({ Field, Type: 'TERM_MATCH', Value });
@@ -45,14 +42,17 @@ export function onDemandPage(priceList: readonly unknown[], currency: string): M
 }
 
 /** On-demand USD (CNY in China) an hour per instance type in `region`. */
-export async function fetchOnDemand(client: PricingClient, region: string, signal: AbortSignal): Promise<Map<string, number>> {
+export async function fetchOnDemand(client: AwsClient, region: string, signal: AbortSignal): Promise<Map<string, number>> {
   const currency = region.startsWith('cn-') ? 'CNY' : 'USD';
   const base = [term('regionCode', region), term('serviceCode', 'AmazonEC2'), term('preInstalledSw', 'NA'), term('operatingSystem', 'Linux'), term('capacitystatus', 'Used'), term('marketoption', 'OnDemand')];
   const query = async (extra: Filter[]) => {
     const prices = new Map<string, number>();
-    for await (const page of paginateGetProducts({ client }, { ServiceCode: 'AmazonEC2', Filters: [...base, ...extra], MaxResults: 100 }, { abortSignal: signal })) {
+    let next: string | undefined;
+    do {
+      const page = (await client.pricing('GetProducts', { ServiceCode: 'AmazonEC2', Filters: [...base, ...extra], MaxResults: 100, ...(next ? { NextToken: next } : {}) }, signal)) as { PriceList?: unknown[]; NextToken?: string };
       for (const [type, price] of onDemandPage(page.PriceList ?? [], currency)) prices.set(type, price);
-    }
+      next = page.NextToken || undefined;
+    } while (next);
     return prices;
   };
   const [shared, metal] = await Promise.all([
@@ -63,42 +63,44 @@ export async function fetchOnDemand(client: PricingClient, region: string, signa
   return new Map([...shared, ...metal]);
 }
 
+/** Every item of an EC2 list action's `set`, following nextToken. */
+async function* ec2Items(client: AwsClient, action: string, params: Record<string, string>, set: string, signal: AbortSignal): AsyncGenerator<XmlElement> {
+  let next: string | undefined;
+  do {
+    const page = await client.ec2(action, { ...params, ...(next ? { NextToken: next } : {}) }, signal);
+    yield* items(page[set]);
+    next = text(page, 'nextToken') || undefined;
+  } while (next);
+}
+
 /** Spot USD an hour per instance type and zone: EC2's latest record of each. */
-export async function fetchSpot(client: EC2Client, now: Date, signal: AbortSignal): Promise<Map<string, Map<string, number>>> {
+export async function fetchSpot(client: AwsClient, now: Date, signal: AbortSignal): Promise<Map<string, Map<string, number>>> {
   const prices = new Map<string, Map<string, number>>();
-  const input = { ProductDescriptions: ['Linux/UNIX', 'Linux/UNIX (Amazon VPC)'], StartTime: now, MaxResults: 1000 };
-  for await (const page of paginateDescribeSpotPriceHistory({ client }, input, { abortSignal: signal })) {
-    for (const record of page.SpotPriceHistory ?? []) {
-      const price = Number.parseFloat(record.SpotPrice ?? '');
-      if (!Number.isFinite(price) || record.Timestamp === undefined || !record.InstanceType || !record.AvailabilityZone) continue;
-      let zones = prices.get(record.InstanceType);
-      if (!zones) prices.set(record.InstanceType, (zones = new Map()));
-      zones.set(record.AvailabilityZone, price);
-    }
+  const params = { 'ProductDescription.1': 'Linux/UNIX', 'ProductDescription.2': 'Linux/UNIX (Amazon VPC)', StartTime: now.toISOString(), MaxResults: '1000' };
+  for await (const r of ec2Items(client, 'DescribeSpotPriceHistory', params, 'spotPriceHistorySet', signal)) {
+    const price = Number.parseFloat(text(r, 'spotPrice') ?? '');
+    const type = text(r, 'instanceType');
+    const zone = text(r, 'availabilityZone');
+    if (!Number.isFinite(price) || text(r, 'timestamp') === undefined || !type || !zone) continue;
+    let zones = prices.get(type);
+    if (!zones) prices.set(type, (zones = new Map()));
+    zones.set(zone, price);
   }
   if (prices.size === 0) throw new Error('no spot pricing found');
   return prices;
 }
 
 /** The availability zones EC2 offers each instance type in. */
-export async function fetchOfferedZones(client: EC2Client, signal: AbortSignal): Promise<Map<string, Set<string>>> {
+export async function fetchOfferedZones(client: AwsClient, signal: AbortSignal): Promise<Map<string, Set<string>>> {
   const zones = new Map<string, Set<string>>();
-  for await (const page of paginateDescribeInstanceTypeOfferings({ client }, { LocationType: 'availability-zone', MaxResults: 1000 }, { abortSignal: signal })) {
-    for (const o of page.InstanceTypeOfferings ?? []) {
-      if (!o.InstanceType || !o.Location) continue;
-      let set = zones.get(o.InstanceType);
-      if (!set) zones.set(o.InstanceType, (set = new Set()));
-      set.add(o.Location);
-    }
+  for await (const o of ec2Items(client, 'DescribeInstanceTypeOfferings', { LocationType: 'availability-zone', MaxResults: '1000' }, 'instanceTypeOfferingSet', signal)) {
+    const type = text(o, 'instanceType');
+    const location = text(o, 'location');
+    if (!type || !location) continue;
+    let set = zones.get(type);
+    if (!set) zones.set(type, (set = new Set()));
+    set.add(location);
   }
   if (zones.size === 0) throw new Error('no instance type offerings found');
   return zones;
-}
-
-export function pricingClient(region: string): PricingClient {
-  return new PricingClient({ region: pricingRegion(region), maxAttempts: 3 });
-}
-
-export function ec2Client(region: string): EC2Client {
-  return new EC2Client({ region, maxAttempts: 3 });
 }

@@ -7,14 +7,13 @@
 // Pricing API cannot be read; `isolated`, the table for on-demand and EC2 for spot, as Karpenter
 // prices under ISOLATED_VPC; `static`, the table alone (no AWS call, no spot prices); `off`, none.
 import type { Logger } from 'pino';
-import type { EC2Client } from '@aws-sdk/client-ec2';
-import type { PricingClient } from '@aws-sdk/client-pricing';
 import type { PriceBook } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Config } from '../config/load.ts';
 import { priceSourceSettings } from '../engine-settings.ts';
 import { Prices } from './book.ts';
-import { ec2Client, fetchOfferedZones, fetchOnDemand, fetchSpot, pricingClient } from './aws-api.ts';
+import { fetchOfferedZones, fetchOnDemand, fetchSpot } from './aws-api.ts';
+import type { AwsClient } from './aws-client.ts';
 import { STATIC_SOURCE, staticOnDemand } from './static-table.ts';
 
 export type PriceMode = 'aws' | 'isolated' | 'static' | 'off';
@@ -27,8 +26,8 @@ export interface PriceSourceOptions {
   metrics: Metrics;
   log: Logger;
   now: () => number;
-  /** Clients of other endpoints (tests); by default the AWS SDK's, with its credential chain. */
-  clients?: { pricing: PricingClient; ec2: EC2Client };
+  /** A client of other endpoints (tests); by default AWS's, with the SDK's credential chain. */
+  client?: AwsClient;
 }
 
 export class PriceSource {
@@ -39,7 +38,7 @@ export class PriceSource {
   private book: Prices | undefined;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
-  private readonly clients: { pricing: PricingClient; ec2: EC2Client } | undefined;
+  private client: Promise<AwsClient> | undefined;
   private stopped = false;
 
   constructor(opts: PriceSourceOptions) {
@@ -47,7 +46,9 @@ export class PriceSource {
     if (opts.mode !== 'off') this.onDemand = { prices: staticOnDemand(opts.region), source: STATIC_SOURCE };
     if (opts.mode === 'aws' || opts.mode === 'isolated') {
       if (opts.region === undefined) throw new Error(`prices.source ${opts.mode} needs a region (prices.region, or AWS_REGION)`);
-      this.clients = opts.clients ?? { pricing: pricingClient(opts.region), ec2: ec2Client(opts.region) };
+      const region = opts.region;
+      // Loaded only where AWS is read: static and off modes carry no signer or credential chain.
+      this.client = opts.client ? Promise.resolve(opts.client) : import('./aws-client.ts').then((m) => m.awsClient({ region }));
     }
     this.rebuild();
     opts.metrics.atScrape.prices = () => this.exportGauges();
@@ -60,7 +61,7 @@ export class PriceSource {
 
   /** Reads AWS now and then every refresh period (mode aws); resolves after the first read. */
   start(): Promise<void> {
-    if (!this.clients) return Promise.resolve();
+    if (!this.client) return Promise.resolve();
     const first = this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.o.refreshMs);
     this.timer.unref();
@@ -71,8 +72,6 @@ export class PriceSource {
     this.stopped = true;
     clearInterval(this.timer);
     await this.inFlight;
-    this.clients?.pricing.destroy();
-    this.clients?.ec2.destroy();
   }
 
   /** One refresh of both kinds; a failure keeps what was known (Karpenter's "maintain previously retrieved pricing data"). */
@@ -82,15 +81,15 @@ export class PriceSource {
   }
 
   private async read(): Promise<void> {
-    const clients = this.clients;
-    if (!clients || this.stopped) return;
+    if (!this.client || this.stopped) return;
+    const client = await this.client;
     const region = this.o.region!;
     const signal = AbortSignal.timeout(this.o.timeoutMs);
     const isolated = this.o.mode === 'isolated';
     const [od, spot, offered] = await Promise.allSettled([
-      isolated ? Promise.resolve(undefined) : fetchOnDemand(clients.pricing, region, signal),
-      fetchSpot(clients.ec2, new Date(this.o.now()), signal),
-      fetchOfferedZones(clients.ec2, signal),
+      isolated ? Promise.resolve(undefined) : fetchOnDemand(client, region, signal),
+      fetchSpot(client, new Date(this.o.now()), signal),
+      fetchOfferedZones(client, signal),
     ]);
     if (offered.status === 'fulfilled') this.offered = offered.value;
     const at = this.o.now();

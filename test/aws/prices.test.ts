@@ -15,8 +15,7 @@ async function inNamespace(): Promise<void> {
   const { default: t } = await import('tap');
   const { Registry } = await import('prom-client');
   type Registry = import('prom-client').Registry;
-  const { EC2Client } = await import('@aws-sdk/client-ec2');
-  const { PricingClient } = await import('@aws-sdk/client-pricing');
+  const { awsClient } = await import('../../src/prices/aws-client.ts');
   const { assertLoopbackOnly } = await import('../../kit/aws/netns.ts');
   const { startMoto, ZONES } = await import('../../kit/aws/moto.ts');
   const { fetchOfferedZones, fetchOnDemand, fetchSpot } = await import('../../src/prices/aws-api.ts');
@@ -59,14 +58,13 @@ async function inNamespace(): Promise<void> {
   ];
   const standIn = await startPricingStandIn([...products, ...decoys]);
   t.teardown(() => standIn.close());
-  const credentials = { accessKeyId: 'AKIASTANDINONLY00000', secretAccessKey: 'stand-in-only' };
-  const pricing = new PricingClient({ endpoint: standIn.endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
-  const ec2 = new EC2Client(moto.clientConfig());
+  const { credentials } = moto.clientConfig();
+  const client = awsClient({ region: 'us-east-1', env: { AWS_ENDPOINT_URL_EC2: moto.endpoint, AWS_ENDPOINT_URL_PRICING: standIn.endpoint }, credentials: () => Promise.resolve(credentials), maxAttempts: 1 });
   const signal = () => AbortSignal.timeout(30_000);
 
   t.test('on-demand from GetProducts with Karpenter\'s filters: the table back, no decoy, every page read', async (t) => {
     standIn.requests.length = 0;
-    const prices = await fetchOnDemand(pricing, 'us-east-1', signal());
+    const prices = await fetchOnDemand(client, 'us-east-1', signal());
     const differing = [...new Set([...prices.keys(), ...table.keys()])].filter((type) => prices.get(type) !== table.get(type));
     t.same(differing, [], `all ${table.size} types at their price`);
     t.equal(prices.get('m5.large'), 0.096, 'no Windows, dedicated, other-region, reservation, software or spot row');
@@ -80,25 +78,49 @@ async function inNamespace(): Promise<void> {
   });
 
   t.test('China prices in CNY; a region the Price List has nothing of is an error, not an empty table', async (t) => {
-    t.same(await fetchOnDemand(pricing, 'cn-north-1', signal()), new Map([['m5.large', 0.654], ['m5.metal', 36.864]]));
-    await t.rejects(fetchOnDemand(pricing, 'ap-southeast-7', signal()), /no on-demand pricing found/);
+    t.same(await fetchOnDemand(client, 'cn-north-1', signal()), new Map([['m5.large', 0.654], ['m5.metal', 36.864]]));
+    await t.rejects(fetchOnDemand(client, 'ap-southeast-7', signal()), /no on-demand pricing found/);
   });
 
   t.test('spot from DescribeSpotPriceHistory: a price per type and zone, as EC2 reports them', async (t) => {
-    const spot = await fetchSpot(ec2, new Date(), signal());
+    const spot = await fetchSpot(client, new Date(), signal());
     t.same(Object.fromEntries([...spot].map(([type, zones]) => [type, Object.fromEntries(zones)])), Object.fromEntries(Object.entries(catalog.prices).map(([type, p]) => [type, p.spot])));
   });
 
   t.test('offerings from DescribeInstanceTypeOfferings: the zones each type is offered in', async (t) => {
-    const zones = await fetchOfferedZones(ec2, signal());
+    const zones = await fetchOfferedZones(client, signal());
     t.ok(zones.size > 100, `${zones.size} types offered`);
     t.same([...ZONES].filter((zone) => !zones.get('m5.large')?.has(zone)), [], 'm5.large in every zone of the seed');
     t.ok([...zones.values()].every((z) => [...z].every((zone) => zone.startsWith('us-east-1'))), 'zones of the region only');
   });
 
+  t.test('errors: the service\'s code and status; a refusal is not retried, a failure is, up to the attempts allowed', async (t) => {
+    const { AwsError } = await import('../../src/prices/aws-client.ts');
+    const retrying = awsClient({ region: 'us-east-1', env: { AWS_ENDPOINT_URL_EC2: moto.endpoint, AWS_ENDPOINT_URL_PRICING: standIn.endpoint }, credentials: () => Promise.resolve(credentials), maxAttempts: 3 });
+    const refused = await retrying.ec2('DescribeInstances', { 'InstanceId.1': 'i-0000000000000dead' }, signal()).catch((e: unknown) => e);
+    t.ok(refused instanceof AwsError, String(refused));
+    t.match(refused, { code: 'InvalidInstanceID.NotFound', status: 400, message: /^EC2: InvalidInstanceID.NotFound \(HTTP 400\): \S/ }, 'EC2\'s error XML read');
+    standIn.behave('fail');
+    t.teardown(() => standIn.behave('answer'));
+    const before = standIn.requests.length;
+    await t.rejects(retrying.pricing('GetProducts', { ServiceCode: 'AmazonEC2' }, signal()), /^Pricing: InternalErrorException \(HTTP 500\): the stand-in was told to fail$/);
+    t.equal(standIn.requests.length - before, 3, 'a 500 tried three times');
+    standIn.behave('answer');
+    const unsigned = awsClient({ region: 'us-east-1', env: { AWS_ENDPOINT_URL_PRICING: moto.endpoint }, credentials: () => Promise.resolve(credentials), maxAttempts: 3 });
+    const notPricing = await unsigned.pricing('GetProducts', {}, signal()).catch((e: unknown) => e);
+    t.match(notPricing, { message: /^Pricing: / }, `an endpoint that is not the Price List: ${String(notPricing)}`);
+    const nowhere = awsClient({ region: 'us-east-1', env: { AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }, credentials: () => Promise.resolve(credentials), maxAttempts: 2 });
+    const t0 = Date.now();
+    await t.rejects(nowhere.ec2('DescribeInstanceTypeOfferings', {}, signal()), /fetch failed/, 'no listener: the network error, after the attempts');
+    t.ok(Date.now() - t0 < 5_000, 'backed off briefly');
+    const elsewhere = awsClient({ region: 'us-east-1', env: { AWS_ENDPOINT_URL_EC2: standIn.endpoint }, credentials: () => Promise.resolve(credentials), maxAttempts: 1 });
+    const mismatch = await elsewhere.ec2('DescribeSpotPriceHistory', {}, signal()).catch((e: unknown) => e);
+    t.match(mismatch, { message: /^EC2: / }, `an endpoint that is not EC2: ${String(mismatch)}`);
+  });
+
   let clock = Date.parse('2026-12-02T00:00:00Z');
   const sourceWith = (mode: 'aws' | 'isolated', registry: Registry, timeoutMs = 30_000) =>
-    new PriceSource({ mode, region: 'us-east-1', refreshMs: 3_600_000, timeoutMs, metrics: createMetrics(registry), log: createLogger('silent'), now: () => clock, clients: { pricing, ec2 } });
+    new PriceSource({ mode, region: 'us-east-1', refreshMs: 3_600_000, timeoutMs, metrics: createMetrics(registry), log: createLogger('silent'), now: () => clock, client });
   const metric = async (registry: Registry, series: string) => new RegExp(`^veneer_nodewatcher_${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(await registry.metrics())?.[1];
 
   t.test('aws: the Price List, spot and offerings together, their age and the readings counted', async (t) => {

@@ -67,6 +67,11 @@ export async function startPricingStandIn(products: readonly Product[]): Promise
     res.end(JSON.stringify(body));
   };
   const handle = (req: IncomingMessage, res: ServerResponse, body: string) => {
+    // Not a signature check (the stand-in has no secret), but the scope a real endpoint would
+    // check it against: signed for the Price List, in the region it has an endpoint in.
+    if (!/^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/[a-z0-9-]+\/pricing\/aws4_request, SignedHeaders=[^,]*x-amz-target[^,]*, Signature=[0-9a-f]{64}$/.test(req.headers.authorization ?? '')) {
+      return reply(res, 403, { __type: 'MissingAuthenticationTokenException', message: `not signed for pricing: ${req.headers.authorization ?? 'no Authorization'}` });
+    }
     if (req.headers['x-amz-target'] !== 'AWSPriceListService.GetProducts') return reply(res, 400, { __type: 'UnknownOperationException', message: `${String(req.headers['x-amz-target'])} is not served here` });
     const request = JSON.parse(body) as GetProductsRequest;
     requests.push(request);

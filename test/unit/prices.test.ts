@@ -8,7 +8,8 @@ import { ConfigError, loadConfig } from '../../src/config/load.ts';
 import { priceSourceSettings } from '../../src/engine-settings.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { onDemandPage, pricingRegion } from '../../src/prices/aws-api.ts';
+import { onDemandPage } from '../../src/prices/aws-api.ts';
+import { pricingRegion } from '../../src/prices/aws-client.ts';
 import { PriceSource, readPricesOnce } from '../../src/prices/source.ts';
 import { staticOnDemand, staticPrices, staticRegionFor, staticTableSource } from '../../src/prices/static-table.ts';
 
