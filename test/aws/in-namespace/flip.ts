@@ -117,6 +117,8 @@ t.test('with it: on-demand, prioritized at Priority 0, recorded at CREATE with t
     overlays: [RI.metadata.name],
     prices: { source: 'static+ec2-spot' },
   }, 'the counterfactual is the launch the first test saw: spot m5.xlarge, price-capacity-optimized');
+  const selected = JSON.parse((await env.cp.get('/api/v1/nodes?labelSelector=veneer.io%2Foverlay-effect%3Dcapacity-type')).body) as { items: { metadata: { name: string } }[] };
+  t.same(selected.items.map((n) => n.metadata.name), [node.metadata?.name], "the README's `kubectl get nodes -l veneer.io/overlay-effect=capacity-type` lists it, and only it");
 
   const judge = new KarpenterJudge(AWS_KARPENTER_VERSION);
   t.teardown(() => judge.close());
