@@ -240,8 +240,8 @@ export function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: Aws
 export async function startAwsKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions; watcherFlags?: Record<string, string> } = {}): Promise<AwsKarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
   const env = await startAwsKarpenterEnv(opts);
   // The watcher reads prices as this Karpenter does (ISOLATED_VPC: its static on-demand table, spot
-  // prices and offerings from EC2), from the local EC2: it runs in this process, whose AWS SDK
-  // clients find the endpoint and the keys in the environment.
+  // prices and offerings from EC2), from the local EC2: it runs in this process, whose AWS client
+  // finds the endpoint (AWS_ENDPOINT_URL) and the keys (the SDK's credential chain) in the environment.
   Object.assign(process.env, env.karpenter.moto.env());
   const withIt = await withWatcher(env, { '--prices-source': 'isolated', '--prices-region': REGION, ...opts.watcherFlags });
   // Nodes decided before the first reading would get no spot prices: launches wait for it.
