@@ -165,3 +165,22 @@ t.test('more than 60 candidates: the cut by price, and a tie across it', async (
   const tie = effect({ candidates: names, capacityTypes: ['on-demand'], launched: 'm5.s65', overlays: [{ overlay: ri }], prices: prices(flat, {}) });
   t.match(tie, { verdict: 'unknown', reasonCode: 'truncation' }, 'without it, 70 types at one price: which 60 survive Karpenter\'s cut is its sort\'s business');
 });
+
+t.test('a tie across the cut in both worlds, and EC2 breaking a tie at the front: the requests may differ, so not none', async (t) => {
+  // Found by the million-launch run (seed 786170, case 43142): the selected overlay priced only types
+  // past the cut, yet Karpenter's unstable sort let different tied types through the cut in each
+  // world, so the two CreateFleet requests differed and EC2's tie-break at the front need not agree.
+  const front = ['m5.t0', 'm5.t1'];
+  const middle = Array.from({ length: 57 }, (_, i) => `m5.s${i}`);
+  const beyond = Array.from({ length: 5 }, (_, i) => `c7a.s${i}`);
+  const c7a = overlay({ ...computeSavingsPlan(), spec: { requirements: [{ key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['c7a'] }, { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }], priceAdjustment: '-10%', weight: 10 } }, { name: 'c7a-discount' });
+  // Not selected, and pricing r5 as it is: both worlds keep price-overlay-applied (prioritized).
+  const r5 = overlay({ ...computeSavingsPlan(), spec: { requirements: [{ key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['r5'] }, { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }], price: '2.00', weight: 20 } }, { name: 'r5-as-listed' });
+  const run = (atCut: number) => {
+    const cut = Array.from({ length: atCut }, (_, i) => `r5.s${i}`);
+    const od = Object.fromEntries([...front.map((n) => [n, 0.5]), ...middle.map((n) => [n, 1]), ...cut.map((n) => [n, 2]), ...beyond.map((n) => [n, 3])]);
+    return effect({ candidates: [...front, ...middle, ...cut, ...beyond], capacityTypes: ['on-demand'], launched: 'm5.t0', overlays: [{ overlay: c7a }, { overlay: r5, selected: false }], prices: prices(od, {}) });
+  };
+  t.match(run(5), { verdict: 'unknown', reasonCode: 'truncation', reason: /tie between m5\.t0, m5\.t1/ }, 'five types at 2.0 for the one place left at the cut');
+  t.match(run(1), { verdict: 'none', reason: /the same CreateFleet request/ }, 'one type at 2.0 fills the last place: both requests are known, and the same');
+});

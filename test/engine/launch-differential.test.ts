@@ -10,7 +10,8 @@
 // effect and the same launch without the overlays; where EC2 decides (a tie, the pool of a spot
 // launch) or the catalog's order does (Karpenter's cut at 60 types), the engine must say unknown.
 //
-// VENEER_LAUNCH_ORACLE_LAUNCHES sets the launches (default 20,000), VENEER_LAUNCH_ORACLE_SEED replays a run.
+// VENEER_LAUNCH_ORACLE_LAUNCHES sets the launches (default 20,000), VENEER_LAUNCH_ORACLE_SEED replays a run,
+// and with it VENEER_LAUNCH_ORACLE_CASE replays the one case a failure names.
 import t from 'tap';
 import { decide, OverlayIndex, parseSelector, recordKeys, toNodeClaimView, toNodePoolView, toNodeView, toOverlayView, type Effect, type EngineSettings, type PriceBook } from '../../src/engine/index.ts';
 import type { LaunchKnowledge } from '../../src/engine/decide.ts';
@@ -22,6 +23,7 @@ const CLAIMS_PER_CASE = 8;
 const IN_FLIGHT = 32;
 const LAUNCHES = Number(process.env.VENEER_LAUNCH_ORACLE_LAUNCHES ?? 20_000);
 const SEED = Number(process.env.VENEER_LAUNCH_ORACLE_SEED ?? Date.now() % 1_000_000);
+const ONLY_CASE = process.env.VENEER_LAUNCH_ORACLE_CASE === undefined ? undefined : Number(process.env.VENEER_LAUNCH_ORACLE_CASE);
 const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
 const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: true };
 const T0 = Date.parse('2026-02-01T10:00:00Z');
@@ -103,7 +105,7 @@ function engineEffects(c: LaunchCase, answer: LaunchAnswer): (Effect | undefined
 const judge = new KarpenterJudge('v1.14.3');
 t.teardown(() => judge.close());
 
-t.test(`${LAUNCHES} launches: the engine's effect is what Karpenter's AWS launch code does without the selected overlays`, async (t) => {
+t.test(`${ONLY_CASE === undefined ? `${LAUNCHES} launches` : `case ${ONLY_CASE}`}: the engine's effect is what Karpenter's AWS launch code does without the selected overlays`, async (t) => {
   t.comment(`seed ${SEED} (rerun with VENEER_LAUNCH_ORACLE_SEED=${SEED})`);
   const verdicts = new Map<string, number>();
   const abstained = new Map<string, number>();
@@ -112,13 +114,13 @@ t.test(`${LAUNCHES} launches: the engine's effect is what Karpenter's AWS launch
   let cases = 0;
   // Cases go to the judge several at a time (it works on all cores); they are checked in order.
   const ahead: { c: LaunchCase; answer: Promise<LaunchAnswer> }[] = [];
-  let generated = 0;
+  let generated = ONLY_CASE ?? 0;
   const ask = () => {
     const c = generateLaunchCase(new Choices(SEED * 100_003 + generated++), CLAIMS_PER_CASE);
     ahead.push({ c, answer: judge.launch(c.request) });
   };
-  for (let n = 0; stats.launches < LAUNCHES; n++, cases++) {
-    while (ahead.length < IN_FLIGHT) ask();
+  for (let n = generated; ONLY_CASE === undefined ? stats.launches < LAUNCHES : n === ONLY_CASE; n++, cases++) {
+    while (ahead.length < (ONLY_CASE === undefined ? IN_FLIGHT : 1)) ask();
     const { c, answer: pending } = ahead.shift()!;
     const answer = await pending;
     if (answer.error) throw new Error(`case ${n}: Karpenter's Reconcile failed: ${answer.error}`);
@@ -139,7 +141,7 @@ t.test(`${LAUNCHES} launches: the engine's effect is what Karpenter's AWS launch
       for (const [k, launched] of (w.picks ?? []).slice(0, 2).entries()) {
         const e = effects[i]![k];
         const want = expected(launched, w, wo);
-        const fail = (why: string) => t.fail(`case ${n} (seed ${SEED}), claim ${i}, launched ${launched}: ${why}`, { want, engine: e, judge: answer.claims[i], claim, overlays: c.request.overlays, statuses: answer.statuses });
+        const fail = (why: string) => t.fail(`case ${n} (VENEER_LAUNCH_ORACLE_SEED=${SEED} VENEER_LAUNCH_ORACLE_CASE=${n}), claim ${i}, launched ${launched}: ${why}`, { want, engine: e, judge: answer.claims[i], claim, overlays: c.request.overlays, statuses: answer.statuses });
         if (!e) return fail('the engine decided nothing');
         stats.launches++;
         stats.candidates += candidates;
@@ -182,6 +184,7 @@ t.test(`${LAUNCHES} launches: the engine's effect is what Karpenter's AWS launch
   const summary = `${stats.launches} launches (${stats.claims} NodeClaims, ${stats.spotLaunches} launched spot, ${stats.judgeErrors} refused by Karpenter) in ${cases} clusters, ${seconds.toFixed(1)} s; decided: ${count(verdicts)}; EC2's tie ${stats.ties}, catalog order ${stats.orderDependent}; the engine abstained: ${count(abstained)}; mean ${Math.round(stats.candidates / stats.launches)} candidates, at most ${stats.maxCandidates}`;
   t.comment(summary);
   console.error(`launch differential: ${summary}, seed ${SEED}`);
+  if (ONLY_CASE !== undefined) return; // one case says nothing of how common each verdict is
   // Cases that never flip a capacity type or move a type would prove little.
   for (const v of ['capacity-type', 'instance-type', 'none'] as const) t.ok((verdicts.get(v) ?? 0) > stats.launches * 0.03, `${v} is common (${share(verdicts.get(v) ?? 0)})`);
   t.ok(stats.ties > 0, `EC2's ties occur (${stats.ties})`);

@@ -39,10 +39,11 @@ export interface Launch {
 }
 
 /**
- * `cutAmbiguous`: candidates priced alike straddle the cut at 60 and which of them survive changes
- * the launch (Go's unstable sort decides); `launch` is then the launch with all of them.
+ * `cutStraddled`: candidates priced alike straddle the cut at 60, so which of them the request
+ * lists is Go's unstable sort's choice (its tail may differ from world to world); `cutAmbiguous`:
+ * and that choice changes the launch. `launch` is then the launch with all of them.
  */
-export type LaunchOutcome = { launch: Launch; cutAmbiguous?: string } | { unknown: string; code: 'reserved' | 'exotic' | 'no-offering' };
+export type LaunchOutcome = { launch: Launch; cutStraddled?: true; cutAmbiguous?: string } | { unknown: string; code: 'reserved' | 'exotic' | 'no-offering' };
 
 const compatible = (o: PricedOffering, claim: ClaimLaunchFacts, capacityType?: string) =>
   (capacityType === undefined ? claim.capacityTypes.has(o.capacityType) : o.capacityType === capacityType) && (claim.zones === undefined || claim.zones.has(o.zone));
@@ -113,8 +114,8 @@ export function awsLaunch(candidates: readonly PricedCandidate[], claim: ClaimLa
   const tied = keyed.filter((k) => k.key === cut).map((k) => k.c);
   const fewest = fleet(below, claim, priceOverlayApplied);
   const most = fleet([...below, ...tied], claim, priceOverlayApplied);
-  if (sameLaunch(fewest, most)) return { launch: most };
-  return { launch: most, cutAmbiguous: `${tied.length} candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, and which survive changes the launch` };
+  if (sameLaunch(fewest, most)) return { launch: most, cutStraddled: true };
+  return { launch: most, cutStraddled: true, cutAmbiguous: `${tied.length} candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, and which survive changes the launch` };
 }
 
 function sameLaunch(a: Launch, b: Launch): boolean {

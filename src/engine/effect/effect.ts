@@ -6,7 +6,7 @@ import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
-import { awsLaunch, type ClaimLaunchFacts, type Launch, sameRequest } from './aws-launch.ts';
+import { awsLaunch, type ClaimLaunchFacts, type Launch, MAX_LAUNCH_TYPES, sameRequest } from './aws-launch.ts';
 import { awsCandidate, type CandidateType, ZONE } from './candidates.ts';
 
 const ZONE_ID = 'topology.k8s.aws/zone-id';
@@ -178,7 +178,8 @@ interface Replay {
   readonly stop?: { code: UnknownReason; reason: string };
   readonly withLaunch?: { launch: Launch; cutAmbiguous?: string };
   readonly predicted?: WorldLaunch;
-  readonly without?: { code: UnknownReason; reason: string } | { launch: Launch; world: WorldLaunch; sameRequest: boolean };
+  /** `sameRequest` undefined: a cut straddled in either world leaves the requests' tails to Karpenter's sort. */
+  readonly without?: { code: UnknownReason; reason: string } | { launch: Launch; world: WorldLaunch; sameRequest: boolean | undefined };
 }
 
 /**
@@ -294,7 +295,8 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
   const withoutLaunch = awsLaunch(withoutWorld.priced, claim, annotated);
   if ('unknown' in withoutLaunch) return { priced, context, withLaunch, predicted, without: { code: withoutLaunch.code, reason: withoutLaunch.unknown } };
   if (withoutLaunch.cutAmbiguous !== undefined) return { priced, context, withLaunch, predicted, without: { code: 'truncation', reason: withoutLaunch.cutAmbiguous } };
-  return { priced, context, withLaunch, predicted, without: { launch: withoutLaunch.launch, world: worldLaunch(withoutLaunch.launch, prices, false), sameRequest: sameRequest(withLaunch.launch, withoutLaunch.launch, claim) } };
+  const requestsKnown = withLaunch.cutStraddled === undefined && withoutLaunch.cutStraddled === undefined;
+  return { priced, context, withLaunch, predicted, without: { launch: withoutLaunch.launch, world: worldLaunch(withoutLaunch.launch, prices, false), sameRequest: requestsKnown ? sameRequest(withLaunch.launch, withoutLaunch.launch, claim) : undefined } };
 }
 
 /** The effect for the launched offering, from the NodeClaim's replay. */
@@ -322,6 +324,10 @@ function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effect {
   if (without.capacityType === 'spot') return { verdict: 'capacity-type', ...both };
   if (!w.launch.picks.includes(launchedType)) return { verdict: 'instance-type', ...both };
   if (w.launch.picks.length === 1) return { verdict: 'none', ...both };
+  // EC2 breaks a tie in both worlds, over requests that may or may not be the same.
+  if (w.sameRequest === undefined) {
+    return unknown('truncation', `candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, so which of them each CreateFleet request lists is its sort's choice: whether EC2 would break the tie between ${names(without)} alike without the selected overlays is not known`, both);
+  }
   return unknown('tie', `without the selected overlays EC2 would break a tie between ${names(without)}`, both);
 }
 
