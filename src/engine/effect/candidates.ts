@@ -6,6 +6,7 @@ import type { Labels } from '../requirements.ts';
 export const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
 export const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
 export const ZONE = 'topology.kubernetes.io/zone';
+export const ZONE_ID = 'topology.k8s.aws/zone-id';
 export const REGION = 'topology.kubernetes.io/region';
 export const AWS_FAMILY = 'karpenter.k8s.aws/instance-family';
 export const AWS_SIZE = 'karpenter.k8s.aws/instance-size';
@@ -85,4 +86,31 @@ export function awsCandidate(name: string, pinned: Labels, nodeLabels: Labels | 
   }
   const labels = { ...pinned, ...awsNameLabels(name) };
   return { name, labels, known: new Set([...Object.keys(pinned), ...AWS_NAME_KEYS]), exotic: awsExotic(labels, false) };
+}
+
+/**
+ * Candidate types are shared between decisions (one object per name, pinned values and node
+ * labels), so that what is worked out per type, its pricing in a world above all, is kept.
+ */
+const candidateTypes = new WeakMap<ReadonlySet<string>, Map<string, Map<string, Map<Labels | undefined, CandidateType>>>>();
+let candidateTypeCount = 0;
+const MAX_CANDIDATE_TYPES = 20_000;
+
+/** The candidate, made once by the provider's keys, the name, the pinned values and the node labels: no key strings built per decision. */
+export function internedCandidate(name: string, pinned: Labels, pinnedKey: string, nodeLabels: Labels | undefined, instanceTypeKeys: ReadonlySet<string>): CandidateType {
+  let byName = candidateTypes.get(instanceTypeKeys);
+  if (!byName || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
+    candidateTypes.set(instanceTypeKeys, (byName = new Map()));
+    candidateTypeCount = 0;
+  }
+  let byPinned = byName.get(name);
+  if (!byPinned) byName.set(name, (byPinned = new Map()));
+  let byLabels = byPinned.get(pinnedKey);
+  if (!byLabels) byPinned.set(pinnedKey, (byLabels = new Map()));
+  let type = byLabels.get(nodeLabels);
+  if (!type) {
+    byLabels.set(nodeLabels, (type = awsCandidate(name, pinned, nodeLabels, instanceTypeKeys)));
+    candidateTypeCount++;
+  }
+  return type;
 }

@@ -7,9 +7,7 @@ import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
 import { awsLaunch, type ClaimLaunchFacts, type Launch, MAX_LAUNCH_TYPES, sameRequest } from './aws-launch.ts';
-import { awsCandidate, type CandidateType, ZONE } from './candidates.ts';
-
-const ZONE_ID = 'topology.k8s.aws/zone-id';
+import { type CandidateType, internedCandidate, ZONE, ZONE_ID } from './candidates.ts';
 import type { PriceBook } from './prices.ts';
 import { idOf } from './identity.ts';
 import { type Offering, priceWorld, type PricedCandidate, type World } from './worlds.ts';
@@ -135,33 +133,6 @@ function listOfferings(name: string, prices: PriceBook, zones: ReadonlySet<strin
   return out;
 }
 
-/**
- * Candidate types are shared between decisions (one object per name, pinned values and node
- * labels), so that what is worked out per type, its pricing in a world above all, is kept.
- */
-const candidateTypes = new WeakMap<ReadonlySet<string>, Map<string, Map<string, Map<Labels | undefined, CandidateType>>>>();
-let candidateTypeCount = 0;
-const MAX_CANDIDATE_TYPES = 20_000;
-
-/** By the provider's keys, the name, the pinned values and the node labels: no key strings built per decision. */
-function candidateType(name: string, pinned: Labels, pinnedKey: string, nodeLabels: Labels | undefined, provider: ProviderKeys): CandidateType {
-  let byName = candidateTypes.get(provider.instanceTypeKeys);
-  if (!byName || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
-    candidateTypes.set(provider.instanceTypeKeys, (byName = new Map()));
-    candidateTypeCount = 0;
-  }
-  let byPinned = byName.get(name);
-  if (!byPinned) byName.set(name, (byPinned = new Map()));
-  let byLabels = byPinned.get(pinnedKey);
-  if (!byLabels) byPinned.set(pinnedKey, (byLabels = new Map()));
-  let type = byLabels.get(nodeLabels);
-  if (!type) {
-    byLabels.set(nodeLabels, (type = awsCandidate(name, pinned, nodeLabels, provider.instanceTypeKeys)));
-    candidateTypeCount++;
-  }
-  return type;
-}
-
 const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.overlays.length > 0);
 
 export function launchEffect(input: EffectInput): Effect {
@@ -231,7 +202,7 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
     : claim.zones ?? input.zones;
   if (zones === undefined) return { effect: unknown('zones', 'the zones its EC2NodeClass launches into are not known') };
   const pinnedKey = Object.entries(claim.pinned).join(';');
-  const candidates = claim.candidates.map((name) => candidateType(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider));
+  const candidates = claim.candidates.map((name) => internedCandidate(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider.instanceTypeKeys));
   const withOverlays = input.counted.map((c) => c.overlay);
   const withoutOverlays = input.counted.filter((c) => !c.selected).map((c) => c.overlay);
   const selected = input.counted.filter((c) => c.selected).map((c) => c.overlay);
