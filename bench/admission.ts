@@ -7,14 +7,14 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { mutatingWebhookConfiguration } from '../src/webhook/registration.ts';
+import { mutatingWebhookConfiguration } from '../kit/webhook-registration.ts';
 import { freePort } from '../kit/control-plane.ts';
 import { COMPILED_CLI } from '../kit/fleet.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { startClusterEnv, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
-import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 
 type Progress = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { veneerOverlaySet } from './decision.ts';
 import { median, quantile, type SuiteResult } from './stats.ts';
-import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { COMPILED_CLI } from '../kit/fleet.ts';
 import { karpenterNode } from '../kit/veneer.ts';
 import { type ClusterEnv, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, watcherFlags } from '../kit/watcher-env.ts';

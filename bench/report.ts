@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AWS_KEYS, decide, OverlayIndex, parseSelector, recordKeys, toNodeView, toOverlayView, type Report } from '../src/engine/index.ts';
-import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { veneerOverlaySet } from './decision.ts';
 import { spread, timeCommand } from './scale.ts';
 import { median, type SuiteResult } from './stats.ts';

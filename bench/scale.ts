@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { shareConnections } from '../kit/shared-connections.ts';
 import { veneerOverlaySet } from './decision.ts';
 import { median, type SuiteResult } from './stats.ts';

@@ -8,7 +8,7 @@ import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from './
 import { KarpenterSim } from './karpenter-sim.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { watcherFlags, type WebhookCerts } from './watcher-env.ts';
-import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from './node-flags.ts';
 
 export const TYPES = ['m5.xlarge', 'm5.large', 'c6i.large', 'r6g.2xlarge'] as const;
 

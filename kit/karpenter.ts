@@ -18,7 +18,7 @@ import { binary, type ControlPlane } from './control-plane.ts';
 import { installCRDFiles } from './karpenter-crds.ts';
 import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod } from './karpenter-controller.ts';
 import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
-import type { RunningWatcher } from '../src/watcher.ts';
+import type { RunningWatcher } from '../src/commands/serve.ts';
 import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
 
 export {

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { LoadedConfig } from './config/load.ts';
 import { flagName, SETTINGS, type SettingPath } from './config/schema.ts';
-import type { ExplainArgs } from './explain-command.ts';
+import type { ExplainArgs } from './commands/explain.ts';
 
 const EXIT_USAGE = 2;
 /** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
@@ -101,7 +101,7 @@ export function parseArgs(argv: string[]): Parsed {
 
 async function serve(loaded: LoadedConfig): Promise<void> {
   const [{ KubeClient }, { loadClusterAccess }, { createLogger }, { startWatcher }] = await Promise.all([
-    import('./kube/client.ts'), import('./kube/kubeconfig.ts'), import('./log.ts'), import('./watcher.ts'),
+    import('./kube/client.ts'), import('./kube/kubeconfig.ts'), import('./log.ts'), import('./commands/serve.ts'),
   ]);
   const { config } = loaded;
   const log = createLogger(config.logLevel);
@@ -175,7 +175,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
       console.error('veneer-node-watcher: explain needs NODE_NAME (live) or --nodes FILE and --overlays FILE\nRun with --help for usage.');
       return EXIT_USAGE;
     }
-    const { runExplain } = await import('./explain-command.ts');
+    const { runExplain } = await import('./commands/explain.ts');
     return printed('explain', () => runExplain(e, loaded.config));
   }
   if (parsed.command === 'report') {
@@ -184,7 +184,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
       console.error('veneer-node-watcher: report reads the cluster (KUBECONFIG), or --nodes FILE and --overlays FILE\nRun with --help for usage.');
       return EXIT_USAGE;
     }
-    const { runReport } = await import('./report-command.ts');
+    const { runReport } = await import('./commands/report.ts');
     return printed('report', () => runReport(e, loaded.config));
   }
   await serve(loaded);
@@ -199,7 +199,7 @@ async function printed(command: string, run: () => Promise<string>): Promise<num
     return 0;
   } catch (err) {
     console.error(`veneer-node-watcher ${command}: ${(err as Error).message}`);
-    const { InputError } = await import('./cli-inputs.ts');
+    const { InputError } = await import('./commands/inputs.ts');
     return err instanceof InputError ? EXIT_USAGE : 1;
   }
 }

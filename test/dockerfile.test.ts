@@ -8,7 +8,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { RUNTIME_NODE_FLAGS } from '../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { freePort } from '../kit/control-plane.ts';
 import { scrape } from '../kit/scrape.ts';
 import { makeWebhookCerts } from '../kit/watcher-env.ts';

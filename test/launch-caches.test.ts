@@ -7,7 +7,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
-import { InstanceTypeLabels, NodeClassCache } from '../src/kube/launch-caches.ts';
+import { InstanceTypeLabels, NodeClassCache } from '../src/state/launch-caches.ts';
 import { clientFor, ControlPlane } from '../kit/control-plane.ts';
 import { EC2_NODECLASS_API, installAwsCRDs } from '../kit/aws/karpenter.ts';
 import { until } from '../kit/fleet.ts';

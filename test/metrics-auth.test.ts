@@ -5,9 +5,9 @@
 import t from 'tap';
 import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
-import { startWatcher } from '../src/watcher.ts';
+import { startWatcher } from '../src/commands/serve.ts';
 import { accessReviews, REVIEW_TIMEOUT_MS } from '../src/kube/access-review.ts';
-import { MetricsAuth } from '../src/metrics-auth.ts';
+import { MetricsAuth } from '../src/server/metrics-auth.ts';
 import { clientFor, viaPort } from '../kit/control-plane.ts';
 import { counter } from '../kit/fleet.ts';
 import { StallProxy } from './support/stall-proxy.ts';

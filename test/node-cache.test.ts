@@ -5,7 +5,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
-import { LabelSkipper, NodeCache } from '../src/kube/node-cache.ts';
+import { LabelSkipper, NodeCache } from '../src/state/node-cache.ts';
 import { clientFor, ControlPlane } from '../kit/control-plane.ts';
 import { until } from '../kit/fleet.ts';
 import { heartbeatPatch, realNode } from '../kit/real-node.ts';

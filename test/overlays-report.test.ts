@@ -10,7 +10,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import type { Report } from '../src/engine/index.ts';
-import type { RunningWatcher } from '../src/watcher.ts';
+import type { RunningWatcher } from '../src/commands/serve.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
 import { UNVALIDATED_ANNOTATION } from '../kit/overlay-validation.ts';

@@ -2,9 +2,9 @@
 // the right record, one write per node. Faults (restarts, failover) are in test/reliability/.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import type { RunningWatcher } from '../src/watcher.ts';
+import type { RunningWatcher } from '../src/commands/serve.ts';
 import type { DecisionStory } from '../src/engine/index.ts';
-import { WEBHOOK_FIRST_MS } from '../src/reconciler/reconciler.ts';
+import { WEBHOOK_FIRST_MS } from '../src/controllers/recorder/reconciler.ts';
 import { reservedInstance } from '../kit/veneer.ts';
 import { Fleet, OVERLAY_API as overlayApi, sleep, until } from '../kit/fleet.ts';
 import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../kit/watcher-env.ts';

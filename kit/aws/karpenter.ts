@@ -19,7 +19,7 @@ import { type CapacityType, type ControllerProcesses, createPods, inReq, Karpent
 import { until } from '../fleet.ts';
 import { sleep } from '../process.ts';
 import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
-import type { RunningWatcher } from '../../src/watcher.ts';
+import type { RunningWatcher } from '../../src/commands/serve.ts';
 import { type Moto, REGION, type SpotCatalog, startMoto, ZONES } from './moto.ts';
 import { type NodeMaker, startNodeMaker } from './node-maker.ts';
 import { staticOnDemandPrices } from './prices.ts';

@@ -10,13 +10,11 @@ import type { Logger } from 'pino';
 import type { PriceBook } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Config } from '../config/load.ts';
-import { priceSourceSettings } from '../engine-settings.ts';
+import { priceSettings, type PriceMode } from './settings.ts';
 import { Prices } from './book.ts';
 import { fetchOfferedZones, fetchOnDemand, fetchSpot } from './aws-api.ts';
 import type { AwsClient } from './aws-client.ts';
 import { STATIC_SOURCE, staticOnDemand } from './static-table.ts';
-
-export type PriceMode = 'aws' | 'isolated' | 'static' | 'off';
 
 export interface PriceSourceOptions {
   mode: PriceMode;
@@ -147,7 +145,7 @@ export async function readPricesOnce(config: Config): Promise<PriceBook | undefi
   const { createMetrics } = await import('../metrics.ts');
   const { createLogger } = await import('../log.ts');
   const source = new PriceSource({
-    ...priceSourceSettings(config), refreshMs: config.prices.refreshIntervalMs, timeoutMs: config.prices.timeoutMs,
+    ...priceSettings(config),
     metrics: createMetrics(new Registry()), log: createLogger('error'), now: Date.now,
   });
   await source.refresh();

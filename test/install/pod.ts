@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { RUNTIME_NODE_FLAGS } from '../../src/node-flags.ts';
+import { RUNTIME_NODE_FLAGS } from '../../kit/node-flags.ts';
 import { NS, RELEASE } from '../support/chart.ts';
 import type { ControlPlane } from '../../kit/control-plane.ts';
 import { until } from '../../kit/fleet.ts';

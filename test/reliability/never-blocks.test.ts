@@ -9,7 +9,7 @@ import { makeCA, issueCert } from '../../kit/pki.ts';
 import { FaultServer, UNTRUSTED_VALUE, type Fault } from '../support/fault-server.ts';
 import { counter, Fleet, metricsOf, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../../kit/watcher-env.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../src/webhook/registration.ts';
+import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../kit/webhook-registration.ts';
 
 const TIMEOUT_SECONDS = 2;
 // The webhook call is capped by timeoutSeconds; the rest of a request is the apiserver's and

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import type { Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { Report } from '../../src/engine/index.ts';
-import type { RunningWatcher } from '../../src/watcher.ts';
+import type { RunningWatcher } from '../../src/commands/serve.ts';
 import type { ControlPlane } from '../../kit/control-plane.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
 import type { ProcessUsage } from '../../kit/karpenter-controller.ts';

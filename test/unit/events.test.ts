@@ -5,8 +5,8 @@ import { basicTimestamp } from '../../src/engine/labels.ts';
 import { recordKeys, type NodeView } from '../../src/engine/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { eventName, nodeEvent } from '../../src/events/node-event.ts';
-import { EventRecorder, FRESH_MS, MAX_PENDING, type EventRecorderOptions } from '../../src/events/recorder.ts';
+import { eventName, nodeEvent } from '../../src/controllers/events/node-event.ts';
+import { EventRecorder, FRESH_MS, MAX_PENDING, type EventRecorderOptions } from '../../src/controllers/events/recorder.ts';
 import { ApiError } from '../../src/kube/client.ts';
 
 const keys = recordKeys('veneer.io');

@@ -4,7 +4,7 @@
 import t from 'tap';
 import type { AccessReviews, UserInfo } from '../../src/kube/access-review.ts';
 import { createLogger } from '../../src/log.ts';
-import { bearerToken, DENY_TTL_MS, jwtExpiryMs, MAX_ALLOWED_ENTRIES, MAX_DENIED_ENTRIES, MetricsAuth, REVIEW_BURST, REVIEWS_PER_SECOND } from '../../src/metrics-auth.ts';
+import { bearerToken, DENY_TTL_MS, jwtExpiryMs, MAX_ALLOWED_ENTRIES, MAX_DENIED_ENTRIES, MetricsAuth, REVIEW_BURST, REVIEWS_PER_SECOND } from '../../src/server/metrics-auth.ts';
 
 const jwt = (claims: object) => `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2lnbmF0dXJl`;
 

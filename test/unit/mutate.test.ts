@@ -1,8 +1,8 @@
 // The mutating adapter's answers without a patch: each reason, counted apart.
 import t from 'tap';
 import { AWS_KEYS, recordKeys } from '../../src/engine/index.ts';
-import { mutate, type MutateDeps } from '../../src/webhook/mutate.ts';
-import type { AdmissionReview } from '../../src/webhook/review.ts';
+import { mutate, type MutateDeps } from '../../src/admission/mutate.ts';
+import type { AdmissionReview } from '../../src/admission/review.ts';
 import { karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { indexWith, T0 } from '../engine/fixtures.ts';
 

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { overlayState, recordKeys, toOverlayView, type NodeView } from '../../src/engine/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { exportOverlayNodes, exportOverlayStates, OTHER, overlaySeries } from '../../src/overlay-gauge.ts';
+import { exportOverlayNodes, exportOverlayStates, OTHER, overlaySeries } from '../../src/controllers/gauges/overlays.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance, validatedByKarpenter } from '../../kit/veneer.ts';
 import { withStatus } from '../engine/fixtures.ts';
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { Registry } from 'prom-client';
 import { staticOnDemandPrices } from '../../kit/aws/prices.ts';
 import { ConfigError, loadConfig } from '../../src/config/load.ts';
-import { priceSourceSettings } from '../../src/engine-settings.ts';
+import { priceSourceSettings } from '../../src/prices/settings.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { onDemandPage } from '../../src/prices/aws-api.ts';

@@ -7,8 +7,8 @@ import t from 'tap';
 import { AWS_KEYS, KNOWN_PROVIDERS, MAX_UNKNOWN_GROUPS, recordKeys, toNodeClaimView, type EngineSettings, type NodeClaimView } from '../../src/engine/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { ProviderWatch } from '../../src/provider-watch.ts';
-import { NodeClaimCache } from '../../src/kube/caches.ts';
+import { ProviderWatch } from '../../src/controllers/gauges/providers.ts';
+import { NodeClaimCache } from '../../src/state/caches.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { ReflectorHandlers } from '../../src/kube/reflector.ts';
 

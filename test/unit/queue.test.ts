@@ -1,5 +1,5 @@
 import t from 'tap';
-import { type ProcessResult, WorkQueue } from '../../src/reconciler/queue.ts';
+import { type ProcessResult, WorkQueue } from '../../src/kube/work-queue.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

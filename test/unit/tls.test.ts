@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { loadKeyPair } from '../../src/webhook/tls.ts';
+import { loadKeyPair } from '../../src/server/tls.ts';
 import { issueCert, makeCA } from '../../kit/pki.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'veneer-tls-'));

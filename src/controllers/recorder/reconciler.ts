@@ -2,13 +2,13 @@
 // (the engine's scope) -> de-duplicating queue -> reconcile (reads only the caches, writes
 // one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
 import type { Logger } from 'pino';
-import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../engine/index.ts';
-import { type LaunchKnowledge, REGISTERED_LABEL } from '../engine/decide.ts';
-import type { ClusterCaches } from '../kube/caches.ts';
-import { countEffect, type Metrics } from '../metrics.ts';
-import { type ProcessResult, WorkQueue } from './queue.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { failureKind, httpStatus } from '../kube/failures.ts';
+import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../../engine/index.ts';
+import { type LaunchKnowledge, REGISTERED_LABEL } from '../../engine/decide.ts';
+import type { ClusterCaches } from '../../state/caches.ts';
+import { countEffect, type Metrics } from '../../metrics.ts';
+import { type ProcessResult, WorkQueue } from '../../kube/work-queue.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { failureKind, httpStatus } from '../../kube/failures.ts';
 
 /**
  * How long a node Karpenter has not registered yet is left to the webhook. Karpenter's

@@ -6,8 +6,8 @@
 import type { Logger } from 'pino';
 import {
   KNOWN_PROVIDERS, MAX_UNKNOWN_GROUPS, providerCensus, type EngineSettings, type NodeClaimView, type ProviderCensus,
-} from './engine/index.ts';
-import type { Metrics } from './metrics.ts';
+} from '../../engine/index.ts';
+import type { Metrics } from '../../metrics.ts';
 
 export interface ProviderWatchOptions {
   settings: EngineSettings;

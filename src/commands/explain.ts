@@ -1,11 +1,11 @@
 // `veneer-node-watcher explain`: why a node got (or would get) its record, from files such as
 // `kubectl get nodes -o yaml` writes, or live from the cluster.
 import { stringify } from 'yaml';
-import type { Config } from './config/load.ts';
-import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Effect, type Explanation, type ProviderExplanation } from './engine/index.ts';
-import { engineSettings, overlayPolicy } from './engine-settings.ts';
-import { readPricesOnce } from './prices/source.ts';
+import type { Config } from '../config/load.ts';
+import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
+import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Effect, type Explanation, type ProviderExplanation } from '../engine/index.ts';
+import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
+import { readPricesOnce } from '../prices/source.ts';
 
 export interface ExplainArgs extends InputFiles {
   nodeName?: string;

@@ -5,13 +5,13 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { Config } from './config/load.ts';
-import { accessReviews } from './kube/access-review.ts';
-import type { KubeClient } from './kube/client.ts';
+import type { Config } from '../config/load.ts';
+import { accessReviews } from '../kube/access-review.ts';
+import type { KubeClient } from '../kube/client.ts';
 import { METRICS_PATH, MetricsAuth, type Verdict } from './metrics-auth.ts';
-import type { Metrics } from './metrics.ts';
-import { type RunningServer, SLOW_CLIENT_LIMITS } from './webhook/server.ts';
-import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './webhook/tls.ts';
+import type { Metrics } from '../metrics.ts';
+import { type RunningServer, SLOW_CLIENT_LIMITS } from '../admission/server.ts';
+import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './tls.ts';
 
 export interface OpsListenersOptions {
   host: string;

@@ -1,7 +1,7 @@
 // The webhook configurations the apiserver needs, as the chart renders them; the tests and
 // the demo register these against a real apiserver.
 import type * as k8s from '@kubernetes/client-node';
-import { recordKeys } from '../engine/index.ts';
+import { recordKeys } from '../src/engine/index.ts';
 
 export interface RegistrationOptions {
   name: string;

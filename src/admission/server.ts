@@ -6,7 +6,7 @@ import { parseDuration } from '../config/duration.ts';
 import { countEffect, type Metrics } from '../metrics.ts';
 import { mutate, type MutateDeps } from './mutate.ts';
 import { parseReview, allow } from './review.ts';
-import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './tls.ts';
+import { type CertificateReloader, type ReloadTarget, secureContextOptions } from '../server/tls.ts';
 import { validate, type ValidateDeps } from './validate.ts';
 
 /**

@@ -5,7 +5,7 @@ import {
   type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
 } from '../engine/index.ts';
 import type { LaunchKnowledge } from '../engine/decide.ts';
-import { type CacheDeps, lister, Reflector } from './reflector.ts';
+import { type CacheDeps, lister, Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 

@@ -3,8 +3,8 @@
 // has a series, 0 included: a 0 is what shows an overlay that steers nothing. Overlay names are
 // bounded by what Veneer creates, but a scrape must stay bounded whatever is in the cluster, so
 // past `max` series the smallest are summed into one.
-import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type RecordKeys } from './engine/index.ts';
-import type { Metrics } from './metrics.ts';
+import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type RecordKeys } from '../../engine/index.ts';
+import type { Metrics } from '../../metrics.ts';
 
 export const OTHER = 'other';
 const UNKNOWN = 'unknown';

@@ -1,7 +1,7 @@
 // A work queue in the manner of client-go's: one entry per key however often it is added, a
 // key never processed twice at once (an add during processing runs it again afterwards),
 // at most `concurrency` keys in flight, per-key exponential back-off for failures, delayed adds.
-import { backoffDelay } from '../kube/backoff.ts';
+import { backoffDelay } from './backoff.ts';
 
 export type ProcessResult = { kind: 'done' } | { kind: 'retry'; reason: string } | { kind: 'after'; ms: number };
 

@@ -1,25 +1,26 @@
 // Wires the watcher from its configuration: caches, webhooks, metrics and probes, and the
 // reconciler. The same function runs in `serve`, in the demo and in the tests.
 import type { Logger } from 'pino';
-import type { Config } from './config/load.ts';
-import { EFFECTS, nodeClaimFor, scope, type EngineSettings } from './engine/index.ts';
-import { engineSettings, overlayPolicy, priceSourceSettings } from './engine-settings.ts';
+import type { Config } from '../config/load.ts';
+import { EFFECTS, nodeClaimFor, scope, type EngineSettings } from '../engine/index.ts';
+import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
+import { priceSettings } from '../prices/settings.ts';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ClusterCaches } from './kube/caches.ts';
-import { whoAmI } from './kube/access-review.ts';
-import type { KubeClient } from './kube/client.ts';
-import { LeaderElector } from './kube/leader.ts';
-import { Reconciler } from './reconciler/reconciler.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
-import { EventRecorder } from './events/recorder.ts';
-import { EVENT_NAMESPACE } from './events/node-event.ts';
-import { exportOverlayNodes, exportOverlayStates } from './overlay-gauge.ts';
-import { ProviderWatch } from './provider-watch.ts';
-import { PriceSource } from './prices/source.ts';
-import { type OpsListeners, startOpsListeners } from './ops-servers.ts';
-import { type RunningServer, startWebhookServer } from './webhook/server.ts';
-import { CertificateReloader } from './webhook/tls.ts';
+import { ClusterCaches } from '../state/caches.ts';
+import { whoAmI } from '../kube/access-review.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { LeaderElector } from '../kube/leader.ts';
+import { Reconciler } from '../controllers/recorder/reconciler.ts';
+import { createMetrics, type Metrics } from '../metrics.ts';
+import { EventRecorder } from '../controllers/events/recorder.ts';
+import { EVENT_NAMESPACE } from '../controllers/events/node-event.ts';
+import { exportOverlayNodes, exportOverlayStates } from '../controllers/gauges/overlays.ts';
+import { ProviderWatch } from '../controllers/gauges/providers.ts';
+import { PriceSource } from '../prices/source.ts';
+import { type OpsListeners, startOpsListeners } from '../server/ops.ts';
+import { type RunningServer, startWebhookServer } from '../admission/server.ts';
+import { CertificateReloader } from '../server/tls.ts';
 
 export interface WatcherOptions {
   config: Config;
@@ -114,7 +115,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   exportOverlayStates(metrics, () => [...caches.overlays.reflector.store.values()].filter((o) => policy.selector.matches(o.labels)));
   const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));
-  const prices = new PriceSource({ ...priceSourceSettings(config), refreshMs: config.prices.refreshIntervalMs, timeoutMs: config.prices.timeoutMs, metrics, log, now });
+  const prices = new PriceSource({ ...priceSettings(config), metrics, log, now });
   const launch = caches.launchKnowledge(() => prices.current());
   const reconciler = new Reconciler({ caches, client: o.client, settings, launch, concurrency: config.maxConcurrentReconciles, metrics, log, now });
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;

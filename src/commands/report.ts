@@ -1,10 +1,10 @@
 // `veneer-node-watcher report`: every overlay's verdict, from files such as `kubectl get -o yaml`
 // writes or live from the cluster (read-only).
 import { stringify } from 'yaml';
-import type { Config } from './config/load.ts';
-import { claimLookup, readInputFiles, readLive, type InputFiles } from './cli-inputs.ts';
-import { buildReport, toOverlayView, UNKNOWN_PROVIDER, type OverlayReport, type ProviderReport, type Report } from './engine/index.ts';
-import { engineSettings, overlayPolicy } from './engine-settings.ts';
+import type { Config } from '../config/load.ts';
+import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
+import { buildReport, toOverlayView, UNKNOWN_PROVIDER, type OverlayReport, type ProviderReport, type Report } from '../engine/index.ts';
+import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
 
 export interface ReportArgs extends InputFiles {
   output: 'json' | 'table' | 'yaml';

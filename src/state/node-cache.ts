@@ -12,8 +12,8 @@ import { hash } from 'node:crypto';
 import type { NodeView } from '../engine/index.ts';
 import { CAPACITY_TYPE_LABEL, NODEPOOL_LABEL } from '../engine/decide.ts';
 import { toNodeView, type NodeObject } from '../engine/node.ts';
-import { type CacheDeps, lister, parseEvent, type ParsedEvent, Reflector } from './reflector.ts';
-import { PARTIAL_METADATA_LIST, PARTIAL_METADATA } from './watch-stream.ts';
+import { type CacheDeps, lister, parseEvent, type ParsedEvent, Reflector } from '../kube/reflector.ts';
+import { PARTIAL_METADATA_LIST, PARTIAL_METADATA } from '../kube/watch-stream.ts';
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
 

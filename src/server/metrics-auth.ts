@@ -11,8 +11,8 @@
 // API calls.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { failureKind, httpStatus } from './kube/failures.ts';
-import type { AccessReviews } from './kube/access-review.ts';
+import { failureKind, httpStatus } from '../kube/failures.ts';
+import type { AccessReviews } from '../kube/access-review.ts';
 
 export type Verdict =
   | { result: 'allowed'; user: string }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import {
   countGroups, toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
-} from './engine/index.ts';
+} from '../engine/index.ts';
 
 /** Input the user can fix: the CLI exits 2 and names the file. */
 export class InputError extends Error {}
