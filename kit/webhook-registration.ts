@@ -1,7 +1,7 @@
 // The webhook configurations the apiserver needs, as the chart renders them; the tests and
 // the demo register these against a real apiserver.
 import type * as k8s from '@kubernetes/client-node';
-import { recordKeys } from '../src/engine/index.ts';
+import { mutatingMatchConditions as scopeConditions, recordKeys, validatingMatchConditions as recordAlteredConditions } from '../src/engine/index.ts';
 
 export interface RegistrationOptions {
   name: string;
@@ -24,28 +24,14 @@ const nodeRules = (operations: string[]): k8s.V1RuleWithOperations[] => [
   { apiGroups: [''], apiVersions: ['v1'], resources: ['nodes'], operations, scope: 'Cluster' },
 ];
 
-/** Only on-demand Karpenter nodes without a record reach the mutating webhook. */
+/** The nodes the mutating webhook is called for: the engine's scope, on the node's own labels. */
 export function mutatingMatchConditions(labelNamespace: string): k8s.V1MatchCondition[] {
-  const keys = recordKeys(labelNamespace);
-  return [
-    { name: 'karpenter-node', expression: "has(object.metadata.labels) && 'karpenter.sh/nodepool' in object.metadata.labels" },
-    { name: 'on-demand', expression: "!('karpenter.sh/capacity-type' in object.metadata.labels) || object.metadata.labels['karpenter.sh/capacity-type'] == 'on-demand'" },
-    { name: 'no-record-yet', expression: `!('${keys.influenced}' in object.metadata.labels)` },
-  ];
+  return scopeConditions(recordKeys(labelNamespace));
 }
 
-/**
- * Only updates that alter or remove a record reach the validating webhook: the condition is the
- * webhook's own test, so Karpenter's and the kubelet's routine updates never wait on it (an
- * apiserver that retries a conflicting PATCH would otherwise call it on every retry).
- */
+/** Only updates that alter or remove a record reach the validating webhook. */
 export function validatingMatchConditions(labelNamespace: string): k8s.V1MatchCondition[] {
-  const keys = recordKeys(labelNamespace);
-  const altered = (field: 'labels' | 'annotations', owned: readonly string[]) => {
-    const [before, after] = [`oldObject.metadata.${field}`, `object.metadata.${field}`];
-    return `[${owned.map((k) => `'${k}'`).join(', ')}].exists(k, has(${before}) && k in ${before} && !(has(${after}) && k in ${after} && ${after}[k] == ${before}[k]))`;
-  };
-  return [{ name: 'record-altered', expression: `${altered('labels', keys.ownedLabels)} || ${altered('annotations', keys.ownedAnnotations)}` }];
+  return recordAlteredConditions(recordKeys(labelNamespace));
 }
 
 export function mutatingWebhookConfiguration(o: RegistrationOptions): k8s.V1MutatingWebhookConfiguration {

@@ -8,12 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/commands/serve.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../kit/webhook-registration.ts';
-import { CHART as chart, find, helm as run, KUBE_VERSION, NS, ruleGroups, template, testRules } from './support/chart.ts';
+import { mutatingMatchConditions, recordKeys, validatingMatchConditions } from '../src/engine/index.ts';
+import { CHART as chart, find, helm as run, KUBE_VERSION, NS, type Obj, ruleGroups, template, testRules } from './support/chart.ts';
 import { promtool } from './support/prometheus.ts';
 import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { installExternalCRDs } from './support/external-crds.ts';
@@ -100,6 +101,21 @@ t.test('the chart\'s webhooks are exactly the ones the code registers', async (t
   t.same(strip((find(full, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks ?? []), strip(mutatingWebhookConfiguration(opts).webhooks ?? []));
   t.same(strip((find(full, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks ?? []), strip(validatingWebhookConfiguration(opts).webhooks ?? []));
   t.match(find(full, 'MutatingWebhookConfiguration')?.metadata, { annotations: { 'cert-manager.io/inject-ca-from': `${NS}/veneer-node-watcher-serving` } });
+});
+
+t.test('the matchConditions the chart renders are the engine\'s scope rule, for any label namespace', async (t) => {
+  const conditions = (objs: Obj[]) => ({
+    mutating: (find(objs, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks?.map((w) => w.matchConditions),
+    validating: (find(objs, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks?.map((w) => w.matchConditions),
+  });
+  const engine = (labelNamespace: string) => {
+    const keys = recordKeys(labelNamespace);
+    return { mutating: [mutatingMatchConditions(keys)], validating: [validatingMatchConditions(keys)] };
+  };
+  t.same(conditions(template(FULL)), engine('veneer.io'), 'the default labelNamespace');
+  t.same(conditions(template([...FULL, '--set', 'nodeWatcher.labelNamespace=nodes.example.com'])), engine('nodes.example.com'), 'another labelNamespace');
+  const manifests = parseAllDocuments(readFileSync(join(root, 'webhook-manifests', 'veneer-node-watcher.yaml'), 'utf8')).map((d) => d.toJSON() as Obj).filter(Boolean);
+  t.same(conditions(manifests), engine('veneer.io'), 'webhook-manifests/');
 });
 
 t.test('webhook-manifests/ is the chart\'s rendering, not a hand-kept copy', async (t) => {

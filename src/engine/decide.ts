@@ -10,9 +10,9 @@ import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKe
 import { type Effect, launchEffect } from './effect/effect.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { INSTANCE_TYPE } from './effect/candidates.ts';
+import { CAPACITY_TYPE_LABEL, characteristics, scope, type Scope } from './scope.ts';
 
-export { NODEPOOL_LABEL };
-export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
+export { NODEPOOL_LABEL, CAPACITY_TYPE_LABEL, characteristics, scope, type Scope };
 export const REGISTERED_LABEL = 'karpenter.sh/registered';
 
 /**
@@ -69,24 +69,6 @@ export type Decision =
       /** What the selected overlays changed about the launch. */
       effect: Effect;
     };
-
-export type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
-
-/** Karpenter nodes that run on-demand are ours to decide; a record, once written, is final. */
-export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): Scope {
-  const labels = characteristics(node, nodeClaim);
-  if (labels[NODEPOOL_LABEL] === undefined) return { inScope: false, reason: 'not a Karpenter node (no karpenter.sh/nodepool label)' };
-  const capacityType = labels[CAPACITY_TYPE_LABEL];
-  if (capacityType !== 'on-demand') {
-    return { inScope: false, reason: `capacity type is ${capacityType === undefined ? 'unknown' : JSON.stringify(capacityType)}, not on-demand` };
-  }
-  return { inScope: true, recorded: node.labels[keys.influenced] !== undefined };
-}
-
-/** What Karpenter's registration puts on the node: its own labels with the NodeClaim's on top. */
-export function characteristics(node: NodeView, nodeClaim: NodeClaimView | undefined): Labels {
-  return nodeClaim ? { ...node.labels, ...nodeClaim.labels } : node.labels;
-}
 
 /** Overlays are judged as they stood at the launch decision. */
 export function launchTime(node: NodeView, nodeClaim: NodeClaimView | undefined, now: number): number {

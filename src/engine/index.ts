@@ -1,5 +1,8 @@
 // The decision engine's public surface: everything the webhook, the reconciler and the CLI use.
 export { decide, scope, characteristics, launchTime, karpenterView, providerOf, type Decision, type EngineSettings } from './decide.ts';
+export {
+  undecidedSelector, mutatingMatchConditions, validatingMatchConditions, SCOPE, CAPACITY_TYPE_LABEL, CAPACITY_TYPES, type Scope, type CapacityType, type MatchCondition,
+} from './scope.ts';
 export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
 export { toOverlayView, ineligibility, awaitingValidation, overlayState, OVERLAY_STATES, NOT_VALIDATED, type OverlayState, type OverlayObject, type OverlayView, type OverlayPolicy } from './overlay.ts';
 export { toNodePoolView, NodePoolHistory, type NodePoolObject, type NodePoolView } from './nodepool.ts';

@@ -9,18 +9,11 @@
 // the gauges), and a metadata event whose labels did not change is skipped without parsing
 // the object: that is every status heartbeat.
 import { hash } from 'node:crypto';
-import type { NodeView } from '../engine/index.ts';
-import { CAPACITY_TYPE_LABEL, NODEPOOL_LABEL } from '../engine/decide.ts';
-import { toNodeView, type NodeObject } from '../engine/node.ts';
+import { toNodeView, undecidedSelector, type NodeObject, type NodeView } from '../engine/index.ts';
 import { type CacheDeps, lister, parseEvent, type ParsedEvent, Reflector } from '../kube/reflector.ts';
 import { PARTIAL_METADATA_LIST, PARTIAL_METADATA } from '../kube/watch-stream.ts';
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
-
-/** The label selector of nodes that may still need a record: Karpenter's, not spot or reserved, without one. */
-function undecidedSelector(influencedLabel: string): string {
-  return `${NODEPOOL_LABEL},${CAPACITY_TYPE_LABEL} notin (spot,reserved),!${influencedLabel}`;
-}
 
 const NODES_PATH = '/api/v1/nodes';
 const MODIFIED = Buffer.from('{"type":"MODIFIED"');
@@ -114,7 +107,7 @@ export class NodeCache {
       parseEvent: (line) => skipper.parse(line),
       handlers: { upsert: (node) => this.metadataListeners.forEach((l) => l(node)), remove: () => {}, listed: () => skipper.forget() },
     });
-    const selector = undecidedSelector(influencedLabel);
+    const selector = undecidedSelector({ influenced: influencedLabel });
     this.undecided = new Reflector({
       ...common,
       resource: 'undecided-nodes',

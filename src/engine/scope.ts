@@ -1,0 +1,90 @@
+// Which nodes get a record, said once. The apiserver filters nodes before the watcher sees them
+// (the undecided-node watch's label selector, the webhooks' matchConditions), and a filter that
+// disagreed with scope() would silently leave nodes unrecorded or call the webhook for nothing;
+// so those filters are derived here from the same declaration scope() reads.
+import { NODEPOOL_LABEL } from './karpenter-view.ts';
+import type { NodeClaimView, NodeView } from './node.ts';
+import type { RecordKeys } from './record.ts';
+import type { Labels } from './requirements.ts';
+
+export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
+
+/** Every karpenter.sh/capacity-type value Karpenter launches with. */
+export const CAPACITY_TYPES = ['on-demand', 'spot', 'reserved'] as const;
+export type CapacityType = (typeof CAPACITY_TYPES)[number];
+
+/**
+ * The rule: a node of a NodePool, launched at this capacity type (on the node, or on its
+ * NodeClaim until registration copies it over), is the watcher's to record.
+ */
+export const SCOPE = { nodePoolLabel: NODEPOOL_LABEL, capacityTypeLabel: CAPACITY_TYPE_LABEL, capacityType: 'on-demand' } as const satisfies {
+  nodePoolLabel: string;
+  capacityTypeLabel: string;
+  capacityType: CapacityType;
+};
+
+export type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
+
+/** Karpenter nodes that run on-demand are ours to decide; a record, once written, is final. */
+export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): Scope {
+  const labels = characteristics(node, nodeClaim);
+  if (labels[SCOPE.nodePoolLabel] === undefined) return { inScope: false, reason: `not a Karpenter node (no ${SCOPE.nodePoolLabel} label)` };
+  const capacityType = labels[SCOPE.capacityTypeLabel];
+  if (capacityType !== SCOPE.capacityType) {
+    return { inScope: false, reason: `capacity type is ${capacityType === undefined ? 'unknown' : JSON.stringify(capacityType)}, not ${SCOPE.capacityType}` };
+  }
+  return { inScope: true, recorded: node.labels[keys.influenced] !== undefined };
+}
+
+/** What Karpenter's registration puts on the node: its own labels with the NodeClaim's on top. */
+export function characteristics(node: NodeView, nodeClaim: NodeClaimView | undefined): Labels {
+  return nodeClaim ? { ...node.labels, ...nodeClaim.labels } : node.labels;
+}
+
+/**
+ * The nodes that may still need a record, as a label selector on the node alone. It cannot say
+ * "capacity type absent or on-demand" (the NodeClaim may still bring it), so it excludes the
+ * other capacity types instead: a node with one Karpenter does not know passes, and scope()
+ * turns it away.
+ */
+export function undecidedSelector(keys: Pick<RecordKeys, 'influenced'>): string {
+  const others = CAPACITY_TYPES.filter((c) => c !== SCOPE.capacityType);
+  return `${SCOPE.nodePoolLabel},${SCOPE.capacityTypeLabel} notin (${others.join(',')}),!${keys.influenced}`;
+}
+
+/** A webhook matchCondition, in the shape admissionregistration.k8s.io/v1 takes. */
+export interface MatchCondition {
+  name: string;
+  expression: string;
+}
+
+const quoted = (s: string) => `'${s}'`;
+
+/**
+ * The nodes the mutating webhook is called for: what scope() would take on the node's own
+ * labels, a capacity type not yet there counting as the one in scope (its NodeClaim, which
+ * the apiserver cannot see, will bring it).
+ */
+export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced'>): MatchCondition[] {
+  const labels = 'object.metadata.labels';
+  const capacityType = quoted(SCOPE.capacityTypeLabel);
+  return [
+    { name: 'karpenter-node', expression: `has(${labels}) && ${quoted(SCOPE.nodePoolLabel)} in ${labels}` },
+    { name: SCOPE.capacityType, expression: `!(${capacityType} in ${labels}) || ${labels}[${capacityType}] == ${quoted(SCOPE.capacityType)}` },
+    { name: 'no-record-yet', expression: `!(${quoted(keys.influenced)} in ${labels})` },
+  ];
+}
+
+/**
+ * The updates the record-protecting webhook is called for: the webhook's own test (an owned
+ * label or annotation removed or changed), so Karpenter's and the kubelet's routine updates
+ * never wait on it (an apiserver that retries a conflicting PATCH would otherwise call it on
+ * every retry).
+ */
+export function validatingMatchConditions(keys: Pick<RecordKeys, 'ownedLabels' | 'ownedAnnotations'>): MatchCondition[] {
+  const altered = (field: 'labels' | 'annotations', owned: readonly string[]) => {
+    const [before, after] = [`oldObject.metadata.${field}`, `object.metadata.${field}`];
+    return `[${owned.map(quoted).join(', ')}].exists(k, has(${before}) && k in ${before} && !(has(${after}) && k in ${after} && ${after}[k] == ${before}[k]))`;
+  };
+  return [{ name: 'record-altered', expression: `${altered('labels', keys.ownedLabels)} || ${altered('annotations', keys.ownedAnnotations)}` }];
+}
