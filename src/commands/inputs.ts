@@ -3,8 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import {
-  countGroups, toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
+  toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
 } from '../engine/index.ts';
+import { NodeClaimIndex, nodeClassZones } from '../state/lookups.ts';
 
 /** Input the user can fix: the CLI exits 2 and names the file. */
 export class InputError extends Error {}
@@ -23,17 +24,17 @@ export interface Inputs {
   nodeClaims: NodeClaimView[];
   /** Empty when not given: every node is then judged on its labels (basis approximate). */
   nodePools: NodePoolView[];
-  /** EC2NodeClasses by name: the zones of their subnets (empty when not given or not served). */
-  nodeClassZones: Map<string, Set<string>>;
+  /** EC2NodeClasses by name: the zones of their subnets, for those whose subnets are resolved (none when not given or not served). */
+  nodeClassZones: Map<string, ReadonlySet<string>>;
 }
 
-interface Ec2NodeClassObject {
-  metadata?: { name?: string };
-  status?: { subnets?: { zone?: string }[] | null } | null;
-}
-
-function zonesByNodeClass(objects: readonly Record<string, unknown>[]): Map<string, Set<string>> {
-  return new Map((objects as readonly Ec2NodeClassObject[]).map((o) => [o.metadata?.name ?? '', new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : [])))]));
+/**
+ * Only the NodeClasses whose zones are known, as the watcher's cache answers: one whose subnets
+ * are not resolved yet says nothing about its zones (the NodeClaim's own, if any, stand), not
+ * that it launches into none.
+ */
+function zonesByNodeClass(objects: readonly unknown[]): Map<string, ReadonlySet<string>> {
+  return new Map(objects.map(nodeClassZones).filter((c) => c.zones.size > 0).map((c) => [c.name, c.zones]));
 }
 
 function asObjects(value: unknown): Record<string, unknown>[] {
@@ -84,47 +85,59 @@ export function readInputFiles(files: InputFiles): Inputs {
   };
 }
 
-export function claimLookup(claims: NodeClaimView[]): NodeClaimLookup {
-  const byProviderID = new Map(claims.filter((c) => c.providerID).map((c) => [c.providerID, c]));
-  const byName = new Map(claims.map((c) => [c.name, c]));
-  return { byProviderID: (id: string) => byProviderID.get(id), byName: (name: string) => byName.get(name), groups: countGroups(claims) };
+/** NodeClaims found as the watcher finds them. */
+export function claimLookup(claims: Iterable<NodeClaimView>): NodeClaimLookup {
+  return NodeClaimIndex.of(claims);
 }
 
-/** From the cluster (KUBECONFIG): one node, or every node a page at a time, with every overlay, NodePool and NodeClaim. */
+/**
+ * From the cluster `serve` would talk to, found in serve's order and with its refusals
+ * (KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config): one node, or every node a
+ * page at a time, with every overlay, NodePool and NodeClaim, and the EC2NodeClasses' zones.
+ */
 export async function readLive(nodeName?: string): Promise<Inputs> {
-  // Only commands that talk to a cluster load the Kubernetes client (slow to load).
-  const k8s = await import('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
-  kc.loadFromDefault();
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const list = async (version: string, plural: string) =>
-    ((await custom.listClusterCustomObject({ group: 'karpenter.sh', version, plural })) as { items: Record<string, unknown>[] }).items;
-  const allNodes = async () => {
-    const nodes: NodeObject[] = [];
+  // Only commands that talk to a cluster load the HTTP client.
+  const [{ KubeClient }, { loadClusterAccess }, { lister }, { httpStatus }, { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH }, { EC2_NODECLASSES_PATH }] = await Promise.all([
+    import('../kube/client.ts'), import('../kube/kubeconfig.ts'), import('../kube/reflector.ts'), import('../kube/failures.ts'), import('../state/caches.ts'), import('../state/launch-caches.ts'),
+  ]);
+  const client = new KubeClient(loadClusterAccess());
+  const all = async (path: string) => {
+    const page = lister(client, path);
+    const items: unknown[] = [];
     let token: string | undefined;
     do {
-      const page = await core.listNode({ limit: 500, ...(token ? { _continue: token } : {}) });
-      nodes.push(...(page.items as NodeObject[]));
-      token = page.metadata?._continue || undefined;
+      const p = await page(token);
+      items.push(...p.items);
+      token = p.continueToken;
     } while (token);
-    return nodes;
+    return items;
   };
-  // Served only where Karpenter's AWS provider is installed; readable only with the chart's rights.
-  const nodeClasses = custom.listClusterCustomObject({ group: 'karpenter.k8s.aws', version: 'v1', plural: 'ec2nodeclasses' })
-    .then((l) => (l as { items: Record<string, unknown>[] }).items, () => []);
-  const [nodes, overlays, pools, claims, classes] = await Promise.all([
-    nodeName ? core.readNode({ name: nodeName }).then((n) => [n as NodeObject]) : allNodes(),
-    list('v1alpha1', 'nodeoverlays'),
-    list('v1', 'nodepools'),
-    list('v1', 'nodeclaims'),
-    nodeClasses,
-  ]);
-  return {
-    nodes,
-    overlays: overlays as OverlayObject[],
-    nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
-    nodeClaims: claims.map((c) => toNodeClaimView(c)),
-    nodeClassZones: zonesByNodeClass(classes),
-  };
+  const node = (name: string) => client.call<NodeObject>('GET', `/api/v1/nodes/${encodeURIComponent(name)}`).catch((err: unknown) => {
+    // Say which cluster was asked: a node missing from the wrong one is otherwise a puzzle.
+    if (httpStatus(err) === 404) throw new Error(`node ${JSON.stringify(name)} not found at ${client.server} (${(err as Error).message})`, { cause: err });
+    throw err;
+  });
+  try {
+    const [nodes, overlays, pools, claims, classes] = await Promise.all([
+      nodeName ? node(nodeName).then((n) => [n]) : all('/api/v1/nodes'),
+      all(OVERLAYS_PATH),
+      all(NODEPOOLS_PATH),
+      all(NODECLAIMS_PATH),
+      // Served only where Karpenter's AWS provider is installed; readable only with the chart's rights.
+      all(EC2_NODECLASSES_PATH).catch((err: unknown) => {
+        const code = httpStatus(err);
+        if (code === 404 || code === 403) return [];
+        throw err;
+      }),
+    ]);
+    return {
+      nodes: nodes as NodeObject[],
+      overlays: overlays as OverlayObject[],
+      nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
+      nodeClaims: claims.map((c) => toNodeClaimView(c as Parameters<typeof toNodeClaimView>[0])),
+      nodeClassZones: zonesByNodeClass(classes),
+    };
+  } finally {
+    await client.close();
+  }
 }

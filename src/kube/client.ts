@@ -1,10 +1,11 @@
-// The watcher's own client for the few things `serve` asks of the apiserver: list pages, watch
-// streams, merge patches, Leases, and access reviews.
+// The watcher's own client for the few things `serve` asks of the apiserver (list pages, watch
+// streams, merge patches, Leases, and access reviews) and for what `explain` and `report` read
+// live, so that they read the cluster `serve` would.
 //
-// @kubernetes/client-node's configuration module imports all ~2,700 generated model classes:
-// 1.2-1.6 s and about 60 MB of RSS before any work, for a process whose whole live heap is a
-// few tens of MB. The CLI's cluster commands and the tests keep it; `serve` loads it only for a
-// kubeconfig whose credentials come from a plugin (kubeconfig.ts).
+// The official JavaScript client's configuration module imports all ~2,700 generated model
+// classes: 1.2-1.6 s and about 60 MB of RSS before any work, for a process whose whole live heap
+// is a few tens of MB. It is loaded only for a kubeconfig whose credentials come from a plugin
+// (kubeconfig.ts); the tests keep it.
 //
 // API calls share one undici dispatcher, so they ride one HTTP/2 connection, as in client-go;
 // if it goes silent (a NAT or load balancer dropping its state), all of them stall: like

@@ -1,6 +1,8 @@
 // Where `serve` finds the apiserver and its credentials, in controller-runtime's order: the
 // files in KUBECONFIG (merged, the first to set a name wins), else the pod's ServiceAccount,
-// else ~/.kube/config. Tokens and certificates in files are read again as they rotate.
+// else ~/.kube/config. Tokens and certificates in files are read again as they rotate. `explain`
+// and `report` find it here too: a CLI with an order of its own could read another cluster than
+// the watcher beside it (a pod that also has a ~/.kube/config).
 //
 // Credentials from a plugin (`exec`, `auth-provider`: EKS' `aws eks get-token`, for example)
 // are left to @kubernetes/client-node, imported only then: its plugin support is more than we
@@ -105,7 +107,7 @@ export function kubeconfigAccess(doc: KubeconfigDoc, context?: string, now: () =
   const user = (ctx.user === undefined ? {} : (find('users', ctx.user)?.user as Fields | undefined)) ?? {};
   const proxyUrl = cluster['proxy-url'] as string | undefined;
   if (proxyUrl && !/^https?:/.test(proxyUrl)) throw new Error(`proxy-url ${JSON.stringify(proxyUrl)}: only http and https proxies are supported`);
-  if (user.as || user['as-groups']) throw new Error('impersonation (as, as-groups) in a kubeconfig is not supported by serve');
+  if (user.as || user['as-groups']) throw new Error('impersonation (as, as-groups) in a kubeconfig is not supported by serve, explain or report');
   const source = (data: unknown, file: unknown): Reader | undefined => {
     if (typeof data === 'string' && data) {
       const bytes = Buffer.from(data, 'base64');
@@ -157,7 +159,7 @@ function pluginAuthorization(doc: KubeconfigDoc, context: string): ClusterAccess
   };
 }
 
-/** What `serve` connects with: KUBECONFIG's files, else the pod's ServiceAccount, else ~/.kube/config. */
+/** What `serve` and the CLI's live reads connect with: KUBECONFIG's files, else the pod's ServiceAccount, else ~/.kube/config. */
 export function loadClusterAccess(env: NodeJS.ProcessEnv = process.env, home = homedir(), serviceAccountDir = SERVICE_ACCOUNT_DIR): ClusterAccess {
   const fromFiles = (paths: string[]) => kubeconfigAccess(mergeKubeconfigs(paths.map((path) => ({ path, text: readFileSync(path, 'utf8') }))));
   const listed = (env.KUBECONFIG ?? '').split(':').filter(Boolean);

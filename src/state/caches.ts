@@ -8,10 +8,11 @@ import type { LaunchKnowledge } from '../engine/decide.ts';
 import { type CacheDeps, lister, Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
+import { NodeClaimIndex } from './lookups.ts';
 
-const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
-const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
-const NODEPOOLS_PATH = '/apis/karpenter.sh/v1/nodepools';
+export const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
+export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
+export const NODEPOOLS_PATH = '/apis/karpenter.sh/v1/nodepools';
 const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
 
 export interface OverlayCacheOptions {
@@ -80,12 +81,10 @@ export class NodePoolCache {
 
 export class NodeClaimCache implements NodeClaimLookup {
   readonly reflector: Reflector<NodeClaimView>;
-  private readonly byProvider = new Map<string, NodeClaimView>();
+  private readonly index: NodeClaimIndex;
   private readonly listeners: ((claim: NodeClaimView) => void)[] = [];
   /** NodeClaims by spec.nodeClassRef.group, kept as they come, change and go. */
-  readonly groups = new Map<string, number>();
-  /** The group each NodeClaim was counted under (the store's item is replaced before upsert). */
-  private readonly countedAs = new Map<string, string>();
+  readonly groups: Map<string, number>;
 
   constructor(deps: CacheDeps) {
     this.reflector = new Reflector({
@@ -97,35 +96,18 @@ export class NodeClaimCache implements NodeClaimLookup {
       slim: (obj) => toNodeClaimView(obj as Parameters<typeof toNodeClaimView>[0]),
       handlers: {
         upsert: (claim) => {
-          if (claim.providerID) this.byProvider.set(claim.providerID, claim);
-          this.count(claim.name, claim.nodeClassGroup);
+          this.index.upsert(claim);
           for (const l of this.listeners) l(claim);
         },
-        remove: (claim) => {
-          if (claim.providerID && this.byProvider.get(claim.providerID)?.name === claim.name) this.byProvider.delete(claim.providerID);
-          this.count(claim.name, undefined);
-        },
+        remove: (claim) => this.index.remove(claim),
       },
       metrics: deps.metrics,
       log: deps.log,
       now: deps.now,
       ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
-  }
-
-  private count(name: string, group: string | undefined): void {
-    const before = this.countedAs.get(name);
-    if (before === group) return;
-    if (before !== undefined) {
-      const n = (this.groups.get(before) ?? 0) - 1;
-      if (n > 0) this.groups.set(before, n);
-      else this.groups.delete(before);
-      this.countedAs.delete(name);
-    }
-    if (group !== undefined) {
-      this.groups.set(group, (this.groups.get(group) ?? 0) + 1);
-      this.countedAs.set(name, group);
-    }
+    this.index = new NodeClaimIndex(this.reflector.store);
+    this.groups = this.index.groups;
   }
 
   /** Called for every new or changed NodeClaim: a node may have become decidable. */
@@ -134,11 +116,11 @@ export class NodeClaimCache implements NodeClaimLookup {
   }
 
   byProviderID(providerID: string): NodeClaimView | undefined {
-    return this.byProvider.get(providerID);
+    return this.index.byProviderID(providerID);
   }
 
   byName(name: string): NodeClaimView | undefined {
-    return this.reflector.store.get(name);
+    return this.index.byName(name);
   }
 }
 

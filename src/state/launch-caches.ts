@@ -3,20 +3,11 @@
 // each instance type (every instance-type key Karpenter gave it, GPU and accelerator counts too).
 import type { Labels, NodeView } from '../engine/index.ts';
 import { type CacheDeps, lister, Reflector } from '../kube/reflector.ts';
+import { nodeClassZones, type NodeClassZones } from './lookups.ts';
 
-const EC2_NODECLASSES_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses';
+export const EC2_NODECLASSES_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses';
 const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
 const REGISTERED = 'karpenter.sh/registered';
-
-interface Ec2NodeClassObject {
-  metadata?: { name?: string };
-  status?: { subnets?: { zone?: string }[] | null } | null;
-}
-
-export interface NodeClassZones {
-  readonly name: string;
-  readonly zones: ReadonlySet<string>;
-}
 
 /** EC2NodeClasses by name, reduced to their subnets' zones; an empty store where the AWS provider is not installed. */
 export class NodeClassCache {
@@ -28,11 +19,8 @@ export class NodeClassCache {
       client: deps.client,
       watchPath: EC2_NODECLASSES_PATH,
       listPage: lister(deps.client, EC2_NODECLASSES_PATH),
-      keyOf: (obj) => (obj as Ec2NodeClassObject).metadata?.name ?? '',
-      slim: (obj) => {
-        const o = obj as Ec2NodeClassObject;
-        return { name: o.metadata?.name ?? '', zones: new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : []))) };
-      },
+      keyOf: (obj) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '',
+      slim: nodeClassZones,
       handlers: { upsert: () => {}, remove: () => {} },
       optional: true,
       metrics: deps.metrics,
