@@ -1,7 +1,5 @@
 // Objects shaped like the ones Veneer and Karpenter create, for the demo, tests and benchmarks.
-import type { OverlayObject } from '../src/engine/overlay.ts';
-import type { NodeClaimObject, NodeObject } from '../src/engine/node.ts';
-import type { RequirementSpec } from '../src/engine/requirements.ts';
+import type { NodeClaimObject, NodeObject, OverlayObject, RequirementSpec } from '../src/engine/index.ts';
 
 const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] };
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // veneer-node-watcher [serve|check-config|explain|report] [--config FILE] [--<setting> VALUE ...]
+// From the command line to a command (src/commands/): the arguments, the configuration, the exit code.
 //
 // Modules load when a command needs them: the Kubernetes client alone takes over a second and
 // some 50 MB, which `--help`, `check-config` and an offline `explain` or `report` have no use for.
@@ -9,8 +10,6 @@ import { flagName, SETTINGS, type SettingPath } from './config/schema.ts';
 import type { ExplainArgs } from './commands/explain.ts';
 
 const EXIT_USAGE = 2;
-/** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
-const SHUTDOWN_BOUND_MS = 20_000;
 
 const COMMANDS = ['serve', 'check-config', 'explain', 'report'] as const;
 /** Options of the commands that read nodes and overlays; `--at` is explain's alone. */
@@ -99,45 +98,6 @@ export function parseArgs(argv: string[]): Parsed {
   return parsed;
 }
 
-async function serve(loaded: LoadedConfig): Promise<void> {
-  const [{ KubeClient }, { loadClusterAccess }, { createLogger }, { startWatcher }] = await Promise.all([
-    import('./kube/client.ts'), import('./kube/kubeconfig.ts'), import('./log.ts'), import('./commands/serve.ts'),
-  ]);
-  const { config } = loaded;
-  const log = createLogger(config.logLevel);
-  const watcher = await startWatcher({ config, client: new KubeClient(loadClusterAccess()), log });
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down: readiness off, draining in-flight reviews');
-    const bound = setTimeout(() => {
-      log.error({ boundMs: SHUTDOWN_BOUND_MS }, 'shutdown took too long; exiting');
-      process.exit(1);
-    }, SHUTDOWN_BOUND_MS);
-    bound.unref();
-    watcher.stop().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error({ err }, 'error while stopping');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-function checkConfig(loaded: LoadedConfig, describeSource: (source: LoadedConfig['sources'][SettingPath]) => string): void {
-  const rows = (Object.keys(SETTINGS) as SettingPath[]).map((p) => [`nodeWatcher.${p}`, JSON.stringify(loaded.values[p]), describeSource(loaded.sources[p])]);
-  const width = [0, 1].map((c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  console.log('configuration is valid');
-  for (const [name, value, source] of rows) console.log(`${(name ?? '').padEnd(width[0] ?? 0)}  ${(value ?? '').padEnd(width[1] ?? 0)}  ${source}`);
-}
-
 export async function main(argv: string[]): Promise<number | undefined> {
   let parsed: Parsed;
   try {
@@ -154,7 +114,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
     console.log(version());
     return 0;
   }
-  const { ConfigError, describeSource, loadConfig } = await import('./config/load.ts');
+  const { ConfigError, loadConfig } = await import('./config/load.ts');
   let loaded: LoadedConfig;
   try {
     loaded = loadConfig({ file: parsed.configFile, env: process.env, flags: parsed.flags });
@@ -166,7 +126,8 @@ export async function main(argv: string[]): Promise<number | undefined> {
     throw err;
   }
   if (parsed.command === 'check-config') {
-    checkConfig(loaded, describeSource);
+    const { checkConfig } = await import('./commands/check-config.ts');
+    console.log(checkConfig(loaded));
     return 0;
   }
   if (parsed.command === 'explain') {
@@ -187,7 +148,8 @@ export async function main(argv: string[]): Promise<number | undefined> {
     const { runReport } = await import('./commands/report.ts');
     return printed('report', () => runReport(e, loaded.config));
   }
-  await serve(loaded);
+  const { serve } = await import('./commands/serve.ts');
+  await serve(loaded.config);
   return undefined;
 }
 

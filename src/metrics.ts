@@ -2,6 +2,7 @@
 // Label values are bounded sets: never a node name; overlay names only in overlay_nodes_current,
 // capped by metrics.maxOverlaySeries; providers by name (aws, kwok) or `unknown`, never a group.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RecordTally } from './engine/index.ts';
 
 const PREFIX = 'veneer_nodewatcher_';
 
@@ -19,15 +20,18 @@ export interface ScrapeHooks {
 
 /**
  * How often the event-loop delay histogram (nodejs_eventloop_lag_p50_seconds and its kin) takes a
- * sample. prom-client's 10 ms default is a native timer that woke the watcher 100 times a second:
- * idle with 3,000 nodes it spent 6-10 ms of CPU a second, 2.3-3.5 ms at 100 ms; under heartbeats,
- * side by side, 184-193 µs per update against 110-118. A stall that matters to a review (whose
- * deadline is in seconds) still shows at 100 ms.
+ * sample: prom-client's 10 ms default woke the watcher 100 times a second for a few ms of CPU a
+ * second, and a stall that matters to a review (whose deadline is in seconds) still shows at
+ * 100 ms. The measurements: docs/tuning.md.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 
-/** Counts a written record's effect: effects_total, and effect_unknown_total with its reason. */
-export function countEffect(metrics: Metrics, effect: { verdict: string; reasonCode?: string } | undefined): void {
+/**
+ * Counts a record written by the webhook or the reconciler: nodes_labeled_total by what it
+ * records, effects_total, and effect_unknown_total with the reason.
+ */
+export function countRecord(metrics: Metrics, source: 'webhook' | 'reconciler', tally: RecordTally, effect: { verdict: string; reasonCode?: string } | undefined): void {
+  metrics.nodesLabeled.inc({ capacity_type: tally.capacityType, instance_family: tally.instanceFamily, source });
   if (!effect) return;
   metrics.effects.inc({ effect: effect.verdict });
   if (effect.reasonCode !== undefined) metrics.effectUnknown.inc({ reason: effect.reasonCode });

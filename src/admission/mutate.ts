@@ -1,8 +1,8 @@
 // The mutating webhook: writes the record inline, from the caches, or allows without a patch.
 // It never denies and never calls the API.
-import { decide, jsonPatch, nodeClaimFor, toNodeView, type EngineSettings, type NodeClaimLookup, type NodeObject, type NodeView, type OverlayIndex } from '../engine/index.ts';
-import type { LaunchKnowledge } from '../engine/decide.ts';
-import type { Effect } from '../engine/index.ts';
+import {
+  decide, jsonPatch, nodeClaimFor, recordTally, toNodeView, type Effect, type RecordTally, type EngineSettings, type LaunchKnowledge, type NodeClaimLookup, type NodeObject, type NodeView, type OverlayIndex,
+} from '../engine/index.ts';
 import { allow, type AdmissionResponse, type AdmissionReview, isNodeReview } from './review.ts';
 
 export type MutateOutcome =
@@ -24,7 +24,7 @@ export interface MutateResult {
   answer: AdmissionResponse;
   outcome: MutateOutcome;
   /** Set when a record was written, for nodes_labeled_total. */
-  labeled?: { capacityType: string; instanceFamily: string; effect?: Effect };
+  labeled?: RecordTally & { effect?: Effect };
   detail?: string;
 }
 
@@ -52,14 +52,9 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   }
   if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
   const patch = jsonPatch(decision.record, object.metadata ?? {});
-  const keys = deps.settings.keys;
   return {
     answer: allow(uid, patch),
     outcome: 'patched',
-    labeled: {
-      capacityType: decision.record.labels[keys.copied['capacity-type']] ?? 'none',
-      instanceFamily: decision.record.labels[keys.copied['instance-family']] ?? 'none',
-      ...(decision.effect ? { effect: decision.effect } : {}),
-    },
+    labeled: { ...recordTally(decision.record, deps.settings.keys), ...(decision.effect ? { effect: decision.effect } : {}) },
   };
 }

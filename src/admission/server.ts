@@ -1,11 +1,11 @@
-// The admission webhooks' HTTPS listener. Metrics and probes have their own (ops-servers.ts).
+// The admission webhooks' HTTPS listener. Metrics and probes have their own (server/ops.ts).
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/duration.ts';
-import { countEffect, type Metrics } from '../metrics.ts';
+import { countRecord, type Metrics } from '../metrics.ts';
 import { mutate, type MutateDeps } from './mutate.ts';
 import { parseReview, allow } from './review.ts';
+import { listen, type RunningServer, SLOW_CLIENT_LIMITS } from '../server/listener.ts';
 import { type CertificateReloader, type ReloadTarget, secureContextOptions } from '../server/tls.ts';
 import { validate, type ValidateDeps } from './validate.ts';
 
@@ -31,20 +31,6 @@ function deadlineFor(req: FastifyRequest, receivedAt: number, deadlineMs: number
   const timeout = parseDuration(String((req.query as { timeout?: string }).timeout ?? ''));
   return receivedAt + (timeout !== undefined ? Math.min(deadlineMs, timeout * 0.8) : deadlineMs);
 }
-
-export interface RunningServer {
-  port: number;
-  /** Stops accepting, lets in-flight requests finish, then resolves. */
-  close(): Promise<void>;
-}
-
-/**
- * Node checks for expired requests only every connectionsCheckingInterval (30 s by default)
- * and waits 60 s for headers: a client dribbling bytes could hold a connection for 90 s.
- * Reviews arrive whole in milliseconds, so headers get 5 s, the whole request 10 s, checked
- * every second.
- */
-export const SLOW_CLIENT_LIMITS = { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 };
 
 export async function startWebhookServer(o: WebhookServerOptions): Promise<RunningServer> {
   const app = Fastify({
@@ -103,8 +89,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
             const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
             ({ answer, outcome } = result);
             if (result.labeled && !dryRun) {
-              o.metrics.nodesLabeled.inc({ capacity_type: result.labeled.capacityType, instance_family: result.labeled.instanceFamily, source: 'webhook' });
-              countEffect(o.metrics, result.labeled.effect);
+              countRecord(o.metrics, 'webhook', result.labeled, result.labeled.effect);
             }
             if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
           } else {
@@ -127,10 +112,10 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
   };
   app.post('/mutate-node', handle('mutate'));
   app.post('/validate-node', handle('validate'));
-  await app.listen({ host: o.host, port: o.port });
+  const port = await listen(app, o.host, o.port);
   const detach = o.tls.attach(app.server as unknown as ReloadTarget);
   return {
-    port: (app.server.address() as AddressInfo).port,
+    port,
     close: async () => {
       detach();
       // close() ends idle keep-alive connections and waits for reviews in flight, which take

@@ -1,26 +1,32 @@
-// Wires the watcher from its configuration: caches, webhooks, metrics and probes, and the
-// reconciler. The same function runs in `serve`, in the demo and in the tests.
-import type { Logger } from 'pino';
-import type { Config } from '../config/load.ts';
-import { EFFECTS, nodeClaimFor, scope, type EngineSettings } from '../engine/index.ts';
-import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
-import { priceSettings } from '../prices/settings.ts';
+// `serve`: wires the watcher from its configuration and runs its parts in order (manager.ts):
+// the probe and metrics listeners, the webhooks, the caches, the prices, then the controllers
+// that write, under leader election. The same function runs in `serve`, in the demo and in the tests.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ClusterCaches } from '../state/caches.ts';
-import { whoAmI } from '../kube/access-review.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { LeaderElector } from '../kube/leader.ts';
-import { Reconciler } from '../controllers/recorder/reconciler.ts';
-import { createMetrics, type Metrics } from '../metrics.ts';
-import { EventRecorder } from '../controllers/events/recorder.ts';
+import type { Logger } from 'pino';
+import { startWebhookServer } from '../admission/server.ts';
+import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
+import type { Config } from '../config/load.ts';
 import { EVENT_NAMESPACE } from '../controllers/events/node-event.ts';
+import { EventRecorder } from '../controllers/events/recorder.ts';
+import { exportNodeCounts } from '../controllers/gauges/nodes.ts';
 import { exportOverlayNodes, exportOverlayStates } from '../controllers/gauges/overlays.ts';
 import { ProviderWatch } from '../controllers/gauges/providers.ts';
+import { exportWatchAges } from '../controllers/gauges/watches.ts';
+import { Reconciler } from '../controllers/recorder/reconciler.ts';
+import { whoAmI } from '../kube/access-review.ts';
+import { KubeClient } from '../kube/client.ts';
+import { loadClusterAccess } from '../kube/kubeconfig.ts';
+import { LeaderElector } from '../kube/leader.ts';
+import { createLogger } from '../log.ts';
+import { createMetrics, type Metrics } from '../metrics.ts';
+import { priceSettings } from '../prices/settings.ts';
 import { PriceSource } from '../prices/source.ts';
-import { type OpsListeners, startOpsListeners } from '../server/ops.ts';
-import { type RunningServer, startWebhookServer } from '../admission/server.ts';
+import type { RunningServer } from '../server/listener.ts';
+import { startOpsListeners, type OpsListeners } from '../server/ops.ts';
 import { CertificateReloader } from '../server/tls.ts';
+import { ClusterCaches } from '../state/caches.ts';
+import { Manager, type Runnable } from './manager.ts';
 
 export interface WatcherOptions {
   config: Config;
@@ -57,6 +63,17 @@ async function ownUsername(client: KubeClient, log: Logger): Promise<string | un
   }
 }
 
+/** A listener as a part of the Manager: bound at start (a port in use stops start-up), closed at stop. */
+function listener<T extends { close(): Promise<void> }>(name: string, bind: () => Promise<T>): Runnable & { bound(): T } {
+  let server: T | undefined;
+  return {
+    name,
+    start: async () => void (server = await bind()),
+    stop: () => server?.close(),
+    bound: () => server!,
+  };
+}
+
 export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const { config, log } = o;
   const metrics = o.metrics ?? createMetrics();
@@ -70,17 +87,19 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 
   if (!config.enabled) {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
-    const ops = await startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, ready: () => !stopping });
+    const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, ready: () => !stopping }));
+    const manager = new Manager([ops]);
+    await manager.start();
     return {
-      metrics, caches: undefined, reconciler: undefined, webhookPort: undefined, metricsPort: ops.metricsPort, healthPort: ops.healthPort,
-      stop: once(async () => {
+      metrics, caches: undefined, reconciler: undefined, webhookPort: undefined, metricsPort: ops.bound().metricsPort, healthPort: ops.bound().healthPort,
+      stop: () => {
         stopping = true;
-        await ops.close();
-      }),
+        return manager.stop();
+      },
     };
   }
 
-  const settings: EngineSettings = engineSettings(config);
+  const settings = engineSettings(config);
   const policy = overlayPolicy(config);
   const tls = loadTls();
   const caches = new ClusterCaches(
@@ -89,32 +108,19 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     settings.keys.influenced,
     config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );
-  metrics.atScrape.nodeCounts = () => {
-    metrics.nodesInfluenced.reset();
-    const byEffect = new Map<string, number>(EFFECTS.map((e) => [e, 0]));
-    for (const node of caches.nodes.nodes()) {
-      if (node.labels[settings.keys.influenced] === 'true') {
-        metrics.nodesInfluenced.inc({ capacity_type: node.labels[settings.keys.copied['capacity-type']] ?? 'unknown' });
-      }
-      const effect = node.labels[settings.keys.effect];
-      if (effect !== undefined && byEffect.has(effect)) byEffect.set(effect, byEffect.get(effect)! + 1);
-    }
-    for (const [effect, n] of byEffect) metrics.nodesByEffect.set({ effect }, n);
-    let pending = 0;
-    for (const node of caches.nodes.undecidedNodes()) {
-      const s = scope(node, nodeClaimFor(node, caches.nodeClaims), settings.keys);
-      if (s.inScope && !s.recorded) pending++;
-    }
-    metrics.nodesPending.set(pending);
-  };
+
+  // Gauges: each family computed from the caches at scrape time.
+  exportNodeCounts(metrics, caches.nodes, caches.nodeClaims, settings.keys);
+  exportWatchAges(metrics, caches.watches());
   exportOverlayNodes(metrics, {
     nodes: () => caches.nodes.nodes(),
     active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined && v.selected).map((v) => v.overlay),
   }, settings.keys, config.metrics.maxOverlaySeries);
   // The overlays of the selector's: the watch also brings the others, which only outrank them.
-  exportOverlayStates(metrics, () => [...caches.overlays.reflector.store.values()].filter((o) => policy.selector.matches(o.labels)));
+  exportOverlayStates(metrics, () => [...caches.overlays.reflector.store.values()].filter((ov) => policy.selector.matches(ov.labels)));
   const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));
+
   const prices = new PriceSource({ ...priceSettings(config), metrics, log, now });
   const launch = caches.launchKnowledge(() => prices.current());
   const reconciler = new Reconciler({ caches, client: o.client, settings, launch, concurrency: config.maxConcurrentReconciles, metrics, log, now });
@@ -124,97 +130,76 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     keys: settings.keys, enabled: config.events.enabled, ratePerSecond: config.events.ratePerSecond, instance: identity, metrics, log, now,
   });
   caches.nodes.onMetadata((node) => events.seen(node));
+
+  // The writers (the reconciler and Events) work only while this replica leads.
+  const lead = () => {
+    reconciler.startProcessing();
+    events.lead(caches.nodes.nodes());
+  };
   const le = config.leaderElection;
   const elector = le.enabled
     ? new LeaderElector({
-        client: o.client,
-        namespace: le.leaseNamespace,
-        name: le.leaseName,
-        identity,
-        leaseDurationMs: le.leaseDurationMs,
-        renewDeadlineMs: le.renewDeadlineMs,
-        retryPeriodMs: le.retryPeriodMs,
-        metrics,
-        log,
-        onStartedLeading: () => {
-          reconciler.startProcessing();
-          events.lead(caches.nodes.nodes());
-        },
+        client: o.client, namespace: le.leaseNamespace, name: le.leaseName, identity,
+        leaseDurationMs: le.leaseDurationMs, renewDeadlineMs: le.renewDeadlineMs, retryPeriodMs: le.retryPeriodMs, metrics, log,
+        onStartedLeading: lead,
         onStoppedLeading: () => {
           events.follow();
           return reconciler.stopProcessing();
         },
       })
     : undefined;
-  let selfUsername: string | undefined;
 
-  // Listeners first: a port that cannot be bound stops start-up before anything watches or writes.
-  let webhook: RunningServer | undefined;
-  let ops: OpsListeners | undefined;
+  let selfUsername: string | undefined;
+  // Ready when the webhook listens and every cache has synced, until shutdown begins.
+  const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions, tls, ready: () => !stopping && webhook.bound() !== undefined && caches.ready }));
+  const webhook = listener<RunningServer>('webhooks', () => startWebhookServer({
+    host, port: config.webhook.port, deadlineMs: config.webhook.deadlineMs, tls, metrics, log,
+    mutate: { index: caches.overlays.index, nodeClaims: caches.nodeClaims, existingNode: (name) => caches.nodes.get(name), ready: () => caches.ready, settings, launch, now },
+    validate: { keys: settings.keys, selfUsername: () => selfUsername, allowedUsers: config.webhook.allowedUsers, allowedGroups: config.webhook.allowedGroups },
+  }));
+  // Listeners first: a port that cannot be bound stops start-up before anything watches or
+  // writes. Stopped in reverse: leadership is released first (a successor takes over at once,
+  // not after leaseDuration), the webhooks answer to the last.
+  const manager = new Manager([
+    ops,
+    webhook,
+    { name: 'caches', start: () => caches.start(), stop: () => caches.stop() },
+    // Read in the background: a node decided before the first reading gets the static table's prices.
+    { name: 'prices', start: () => void prices.start(), stop: () => prices.stop() },
+    { name: 'events', start: () => {}, stop: () => events.stop() },
+    { name: 'recorder', start: () => {}, stop: () => reconciler.stop() },
+    {
+      name: 'leader election',
+      start: () => {
+        if (elector) return elector.start();
+        metrics.leader.set(1);
+        lead();
+      },
+      stop: () => elector?.stop(),
+    },
+  ]);
   try {
-    // Ready when the webhook listens and every cache has synced, until shutdown begins.
-    ops = await startOpsListeners({ ...opsOptions, tls, ready: () => !stopping && webhook !== undefined && caches.ready });
-    webhook = await startWebhookServer({
-      host,
-      port: config.webhook.port,
-      deadlineMs: config.webhook.deadlineMs,
-      tls,
-      metrics,
-      log,
-      mutate: {
-        index: caches.overlays.index,
-        nodeClaims: caches.nodeClaims,
-        existingNode: (name) => caches.nodes.get(name),
-        ready: () => caches.ready,
-        settings,
-        launch,
-        now,
-      },
-      validate: {
-        keys: settings.keys,
-        selfUsername: () => selfUsername,
-        allowedUsers: config.webhook.allowedUsers,
-        allowedGroups: config.webhook.allowedGroups,
-      },
-    });
+    await manager.start();
   } catch (err) {
+    // The certificate is watched from the start; no listener holds it when binding failed.
     tls.stop();
-    await ops?.close();
     throw err;
   }
-  caches.start();
-  // Read in the background: a node decided before the first reading gets the static table's prices.
-  void prices.start();
-  if (elector) elector.start();
-  else {
-    metrics.leader.set(1);
-    reconciler.startProcessing();
-    events.lead(caches.nodes.nodes());
-  }
   void ownUsername(o.client, log).then((u) => (selfUsername = u));
-  const listening = webhook;
-  const opsServer = ops;
-  log.info({ webhookPort: listening.port, metricsPort: opsServer.metricsPort, metricsSecure: config.metrics.secure, healthPort: opsServer.healthPort, labelNamespace: config.labelNamespace, karpenterProvider: config.karpenterProvider }, 'node watcher started');
+  log.info({ webhookPort: webhook.bound().port, metricsPort: ops.bound().metricsPort, metricsSecure: config.metrics.secure, healthPort: ops.bound().healthPort, labelNamespace: config.labelNamespace, karpenterProvider: config.karpenterProvider }, 'node watcher started');
 
   return {
     metrics,
     caches,
     reconciler,
-    webhookPort: listening.port,
-    metricsPort: opsServer.metricsPort,
-    healthPort: opsServer.healthPort,
+    webhookPort: webhook.bound().port,
+    metricsPort: ops.bound().metricsPort,
+    healthPort: ops.bound().healthPort,
     stop: once(async () => {
       stopping = true;
       // Readiness fails now; reviews keep being answered until endpoints have caught up.
       await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
-      await listening.close();
-      // Releasing the lease lets another replica take over at once instead of after leaseDuration.
-      await elector?.stop();
-      await reconciler.stop();
-      await events.stop();
-      await caches.stop();
-      await prices.stop();
-      await opsServer.close();
+      await manager.stop();
     }),
   };
 }
@@ -223,4 +208,36 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 function once(fn: () => Promise<void>): () => Promise<void> {
   let running: Promise<void> | undefined;
   return () => (running ??= fn());
+}
+
+/** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */
+const SHUTDOWN_BOUND_MS = 20_000;
+
+/** The `serve` command: the watcher against the cluster the kubeconfig order finds, until SIGTERM or SIGINT. */
+export async function serve(config: Config): Promise<void> {
+  const log = createLogger(config.logLevel);
+  const watcher = await startWatcher({ config, client: new KubeClient(loadClusterAccess()), log });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: readiness off, draining in-flight reviews');
+    const bound = setTimeout(() => {
+      log.error({ boundMs: SHUTDOWN_BOUND_MS }, 'shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_BOUND_MS);
+    bound.unref();
+    watcher.stop().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 }

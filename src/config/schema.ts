@@ -1,5 +1,6 @@
 // The one description of every setting: type, default, bounds, and (derived from the path)
 // its environment variable and flag. Validation, `check-config` and the docs all read this.
+import { KNOWN_PROVIDERS } from '../engine/index.ts';
 
 export interface SettingSchema {
   type: 'boolean' | 'integer' | 'string' | 'duration' | 'string-list';
@@ -16,6 +17,10 @@ export interface SettingSchema {
   enum?: string[];
 }
 
+// The providers the engine knows the keys of: a new one joins the setting by joining that list.
+const providers = KNOWN_PROVIDERS.map((p) => p.name);
+const providerGroups = KNOWN_PROVIDERS.map((p) => `${p.group}: ${p.name}`).join(', ');
+
 const port = (def: number, what: string): SettingSchema => ({ type: 'integer', default: def, minimum: 1, maximum: 65535, description: what });
 
 /** Paths are relative to `nodeWatcher:`. */
@@ -26,7 +31,7 @@ export const SETTINGS = {
   maxConcurrentReconciles: { type: 'integer', default: 5, minimum: 1, maximum: 100, description: 'Nodes reconciled at once.' },
   overlaySelector: { type: 'string', default: 'app.kubernetes.io/managed-by=veneer', format: 'label-selector', description: 'Label selector of the NodeOverlays that count.' },
   requireOverlayReady: { type: 'boolean', default: true, description: 'Count an overlay only once Karpenter validated its current generation (Ready=True, observedGeneration = generation), as Karpenter applies it only then; false counts every overlay but those Karpenter rejected, for clusters whose overlay statuses cannot be read.' },
-  karpenterProvider: { type: 'string', default: 'auto', enum: ['auto', 'aws', 'kwok'], description: 'The Karpenter cloud provider, whose instance-type and offering keys Karpenter compares overlays with: auto follows each NodeClaim\'s spec.nodeClassRef.group (karpenter.k8s.aws: aws, karpenter.kwok.sh: kwok); aws or kwok is used for every node, and NodeClaims of another provider are warned about and their nodes recorded with basis approximate.' },
+  karpenterProvider: { type: 'string', default: 'auto', enum: ['auto', ...providers], description: `The Karpenter cloud provider, whose instance-type and offering keys Karpenter compares overlays with: auto follows each NodeClaim's spec.nodeClassRef.group (${providerGroups}); ${providers.join(' or ')} is used for every node, and NodeClaims of another provider are warned about and their nodes recorded with basis approximate.` },
   instanceTypeKeys: { type: 'string-list', default: [], description: 'More label keys the provider defines for instance types (another provider, or keys added to yours).' },
   gracePeriod: { type: 'duration', default: '60s', minimumMs: 0, maximumMs: 3_600_000, description: 'After this age a node is decided with the labels it has.' },
   historyRetention: { type: 'duration', default: '1h', minimumMs: 60_000, maximumMs: 86_400_000, description: 'How long overlay history is kept for decisions about the past.' },

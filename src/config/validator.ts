@@ -2,8 +2,7 @@
 // checks it: formats for DNS subdomains and label selectors, and a keyword for bounded
 // durations, so that each error can name the rule in words.
 import { Ajv, type ErrorObject } from 'ajv';
-import { isValidDnsSubdomain } from '../engine/labels.ts';
-import { parseSelector } from '../engine/selector.ts';
+import { isValidDnsSubdomain, parseSelector } from '../engine/index.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 import { SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
 

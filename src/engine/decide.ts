@@ -2,7 +2,8 @@
 // Pure: no I/O, no clock; the caller passes `now` and the caches' views.
 import type { Labels } from './requirements.ts';
 import { KarpenterView, NODEPOOL_LABEL } from './karpenter-view.ts';
-import { chooseProvider, KNOWN_PROVIDERS, type ProviderChoice, type ProviderKeys, type ProviderSetting } from './providers.ts';
+import { chooseProvider, type ProviderChoice, type ProviderSetting } from './provider-choice.ts';
+import { KNOWN_PROVIDERS, type ProviderKeys } from './providers.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { Match, OverlayIndex, OverlayVersion } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
@@ -10,9 +11,8 @@ import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKe
 import { type Effect, launchEffect } from './effect/effect.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { INSTANCE_TYPE } from './effect/candidates.ts';
-import { CAPACITY_TYPE_LABEL, characteristics, scope, type Scope } from './scope.ts';
+import { CAPACITY_TYPE_LABEL, characteristics, scope } from './scope.ts';
 
-export { NODEPOOL_LABEL, CAPACITY_TYPE_LABEL, characteristics, scope, type Scope };
 export const REGISTERED_LABEL = 'karpenter.sh/registered';
 
 /**

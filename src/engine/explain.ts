@@ -1,11 +1,12 @@
 // Why a node got (or would get) its record: the decision plus, for every overlay, whether it
 // was active at the launch, whether it matched, and each requirement against the node's value.
-import { characteristics, decide, karpenterView, launchTime, providerOf, type EngineSettings, type LaunchKnowledge } from './decide.ts';
+import { characteristics } from './scope.ts';
+import { decide, karpenterView, launchTime, providerOf, type EngineSettings, type LaunchKnowledge } from './decide.ts';
 import type { Effect } from './effect/effect.ts';
 import type { KeyRole } from './karpenter-view.ts';
 import type { NodePoolView } from './nodepool.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
-import type { ProviderFrom } from './providers.ts';
+import type { ProviderFrom } from './provider-choice.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { rfc3339 } from './labels.ts';

@@ -58,11 +58,6 @@ export function rfc3339(epochMs: number): string {
   return formatted(epochMs).rfc3339;
 }
 
-/** Kubernetes' MicroTime (Lease and Event times): the apiserver parses exactly six fractional digits. */
-export function microTime(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace(/Z$/, '000Z');
-}
-
 /** RFC 6901: a map key as one JSON Pointer segment. */
 export function escapeJsonPointer(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');

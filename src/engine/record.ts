@@ -2,7 +2,7 @@
 // the annotation that tells the whole story.
 import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
 import type { OverlayView } from './overlay.ts';
-import type { ProviderChoice, ProviderFrom } from './providers.ts';
+import type { ProviderChoice, ProviderFrom } from './provider-choice.ts';
 import type { Effect } from './effect/effect.ts';
 
 /** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
@@ -63,6 +63,16 @@ export interface RecordInput {
 export interface NodeRecord {
   labels: Record<string, string>;
   annotations: Record<string, string>;
+}
+
+/** What a written record is counted by: the matching overlay's capacity type and family, or `none`. */
+export interface RecordTally {
+  capacityType: string;
+  instanceFamily: string;
+}
+
+export function recordTally(record: NodeRecord, keys: RecordKeys): RecordTally {
+  return { capacityType: record.labels[keys.copied['capacity-type']] ?? 'none', instanceFamily: record.labels[keys.copied['instance-family']] ?? 'none' };
 }
 
 /** The story behind the labels, as stored (JSON) in the decision annotation. */

@@ -1,14 +1,16 @@
 // "Are the overlays working?" overlay by overlay: which overlays won nodes, which matched only
 // where a heavier one won, and which matched nothing. Recorded nodes count as their record
 // says; a node without a record counts as `explain` would decide it now.
-import { characteristics, decide, karpenterView, launchTime, providerOf, scope, type EngineSettings } from './decide.ts';
+import { decide, karpenterView, launchTime, providerOf, type EngineSettings } from './decide.ts';
+import { characteristics, scope } from './scope.ts';
 import type { NodePoolView } from './nodepool.ts';
 import { rfc3339, fromBasicTimestamp } from './labels.ts';
 import { nodeClaimFor, toNodeView, type NodeClaimLookup, type NodeObject } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, NOT_VALIDATED, outranks, REJECTED, type OverlayPolicy, type OverlayView } from './overlay.ts';
 import { readStory, type EffectStory } from './record.ts';
-import { KNOWN_PROVIDERS, providerCensus, type ProviderCensus } from './providers.ts';
+import { providerCensus, type ProviderCensus } from './provider-census.ts';
+import { KNOWN_PROVIDERS } from './providers.ts';
 
 /**
  * `steering`: it won nodes and changed some of their launches (or nothing says it did not);

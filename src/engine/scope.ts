@@ -36,6 +36,12 @@ export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys
   return { inScope: true, recorded: node.labels[keys.influenced] !== undefined };
 }
 
+/** In scope and not recorded yet: what the reconciler queues and nodes_pending counts. */
+export function needsRecord(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): boolean {
+  const s = scope(node, nodeClaim, keys);
+  return s.inScope && !s.recorded;
+}
+
 /** What Karpenter's registration puts on the node: its own labels with the NodeClaim's on top. */
 export function characteristics(node: NodeView, nodeClaim: NodeClaimView | undefined): Labels {
   return nodeClaim ? { ...node.labels, ...nodeClaim.labels } : node.labels;

@@ -3,12 +3,16 @@
 // for leaseDuration (judged on its own clock, so clock skew between nodes does not matter);
 // a leader that cannot renew within renewDeadline steps down; a graceful stop releases the
 // lease so that a successor takes over at once.
-import { microTime } from '../engine/labels.ts';
 import type { KubeClient } from './client.ts';
 import { httpStatus } from './failures.ts';
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics.ts';
 import { sleep } from './backoff.ts';
+import { microTime } from './time.ts';
+
+/** What leader election reports: 1 while this replica leads, else 0 (the app's leader gauge). */
+export interface LeaderMetrics {
+  leader: { set(value: number): void };
+}
 
 export interface LeaderElectionOptions {
   client: KubeClient;
@@ -18,7 +22,7 @@ export interface LeaderElectionOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
-  metrics: Metrics;
+  metrics: LeaderMetrics;
   log: Logger;
   onStartedLeading(): void;
   /** Must resolve only once the guarded work has stopped: the lease is released after it. */

@@ -4,16 +4,24 @@
 // last resourceVersion), periodic
 // safety relists, and a stop() that is never mistaken for a failure.
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 import type { KubeClient } from './client.ts';
 import { httpStatus } from './failures.ts';
 import { streamLines } from './watch-stream.ts';
 
+/**
+ * What a watch reports, by resource: events applied or skipped, and restarts by reason. The app's
+ * metrics satisfy it; the generic layer does not know them.
+ */
+export interface WatchMetrics {
+  watchEvents: { labels(labels: { resource: string; handling: 'applied' | 'skipped' }): { inc(): void } };
+  watchRestarts: { inc(labels: { resource: string; reason: 'error' | 'expired' | 'idle' | 'closed' }): void };
+}
+
 /** What every cache built on a Reflector needs from the watcher. */
 export interface CacheDeps {
   client: KubeClient;
-  metrics: Metrics;
+  metrics: WatchMetrics;
   log: Logger;
   now: () => number;
   watchdogMs?: number;
@@ -68,7 +76,7 @@ export interface ReflectorOptions<T> {
   keyOf(obj: unknown): string;
   slim(obj: unknown): T;
   handlers: ReflectorHandlers<T>;
-  metrics: Metrics;
+  metrics: WatchMetrics;
   log: Logger;
   now?: () => number;
   relistIntervalMs?: number;

@@ -1,8 +1,8 @@
 // The few AWS calls the prices need, signed with Signature V4 and sent with fetch: EC2's Query
-// protocol (XML answers) and the Price List's JSON protocol. Not the AWS SDK's service clients:
-// @aws-sdk/client-ec2 alone adds some 66 MB of resident memory for its 700 operations, more than
-// the whole watcher holds for 5,000 nodes; AWS's own signer, credential chain (environment,
-// IRSA's web identity, EKS Pod Identity, instance metadata) and XML parser do the rest.
+// protocol (XML answers) and the Price List's JSON protocol. Not the AWS SDK's service clients,
+// whose EC2 client alone weighs more than the whole watcher's heap (docs/tuning.md); AWS's own
+// signer, credential chain (environment, IRSA's web identity, EKS Pod Identity, instance
+// metadata) and XML parser do the rest.
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';

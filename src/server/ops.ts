@@ -3,14 +3,13 @@
 // with the webhooks' certificate and behind Kubernetes authentication and authorization
 // (metrics-auth.ts), unless metrics.secure is false.
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.ts';
 import { accessReviews } from '../kube/access-review.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { METRICS_PATH, MetricsAuth, type Verdict } from './metrics-auth.ts';
 import type { Metrics } from '../metrics.ts';
-import { type RunningServer, SLOW_CLIENT_LIMITS } from '../admission/server.ts';
+import { listen, type RunningServer, SLOW_CLIENT_LIMITS } from './listener.ts';
 import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './tls.ts';
 
 export interface OpsListenersOptions {
@@ -49,16 +48,6 @@ export async function startOpsListeners(o: OpsListenersOptions): Promise<OpsList
 }
 
 const quietLogger = (log: Logger) => log.child({}, { level: 'warn' });
-
-interface Listenable {
-  listen(options: { host: string; port: number }): Promise<unknown>;
-  server: { address(): unknown };
-}
-
-async function listen(app: Listenable, host: string, port: number): Promise<number> {
-  await app.listen({ host, port });
-  return (app.server.address() as AddressInfo).port;
-}
 
 async function startHealthServer(o: OpsListenersOptions): Promise<RunningServer> {
   const app = Fastify({ loggerInstance: quietLogger(o.log), requestTimeout: 10_000, http: SLOW_CLIENT_LIMITS });

@@ -2,9 +2,8 @@
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
 import {
   OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
-  type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
+  type LaunchKnowledge, type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
 } from '../engine/index.ts';
-import type { LaunchKnowledge } from '../engine/decide.ts';
 import { type CacheDeps, lister, Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
@@ -14,6 +13,17 @@ export const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
 export const NODEPOOLS_PATH = '/apis/karpenter.sh/v1/nodepools';
 const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
+
+/** The caches report their watches as kube/ does, and the overlay cache its relists. */
+export interface StateDeps extends CacheDeps {
+  metrics: CacheDeps['metrics'] & { cacheRefresh: { inc(): void } };
+}
+
+/** A watch of the caches, for the gauge of how long ago each last heard from the apiserver. */
+export interface Watch {
+  resource: string;
+  lastEventAgeSeconds(): number;
+}
 
 export interface OverlayCacheOptions {
   policy: OverlayPolicy;
@@ -25,7 +35,7 @@ export class OverlayCache {
   readonly index: OverlayIndex;
   readonly reflector: Reflector<ReturnType<typeof toOverlayView>>;
 
-  constructor(deps: CacheDeps, opts: OverlayCacheOptions) {
+  constructor(deps: StateDeps, opts: OverlayCacheOptions) {
     this.index = new OverlayIndex({ policy: opts.policy, retentionMs: opts.retentionMs });
     this.reflector = new Reflector({
       resource: 'nodeoverlays',
@@ -134,17 +144,18 @@ export class ClusterCaches {
   readonly instanceTypes = new InstanceTypeLabels();
 
   /** `influencedLabel`: the record's label, whose absence marks a node as undecided; `storyAnnotation`: see NodeCache. */
-  constructor(deps: CacheDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
+  constructor(deps: StateDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
     this.overlays = new OverlayCache(deps, overlayOpts);
     this.nodePools = new NodePoolCache(deps, this.overlays.index);
     this.nodeClaims = new NodeClaimCache(deps);
     this.nodes = new NodeCache(deps, influencedLabel, storyAnnotation);
     this.nodeClasses = new NodeClassCache(deps);
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
-    const reflectors = this.reflectors();
-    deps.metrics.atScrape.watchAges = () => {
-      for (const r of reflectors) deps.metrics.watchLastEventAge.set({ resource: r.resource }, r.reflector.lastEventAgeSeconds());
-    };
+  }
+
+  /** Every watch, by the resource name its metrics carry. */
+  watches(): Watch[] {
+    return this.reflectors().map((r) => ({ resource: r.resource, lastEventAgeSeconds: () => r.reflector.lastEventAgeSeconds() }));
   }
 
   private reflectors() {

@@ -9,7 +9,7 @@ import { request } from 'node:https';
 import { issueCert } from '../../kit/pki.ts';
 import { counter, Fleet, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER, writeFileAtomic } from '../../kit/watcher-env.ts';
-import { isValidLabelValue, toLabelValue } from '../../src/engine/labels.ts';
+import { isValidLabelValue, toLabelValue } from '../../src/engine/index.ts';
 
 const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });
 t.teardown(() => env.cp.stop());

@@ -1,7 +1,7 @@
 // The events.k8s.io/v1 Event that tells a node's record in `kubectl describe node`.
 import { createHash } from 'node:crypto';
 import { readStory, type NodeView, type RecordKeys } from '../../engine/index.ts';
-import { microTime } from '../../engine/labels.ts';
+import { microTime } from '../../kube/time.ts';
 
 /** Where Kubernetes keeps Events about cluster-scoped objects (the kubelet's node Events too). */
 export const EVENT_NAMESPACE = 'default';

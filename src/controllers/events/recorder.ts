@@ -6,8 +6,7 @@
 // records written within FRESH_MS count, so a restart does not announce the whole cluster again;
 // and the Event's name is fixed per node, so the apiserver refuses a second one (409).
 import type { Logger } from 'pino';
-import { fromBasicTimestamp } from '../../engine/labels.ts';
-import type { NodeView, RecordKeys } from '../../engine/index.ts';
+import { fromBasicTimestamp, type NodeView, type RecordKeys } from '../../engine/index.ts';
 import { httpStatus } from '../../kube/failures.ts';
 import type { Metrics } from '../../metrics.ts';
 import { nodeEvent } from './node-event.ts';

@@ -2,10 +2,9 @@
 // (the engine's scope) -> de-duplicating queue -> reconcile (reads only the caches, writes
 // one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
 import type { Logger } from 'pino';
-import { decide, mergePatch, nodeClaimFor, scope, type EngineSettings, type NodeView } from '../../engine/index.ts';
-import { type LaunchKnowledge, REGISTERED_LABEL } from '../../engine/decide.ts';
+import { decide, mergePatch, needsRecord, nodeClaimFor, recordTally, REGISTERED_LABEL, type EngineSettings, type LaunchKnowledge, type NodeView } from '../../engine/index.ts';
 import type { ClusterCaches } from '../../state/caches.ts';
-import { countEffect, type Metrics } from '../../metrics.ts';
+import { countRecord, type Metrics } from '../../metrics.ts';
 import { type ProcessResult, WorkQueue } from '../../kube/work-queue.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { failureKind, httpStatus } from '../../kube/failures.ts';
@@ -54,8 +53,7 @@ export class Reconciler {
 
   /** The filter: on-demand Karpenter nodes without a record. */
   private wants(node: NodeView): boolean {
-    const s = scope(node, nodeClaimFor(node, this.o.caches.nodeClaims), this.o.settings.keys);
-    return s.inScope && !s.recorded;
+    return needsRecord(node, nodeClaimFor(node, this.o.caches.nodeClaims), this.o.settings.keys);
   }
 
   /** Leadership gained: process, starting with every undecided node the caches know. */
@@ -98,13 +96,7 @@ export class Reconciler {
     } finally {
       end();
     }
-    const labels = decision.record.labels;
-    metrics.nodesLabeled.inc({
-      capacity_type: labels[settings.keys.copied['capacity-type']] ?? 'none',
-      instance_family: labels[settings.keys.copied['instance-family']] ?? 'none',
-      source: 'reconciler',
-    });
-    countEffect(metrics, decision.effect);
+    countRecord(metrics, 'reconciler', recordTally(decision.record, settings.keys), decision.effect);
     log.debug({ node: name, outcome: decision.outcome, basis: decision.basis, provider: decision.provider.name, providerWarning: decision.provider.warning }, 'recorded');
     return { kind: 'done' };
   }
