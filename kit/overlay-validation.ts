@@ -8,7 +8,8 @@ import pino from 'pino';
 import type { ControlPlane } from './control-plane.ts';
 import { clientFor } from './control-plane.ts';
 import { createMetrics } from '../src/metrics.ts';
-import { lister, Reflector } from '../src/kube/reflector.ts';
+import { lister } from '../src/kube/list.ts';
+import { Reflector } from '../src/kube/reflector.ts';
 
 export const UNVALIDATED_ANNOTATION = 'veneer.test/karpenter-validation';
 const PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';

@@ -3,7 +3,8 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../src/log.ts';
 import { createMetrics } from '../src/metrics.ts';
-import { type ListPage, Reflector } from '../src/kube/reflector.ts';
+import type { ListPage } from '../src/kube/list.ts';
+import { Reflector } from '../src/kube/reflector.ts';
 import { clientFor, ControlPlane, viaPort } from '../kit/control-plane.ts';
 import { StallProxy } from './support/stall-proxy.ts';
 

@@ -97,21 +97,11 @@ export function claimLookup(claims: Iterable<NodeClaimView>): NodeClaimLookup {
  */
 export async function readLive(nodeName?: string): Promise<Inputs> {
   // Only commands that talk to a cluster load the HTTP client.
-  const [{ KubeClient }, { loadClusterAccess }, { lister }, { httpStatus }, { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH }, { EC2_NODECLASSES_PATH }] = await Promise.all([
-    import('../kube/client.ts'), import('../kube/kubeconfig.ts'), import('../kube/reflector.ts'), import('../kube/failures.ts'), import('../state/caches.ts'), import('../state/launch-caches.ts'),
+  const [{ KubeClient }, { loadClusterAccess }, { listAll }, { httpStatus }, { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH }, { EC2_NODECLASSES_PATH }] = await Promise.all([
+    import('../kube/client.ts'), import('../kube/kubeconfig.ts'), import('../kube/list.ts'), import('../kube/failures.ts'), import('../state/caches.ts'), import('../state/launch-caches.ts'),
   ]);
   const client = new KubeClient(loadClusterAccess());
-  const all = async (path: string) => {
-    const page = lister(client, path);
-    const items: unknown[] = [];
-    let token: string | undefined;
-    do {
-      const p = await page(token);
-      items.push(...p.items);
-      token = p.continueToken;
-    } while (token);
-    return items;
-  };
+  const all = (path: string) => listAll(client, path);
   const node = (name: string) => client.call<NodeObject>('GET', `/api/v1/nodes/${encodeURIComponent(name)}`).catch((err: unknown) => {
     // Say which cluster was asked: a node missing from the wrong one is otherwise a puzzle.
     if (httpStatus(err) === 404) throw new Error(`node ${JSON.stringify(name)} not found at ${client.server} (${(err as Error).message})`, { cause: err });

@@ -2,7 +2,7 @@
 // was active at the launch, whether it matched, and each requirement against the node's value.
 import { characteristics } from './scope.ts';
 import { decide, karpenterView, launchTime, providerOf, type EngineSettings, type LaunchKnowledge } from './decide.ts';
-import type { Effect } from './effect/effect.ts';
+import type { Effect } from './effect/types.ts';
 import type { KeyRole } from './karpenter-view.ts';
 import type { NodePoolView } from './nodepool.ts';
 import type { NodeClaimView, NodeView } from './node.ts';

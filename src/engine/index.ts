@@ -15,7 +15,8 @@ export { recordKeys, readStory, recordTally, type RecordKeys, type RecordTally, 
 export { jsonPatch, mergePatch, type JsonPatchOp } from './patch.ts';
 export { parseSelector, type LabelSelector } from './selector.ts';
 export { explainer, type Explanation, type OverlayExplanation, type ProviderExplanation, type RequirementExplanation } from './explain.ts';
-export { launchEffect, EFFECTS, UNKNOWN_REASONS, MAX_CANDIDATES, type Effect, type EffectVerdict, type UnknownReason, type ClaimForEffect, type CountedOverlay, type WorldLaunch } from './effect/effect.ts';
+export { launchEffect } from './effect/effect.ts';
+export { EFFECTS, UNKNOWN_REASONS, MAX_CANDIDATES, type Effect, type EffectVerdict, type UnknownReason, type ClaimForEffect, type CountedOverlay, type WorldLaunch } from './effect/types.ts';
 export type { PriceBook } from './effect/prices.ts';
 export type { Labels } from './requirements.ts';
 export { awsNameLabels } from './effect/candidates.ts';

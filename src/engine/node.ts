@@ -2,7 +2,7 @@
 import type { Labels } from './requirements.ts';
 import { toEpochMs } from './overlay.ts';
 import { KNOWN_PROVIDERS } from './providers.ts';
-import type { ClaimForEffect } from './effect/effect.ts';
+import type { ClaimForEffect } from './effect/types.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './effect/candidates.ts';
 import { normalizedKey } from './normalize.ts';
 

@@ -3,7 +3,7 @@
 import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
 import type { OverlayView } from './overlay.ts';
 import type { ProviderChoice, ProviderFrom } from './provider-choice.ts';
-import type { Effect } from './effect/effect.ts';
+import type { Effect } from './effect/types.ts';
 
 /** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
 const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;

@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import { backoffDelay, sleep } from './backoff.ts';
 import type { KubeClient } from './client.ts';
 import { httpStatus } from './failures.ts';
-import { streamLines } from './watch-stream.ts';
+import type { ListPage } from './list.ts';
+import { parseEvent, type ParsedEvent, streamLines } from './watch-stream.ts';
 
 /**
  * What a watch reports, by resource: events applied or skipped, and restarts by reason. The app's
@@ -25,29 +26,6 @@ export interface CacheDeps {
   log: Logger;
   now: () => number;
   watchdogMs?: number;
-}
-
-export interface ListPage {
-  items: unknown[];
-  resourceVersion: string;
-  continueToken: string | undefined;
-}
-
-/** Items per list page: a page of 500 real-size nodes is ~10 MB, of metadata ~3.5 MB. */
-const LIST_PAGE_SIZE = 500;
-
-/** A list response as the apiserver sends it. */
-interface ListBody {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: unknown[];
-}
-
-/** Pages of `path`'s list, as the apiserver serves them (`accept` may ask for metadata only). */
-export function lister(client: KubeClient, path: string, o: { accept?: string; labelSelector?: string } = {}): (continueToken: string | undefined) => Promise<ListPage> {
-  return async (token) => {
-    const body = await client.call<ListBody>('GET', path, { query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector: o.labelSelector }, ...(o.accept ? { accept: o.accept } : {}) });
-    return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
-  };
 }
 
 export interface ReflectorHandlers<T> {
@@ -314,18 +292,6 @@ export class Reflector<T> {
     if (failure !== undefined && !isAbort(failure)) throw failure;
     return end('closed');
   }
-}
-
-/** A watch event as the apiserver sends it, with the resourceVersion it moves the watch to. */
-export interface ParsedEvent {
-  type: string;
-  object?: unknown;
-  resourceVersion?: string;
-}
-
-export function parseEvent(line: Buffer): ParsedEvent {
-  const event = JSON.parse(line.toString('utf8')) as { type: string; object?: { metadata?: { resourceVersion?: string } } };
-  return { type: event.type, object: event.object, resourceVersion: event.object?.metadata?.resourceVersion };
 }
 
 function isTimeout(err: unknown): boolean {

@@ -70,3 +70,15 @@ export async function streamLines(client: KubeClient, req: StreamRequest, onLine
     clearInterval(check);
   }
 }
+
+/** A watch event as the apiserver sends it, with the resourceVersion it moves the watch to. */
+export interface ParsedEvent {
+  type: string;
+  object?: unknown;
+  resourceVersion?: string;
+}
+
+export function parseEvent(line: Buffer): ParsedEvent {
+  const event = JSON.parse(line.toString('utf8')) as { type: string; object?: { metadata?: { resourceVersion?: string } } };
+  return { type: event.type, object: event.object, resourceVersion: event.object?.metadata?.resourceVersion };
+}

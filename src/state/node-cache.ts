@@ -10,8 +10,9 @@
 // the object: that is every status heartbeat.
 import { hash } from 'node:crypto';
 import { toNodeView, undecidedSelector, type NodeObject, type NodeView } from '../engine/index.ts';
-import { type CacheDeps, lister, parseEvent, type ParsedEvent, Reflector } from '../kube/reflector.ts';
-import { PARTIAL_METADATA_LIST, PARTIAL_METADATA } from '../kube/watch-stream.ts';
+import { lister } from '../kube/list.ts';
+import { type CacheDeps, Reflector } from '../kube/reflector.ts';
+import { PARTIAL_METADATA, PARTIAL_METADATA_LIST, parseEvent, type ParsedEvent } from '../kube/watch-stream.ts';
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
 

@@ -3,97 +3,14 @@
 // overlay stays in both), and the two launches compared. Pure: the caller passes the NodeClaim,
 // the overlays in force at the launch, the prices and what is known of the candidates.
 import type { NodePoolView } from '../nodepool.ts';
-import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
-import type { Labels } from '../requirements.ts';
-import { awsLaunch, type ClaimLaunchFacts, type Launch, MAX_LAUNCH_TYPES, sameRequest } from './aws-launch.ts';
+import { awsLaunch, type Launch, sameRequest } from './aws-launch.ts';
 import { type CandidateType, internedCandidate, ZONE, ZONE_ID } from './candidates.ts';
 import type { PriceBook } from './prices.ts';
 import { idOf } from './identity.ts';
 import { type Offering, priceWorld, type PricedCandidate, type World } from './worlds.ts';
-
-export const EFFECTS = ['capacity-type', 'instance-type', 'none', 'unknown'] as const;
-export type EffectVerdict = (typeof EFFECTS)[number];
-
-/** Why an effect is unknown, as a bounded code (a metric's label) beside the reason in words. */
-export const UNKNOWN_REASONS = [
-  'provider', 'no-nodeclaim', 'candidates-cut', 'no-prices', 'no-spot-prices', 'zones', 'attributes', 'conflict',
-  'fallback', 'tie', 'reserved', 'exotic', 'truncation', 'no-offering',
-] as const;
-export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
-
-/** `MaxInstanceTypes`: the scheduler cuts a NodeClaim's candidates to the 600 cheapest (by overlaid prices). */
-export const MAX_CANDIDATES = 600;
-
-/** The launch-relevant parts of a NodeClaim. */
-export interface ClaimForEffect extends ClaimLaunchFacts {
-  /** Its `node.kubernetes.io/instance-type In` values. */
-  readonly candidates: readonly string[];
-  /** Values every candidate shares: its requirements `In [one value]`. */
-  readonly pinned: Labels;
-  /** karpenter.sh/price-overlay-applied, as the scheduler set it. */
-  readonly priceOverlayApplied: boolean;
-}
-
-export interface CountedOverlay {
-  readonly overlay: OverlayView;
-  /** Picked by the watcher's overlaySelector: left out of the world without them. */
-  readonly selected: boolean;
-}
-
-export interface EffectInput {
-  /** The keys of the provider that launched the node; undefined: unknown. */
-  readonly provider: ProviderKeys | undefined;
-  readonly launched: { readonly instanceType: string | undefined; readonly capacityType: string | undefined };
-  readonly claim: ClaimForEffect | undefined;
-  /** A NodeClaim was found, `claim` undefined all the same: it has no instance-type requirement to replay. */
-  readonly nodeClaimFound?: boolean;
-  readonly pool: NodePoolView | undefined;
-  /** The overlays Karpenter applied at the launch (validated, not deleted), selected or not. */
-  readonly counted: readonly CountedOverlay[];
-  /** Overlays not selected whose verdict Karpenter could give differently without the selected ones (a Conflict at a selected overlay's weight): where one prices a candidate, the effect is unknown. */
-  readonly conflicted: readonly OverlayView[];
-  readonly prices: PriceBook | undefined;
-  /** The zones the NodeClaim's NodeClass launches into (its subnets); undefined: not known. */
-  readonly zones: ReadonlySet<string> | undefined;
-  /** The labels of a node of this instance type, if one was seen (every instance-type key it has). */
-  readonly nodeLabelsOf?: (instanceType: string) => Labels | undefined;
-}
-
-export interface WorldLaunch {
-  readonly capacityType: 'spot' | 'on-demand';
-  readonly strategy: string;
-  /**
-   * The types EC2 may launch (several: a tie it breaks, or spot pools it picks among by capacity),
-   * sorted; at most MAX_TYPES_SHOWN of them, `instanceTypeCount` says how many there are.
-   */
-  readonly instanceTypes: readonly string[];
-  readonly instanceTypeCount: number;
-  /** The on-demand list price of the type, when there is one type. */
-  readonly listPrice?: number;
-  /** Types priced alike straddle Karpenter's cut at 60: which of them were offered to EC2 was its sort's choice. */
-  readonly atCut?: boolean;
-}
-
-/** Names shown of a world's launch: the record is an annotation on the node, and a tie can hold hundreds. */
-export const MAX_TYPES_SHOWN = 8;
-
-export interface Effect {
-  readonly verdict: EffectVerdict;
-  readonly reasonCode?: UnknownReason;
-  readonly reason?: string;
-  /** The launch in the world without the selected overlays. */
-  readonly without?: WorldLaunch;
-  /** The launch as Karpenter's prices predict it, with the overlays. */
-  readonly with?: WorldLaunch;
-  /** The launched offering's list price and the price Karpenter compared. */
-  readonly launched?: { readonly listPrice: number; readonly price: number };
-  /** Selected overlays that priced a candidate offering at the launch: those the effect is owed to. */
-  readonly overlays?: readonly string[];
-  readonly prices?: { readonly source: string; readonly asOf?: number };
-}
-
-const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({ verdict: 'unknown', reasonCode, reason, ...extra });
+import { type ClaimForEffect, type Effect, type EffectInput, MAX_CANDIDATES, MAX_TYPES_SHOWN, type WorldLaunch } from './types.ts';
+import { type Replay, unknown, verdictFor } from './verdict.ts';
 
 /** The first `n` of `names` in sorted order, without sorting all of them (a tie can hold hundreds). */
 function firstSorted(names: readonly string[], n: number): string[] {
@@ -138,19 +55,6 @@ const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.ov
 export function launchEffect(input: EffectInput): Effect {
   const r = replayOf(input);
   return 'effect' in r ? r.effect : verdictFor(r, input.launched);
-}
-
-/** Both worlds' launches for a NodeClaim: all that does not depend on which of its candidates was launched. */
-interface Replay {
-  /** The candidates as the overlays priced them. */
-  readonly priced: readonly PricedCandidate[];
-  readonly context: Pick<Effect, 'overlays' | 'prices'>;
-  /** Set when the replay stopped early: an unknown that holds whatever was launched. */
-  readonly stop?: { code: UnknownReason; reason: string };
-  readonly withLaunch?: { launch: Launch; cutAmbiguous?: string };
-  readonly predicted?: WorldLaunch;
-  /** `sameRequest` undefined: a cut straddled in either world leaves the requests' tails to Karpenter's sort. */
-  readonly without?: { code: UnknownReason; reason: string } | { launch: Launch; world: WorldLaunch; sameRequest: boolean | undefined };
 }
 
 /**
@@ -269,41 +173,6 @@ function replay(input: EffectInput, provider: ProviderKeys, claim: ClaimForEffec
   const requestsKnown = withLaunch.cutStraddled === undefined && withoutLaunch.cutStraddled === undefined;
   return { priced, context, withLaunch, predicted, without: { launch: withoutLaunch.launch, world: worldLaunch(withoutLaunch.launch, prices, false), sameRequest: requestsKnown ? sameRequest(withLaunch.launch, withoutLaunch.launch, claim) : undefined } };
 }
-
-/** The effect for the launched offering, from the NodeClaim's replay. */
-function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effect {
-  const launchedType = launchedAs.instanceType;
-  const offer = launchedType === undefined ? undefined : r.priced.find((c) => c.type.name === launchedType)?.offerings.find((o) => o.capacityType === launchedAs.capacityType);
-  const launched = offer ? { launched: { listPrice: offer.list, price: offer.price } } : {};
-  const base = { ...r.context, ...launched };
-  if (r.stop) return unknown(r.stop.code, r.stop.reason, base);
-  const predicted = r.predicted!;
-  // With the overlays an ambiguous cut is no matter where the launch agrees with the widest survival
-  // on-demand: the launched type survived it. Spot there could have been cut away.
-  if (r.withLaunch?.cutAmbiguous !== undefined && predicted.capacityType === 'spot' && launchedAs.capacityType === 'on-demand') {
-    return unknown('truncation', r.withLaunch.cutAmbiguous, { ...base, with: predicted });
-  }
-  if (predicted.capacityType !== launchedAs.capacityType || launchedType === undefined || !r.withLaunch!.launch.picks.includes(launchedType)) {
-    return unknown('fallback', `Karpenter's prices predict ${predicted.capacityType} ${names(predicted)}, and ${launchedAs.capacityType} ${launchedType} was launched: a capacity fallback, or prices that have moved since`, { ...base, with: predicted });
-  }
-  const w = r.without!;
-  if ('code' in w) return unknown(w.code, w.reason, { ...base, with: predicted });
-  const without = w.world;
-  const both = { ...base, with: predicted, without };
-  // The same CreateFleet request either way (another overlay prices those offerings alike): whatever EC2 does with it, the selected overlays changed nothing.
-  if (w.sameRequest) return { verdict: 'none', reason: 'without the selected overlays Karpenter would send the same CreateFleet request', ...both };
-  if (without.capacityType === 'spot') return { verdict: 'capacity-type', ...both };
-  if (!w.launch.picks.includes(launchedType)) return { verdict: 'instance-type', ...both };
-  if (w.launch.picks.length === 1) return { verdict: 'none', ...both };
-  // EC2 breaks a tie in both worlds, over requests that may or may not be the same.
-  if (w.sameRequest === undefined) {
-    return unknown('truncation', `candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, so which of them each CreateFleet request lists is its sort's choice: whether EC2 would break the tie between ${names(without)} alike without the selected overlays is not known`, both);
-  }
-  return unknown('tie', `without the selected overlays EC2 would break a tie between ${names(without)}`, both);
-}
-
-const names = (l: WorldLaunch) => `${l.instanceTypes.join(', ')}${l.instanceTypeCount > l.instanceTypes.length ? ` and ${l.instanceTypeCount - l.instanceTypes.length} more` : ''}`;
-
 
 function touches(world: World): boolean {
   return 'unknown' in world || overlaid(world.priced);

@@ -1,0 +1,90 @@
+// The effect's vocabulary: what a record says the selected overlays changed about a launch, what
+// a launch replay is given, and the bounded reasons an effect stays unknown. The replay that
+// fills it in is effect.ts.
+import type { NodePoolView } from '../nodepool.ts';
+import type { OverlayView } from '../overlay.ts';
+import type { ProviderKeys } from '../providers.ts';
+import type { Labels } from '../requirements.ts';
+import type { ClaimLaunchFacts } from './aws-launch.ts';
+import type { PriceBook } from './prices.ts';
+
+export const EFFECTS = ['capacity-type', 'instance-type', 'none', 'unknown'] as const;
+export type EffectVerdict = (typeof EFFECTS)[number];
+
+/** Why an effect is unknown, as a bounded code (a metric's label) beside the reason in words. */
+export const UNKNOWN_REASONS = [
+  'provider', 'no-nodeclaim', 'candidates-cut', 'no-prices', 'no-spot-prices', 'zones', 'attributes', 'conflict',
+  'fallback', 'tie', 'reserved', 'exotic', 'truncation', 'no-offering',
+] as const;
+export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
+
+/** `MaxInstanceTypes`: the scheduler cuts a NodeClaim's candidates to the 600 cheapest (by overlaid prices). */
+export const MAX_CANDIDATES = 600;
+
+/** The launch-relevant parts of a NodeClaim. */
+export interface ClaimForEffect extends ClaimLaunchFacts {
+  /** Its `node.kubernetes.io/instance-type In` values. */
+  readonly candidates: readonly string[];
+  /** Values every candidate shares: its requirements `In [one value]`. */
+  readonly pinned: Labels;
+  /** karpenter.sh/price-overlay-applied, as the scheduler set it. */
+  readonly priceOverlayApplied: boolean;
+}
+
+export interface CountedOverlay {
+  readonly overlay: OverlayView;
+  /** Picked by the watcher's overlaySelector: left out of the world without them. */
+  readonly selected: boolean;
+}
+
+export interface EffectInput {
+  /** The keys of the provider that launched the node; undefined: unknown. */
+  readonly provider: ProviderKeys | undefined;
+  readonly launched: { readonly instanceType: string | undefined; readonly capacityType: string | undefined };
+  readonly claim: ClaimForEffect | undefined;
+  /** A NodeClaim was found, `claim` undefined all the same: it has no instance-type requirement to replay. */
+  readonly nodeClaimFound?: boolean;
+  readonly pool: NodePoolView | undefined;
+  /** The overlays Karpenter applied at the launch (validated, not deleted), selected or not. */
+  readonly counted: readonly CountedOverlay[];
+  /** Overlays not selected whose verdict Karpenter could give differently without the selected ones (a Conflict at a selected overlay's weight): where one prices a candidate, the effect is unknown. */
+  readonly conflicted: readonly OverlayView[];
+  readonly prices: PriceBook | undefined;
+  /** The zones the NodeClaim's NodeClass launches into (its subnets); undefined: not known. */
+  readonly zones: ReadonlySet<string> | undefined;
+  /** The labels of a node of this instance type, if one was seen (every instance-type key it has). */
+  readonly nodeLabelsOf?: (instanceType: string) => Labels | undefined;
+}
+
+export interface WorldLaunch {
+  readonly capacityType: 'spot' | 'on-demand';
+  readonly strategy: string;
+  /**
+   * The types EC2 may launch (several: a tie it breaks, or spot pools it picks among by capacity),
+   * sorted; at most MAX_TYPES_SHOWN of them, `instanceTypeCount` says how many there are.
+   */
+  readonly instanceTypes: readonly string[];
+  readonly instanceTypeCount: number;
+  /** The on-demand list price of the type, when there is one type. */
+  readonly listPrice?: number;
+  /** Types priced alike straddle Karpenter's cut at 60: which of them were offered to EC2 was its sort's choice. */
+  readonly atCut?: boolean;
+}
+
+/** Names shown of a world's launch: the record is an annotation on the node, and a tie can hold hundreds. */
+export const MAX_TYPES_SHOWN = 8;
+
+export interface Effect {
+  readonly verdict: EffectVerdict;
+  readonly reasonCode?: UnknownReason;
+  readonly reason?: string;
+  /** The launch in the world without the selected overlays. */
+  readonly without?: WorldLaunch;
+  /** The launch as Karpenter's prices predict it, with the overlays. */
+  readonly with?: WorldLaunch;
+  /** The launched offering's list price and the price Karpenter compared. */
+  readonly launched?: { readonly listPrice: number; readonly price: number };
+  /** Selected overlays that priced a candidate offering at the launch: those the effect is owed to. */
+  readonly overlays?: readonly string[];
+  readonly prices?: { readonly source: string; readonly asOf?: number };
+}
