@@ -18,16 +18,16 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
  */
 // biome-ignore format: a table, one room a line
 export const ROOMS: readonly Room[] = [
-  { room: 'loose',       holds: 'cli.ts log.ts metrics.ts', door: '',         may: 'commands engine kube state controllers admission server prices config npm' },
-  { room: 'commands',    holds: 'commands/',                door: '',         may: 'loose engine kube state controllers admission server prices config npm' },
   { room: 'engine',      holds: 'engine/',                  door: 'index.ts', may: '' },
   { room: 'kube',        holds: 'kube/',                    door: '',         may: 'npm' },
-  { room: 'state',       holds: 'state/',                   door: '',         may: 'loose engine kube prices config npm' },
-  { room: 'controllers', holds: 'controllers/',             door: '',         may: 'loose engine kube state admission server prices config npm' },
-  { room: 'admission',   holds: 'admission/',               door: '',         may: 'loose engine kube state controllers server prices config npm' },
-  { room: 'server',      holds: 'server/',                  door: '',         may: 'loose engine kube state controllers admission prices config npm' },
-  { room: 'prices',      holds: 'prices/',                  door: '',         may: 'loose engine kube state controllers admission server config npm' },
-  { room: 'config',      holds: 'config/',                  door: '',         may: 'loose engine kube state controllers admission server prices npm' },
+  { room: 'config',      holds: 'config/',                  door: '',         may: 'engine npm' },
+  { room: 'loose',       holds: 'cli.ts log.ts metrics.ts', door: '',         may: 'commands config engine npm' },
+  { room: 'prices',      holds: 'prices/',                  door: '',         may: 'loose engine config npm' },
+  { room: 'state',       holds: 'state/',                   door: '',         may: 'engine kube npm' },
+  { room: 'server',      holds: 'server/',                  door: '',         may: 'loose kube config npm' },
+  { room: 'admission',   holds: 'admission/',               door: '',         may: 'loose engine server config npm' },
+  { room: 'controllers', holds: 'controllers/',             door: '',         may: 'loose engine kube state npm' },
+  { room: 'commands',    holds: 'commands/',                door: '',         may: 'loose engine kube config prices state server admission controllers npm' },
 ];
 
 /** At most this many .ts files directly in src/. */

@@ -4,8 +4,7 @@ import {
   OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
   type LaunchKnowledge, type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
 } from '../engine/index.ts';
-import { lister } from '../kube/list.ts';
-import { type CacheDeps, Reflector } from '../kube/reflector.ts';
+import { type CacheDeps, cacheReflector, type Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 import { NodeClaimIndex } from './lookups.ts';
@@ -38,13 +37,10 @@ export class OverlayCache {
 
   constructor(deps: StateDeps, opts: OverlayCacheOptions) {
     this.index = new OverlayIndex({ policy: opts.policy, retentionMs: opts.retentionMs });
-    this.reflector = new Reflector({
+    this.reflector = cacheReflector(deps, OVERLAYS_PATH, {
       resource: 'nodeoverlays',
-      client: deps.client,
-      watchPath: OVERLAYS_PATH,
       // Every overlay, not only the selector's: Karpenter applies the others too, and one of them
       // can outrank a selected overlay or be what steers a launch without them.
-      listPage: lister(deps.client, OVERLAYS_PATH),
       keyOf: nameOf,
       slim: (obj) => toOverlayView(obj as OverlayObject),
       handlers: {
@@ -57,11 +53,7 @@ export class OverlayCache {
           deps.metrics.cacheRefresh.inc();
         },
       },
-      metrics: deps.metrics,
-      log: deps.log,
-      now: deps.now,
       relistIntervalMs: opts.relistIntervalMs,
-      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
   }
 }
@@ -71,21 +63,14 @@ export class NodePoolCache {
   readonly reflector: Reflector<NodePoolView>;
 
   constructor(deps: CacheDeps, index: OverlayIndex) {
-    this.reflector = new Reflector({
+    this.reflector = cacheReflector(deps, NODEPOOLS_PATH, {
       resource: 'nodepools',
-      client: deps.client,
-      watchPath: NODEPOOLS_PATH,
-      listPage: lister(deps.client, NODEPOOLS_PATH),
       keyOf: nameOf,
       slim: (obj) => toNodePoolView(obj as NodePoolObject),
       handlers: {
         upsert: (pool, at) => index.nodePools.observe(pool, at),
         remove: (pool, at) => index.nodePools.forget(pool.name, at),
       },
-      metrics: deps.metrics,
-      log: deps.log,
-      now: deps.now,
-      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
   }
 }
@@ -98,11 +83,8 @@ export class NodeClaimCache implements NodeClaimLookup {
   readonly groups: Map<string, number>;
 
   constructor(deps: CacheDeps) {
-    this.reflector = new Reflector({
+    this.reflector = cacheReflector(deps, NODECLAIMS_PATH, {
       resource: 'nodeclaims',
-      client: deps.client,
-      watchPath: NODECLAIMS_PATH,
-      listPage: lister(deps.client, NODECLAIMS_PATH),
       keyOf: nameOf,
       slim: (obj) => toNodeClaimView(obj as Parameters<typeof toNodeClaimView>[0]),
       handlers: {
@@ -112,10 +94,6 @@ export class NodeClaimCache implements NodeClaimLookup {
         },
         remove: (claim) => this.index.remove(claim),
       },
-      metrics: deps.metrics,
-      log: deps.log,
-      now: deps.now,
-      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
     this.index = new NodeClaimIndex(this.reflector.store);
     this.groups = this.index.groups;

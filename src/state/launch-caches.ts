@@ -2,8 +2,7 @@
 // each EC2NodeClass launches into (its status' subnets), and the labels of a registered node of
 // each instance type (every instance-type key Karpenter gave it, GPU and accelerator counts too).
 import type { Labels, NodeView } from '../engine/index.ts';
-import { lister } from '../kube/list.ts';
-import { type CacheDeps, Reflector } from '../kube/reflector.ts';
+import { type CacheDeps, cacheReflector, type Reflector } from '../kube/reflector.ts';
 import { nodeClassZones, type NodeClassZones } from './lookups.ts';
 
 export const EC2_NODECLASSES_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses';
@@ -15,19 +14,12 @@ export class NodeClassCache {
   readonly reflector: Reflector<NodeClassZones>;
 
   constructor(deps: CacheDeps) {
-    this.reflector = new Reflector({
+    this.reflector = cacheReflector(deps, EC2_NODECLASSES_PATH, {
       resource: 'ec2nodeclasses',
-      client: deps.client,
-      watchPath: EC2_NODECLASSES_PATH,
-      listPage: lister(deps.client, EC2_NODECLASSES_PATH),
       keyOf: (obj) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '',
       slim: nodeClassZones,
       handlers: { upsert: () => {}, remove: () => {} },
       optional: true,
-      metrics: deps.metrics,
-      log: deps.log,
-      now: deps.now,
-      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
     });
   }
 

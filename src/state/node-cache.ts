@@ -10,8 +10,7 @@
 // the object: that is every status heartbeat.
 import { hash } from 'node:crypto';
 import { toNodeView, undecidedSelector, type NodeObject, type NodeView } from '../engine/index.ts';
-import { lister } from '../kube/list.ts';
-import { type CacheDeps, Reflector } from '../kube/reflector.ts';
+import { type CacheDeps, cacheReflector, type Reflector } from '../kube/reflector.ts';
 import { PARTIAL_METADATA, PARTIAL_METADATA_LIST, parseEvent, type ParsedEvent } from '../kube/watch-stream.ts';
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
@@ -88,32 +87,23 @@ export class NodeCache {
 
   /** `storyAnnotation`: keep the decision annotation in the metadata view (for the Events). */
   constructor(deps: CacheDeps, influencedLabel: string, storyAnnotation?: string) {
-    const common = {
-      client: deps.client,
-      watchPath: NODES_PATH,
-      keyOf: (obj: unknown) => (obj as NodeObject).metadata?.name ?? '',
-      slim: (obj: unknown) => toNodeView(obj as NodeObject),
-      metrics: deps.metrics,
-      log: deps.log,
-      now: deps.now,
-      ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
-    };
+    const keyOf = (obj: unknown) => (obj as NodeObject).metadata?.name ?? '';
     const skipper = new LabelSkipper();
-    this.all = new Reflector({
-      ...common,
+    this.all = cacheReflector(deps, NODES_PATH, {
       resource: 'nodes',
+      keyOf,
       accept: PARTIAL_METADATA,
-      listPage: lister(deps.client, NODES_PATH, { accept: PARTIAL_METADATA_LIST }),
+      listAccept: PARTIAL_METADATA_LIST,
       slim: (obj: unknown) => toNodeView(obj as NodeObject, storyAnnotation),
       parseEvent: (line) => skipper.parse(line),
       handlers: { upsert: (node) => this.metadataListeners.forEach((l) => l(node)), remove: () => {}, listed: () => skipper.forget() },
     });
     const selector = undecidedSelector({ influenced: influencedLabel });
-    this.undecided = new Reflector({
-      ...common,
+    this.undecided = cacheReflector(deps, NODES_PATH, {
       resource: 'undecided-nodes',
+      keyOf,
+      slim: (obj: unknown) => toNodeView(obj as NodeObject),
       labelSelector: selector,
-      listPage: lister(deps.client, NODES_PATH, { labelSelector: selector }),
       handlers: {
         upsert: (node) => this.listeners.forEach((l) => l(node, 'upsert')),
         remove: (node) => this.listeners.forEach((l) => l(node, 'remove')),

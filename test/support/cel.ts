@@ -44,33 +44,27 @@ export function compile(source: string): (env: Env) => Value {
   };
   const ident = (t: string | undefined) => t !== undefined && /^[A-Za-z_]/.test(t) && t !== 'in';
 
-  function or(): Expr {
-    let left = and();
-    while (peek() === '||') {
+  /** `||` and `&&` as CEL has them: commutative, an error absorbed by the operand that decides. */
+  function logical(op: '||' | '&&', operand: () => Expr): Expr {
+    const decides = op === '||';
+    let left = operand();
+    while (peek() === op) {
       take();
-      const [a, b] = [left, and()];
+      const [a, b] = [left, operand()];
       left = (env) => {
         const x: Value = a(env);
         const y: Value = b(env);
-        if (x === true || y === true) return true;
-        return x === false && y === false ? false : ERROR;
+        if (x === decides || y === decides) return decides;
+        return x === !decides && y === !decides ? !decides : ERROR;
       };
     }
     return left;
   }
+  function or(): Expr {
+    return logical('||', and);
+  }
   function and(): Expr {
-    let left = relation();
-    while (peek() === '&&') {
-      take();
-      const [a, b] = [left, relation()];
-      left = (env) => {
-        const x: Value = a(env);
-        const y: Value = b(env);
-        if (x === false || y === false) return false;
-        return x === true && y === true ? true : ERROR;
-      };
-    }
-    return left;
+    return logical('&&', relation);
   }
   function relation(): Expr {
     const left = unary();
