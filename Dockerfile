@@ -19,6 +19,6 @@ COPY --from=build /app/dist ./dist
 USER 65532:65532
 # Webhooks (HTTPS), metrics (HTTPS behind Kubernetes authentication), probes (plain HTTP).
 EXPOSE 9443 8443 8081
-# The V8 flags: see src/node-flags.ts (RSS about 130 instead of 190-240 MB at 5,000 real-size nodes).
+# The V8 flags: see kit/node-flags.ts (RSS about 130 instead of 190-240 MB at 5,000 real-size nodes).
 ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=8", "--heap-growing-percent=30", "--initial-old-space-size=16", "dist/cli.js"]
 CMD ["serve"]

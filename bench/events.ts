@@ -16,7 +16,8 @@ export async function compareEvents(progress: (msg: string) => void): Promise<Su
   const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });
   let h: Awaited<ReturnType<typeof clusterHarness>> | undefined;
   try {
-    const harness = (h = await clusterHarness(env, progress));
+    h = await clusterHarness(env, progress);
+    const harness = h;
     const eventsTotal = () => scrape(harness.metricsPort, 'veneer_nodewatcher_events_total');
     let current: Arm | undefined;
     const use = async (arm: Arm) => {

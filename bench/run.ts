@@ -70,7 +70,7 @@ for (const name of selected) {
 
 const flat = Object.assign({}, ...Object.values(results).map((r) => r.keys)) as Record<string, number>;
 const machine = { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', memory_gb: Math.round(totalmem() / 2 ** 30), date: new Date().toISOString() };
-writeFileSync(resultsPath, JSON.stringify({ ...flat, machine, suites: results }, null, 2) + '\n');
+writeFileSync(resultsPath, `${JSON.stringify({ ...flat, machine, suites: results }, null, 2)}\n`);
 
 const md = [
   '# Benchmark results',

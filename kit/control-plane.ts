@@ -152,7 +152,7 @@ export class ControlPlane {
       return `${token},${u.name},uid-${i},"${(u.groups ?? []).join(',')}"`;
     });
     const tokenFile = join(pki, 'tokens.csv');
-    writeFileSync(tokenFile, tokenLines.join('\n') + '\n', { mode: 0o600 });
+    writeFileSync(tokenFile, `${tokenLines.join('\n')}\n`, { mode: 0o600 });
 
     const etcd = new ManagedProcess('etcd', bins.etcd, [
       '--name=test',

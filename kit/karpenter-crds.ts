@@ -62,7 +62,10 @@ export async function installCRDFiles(cp: ControlPlane, files: string[], timeout
     const path = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`;
     for (;;) {
       const opened = await new k8s.Watch(kc).watch(path, { timeoutSeconds: 1 }, () => {}, () => {}).then(
-        (req) => (req.abort(), true),
+        (req) => {
+          req.abort();
+          return true;
+        },
         (err: { statusCode?: number }) => {
           if (err.statusCode !== 429) throw err;
           return false;

@@ -46,7 +46,7 @@ export async function makeCA(dir: string, commonName: string): Promise<KeyPair> 
 }
 
 function subject(cn: string, orgs: string[]): string {
-  return orgs.map((o) => `/O=${o}`).join('') + `/CN=${cn}`;
+  return `${orgs.map((o) => `/O=${o}`).join('')}/CN=${cn}`;
 }
 
 export async function issueCert(ca: KeyPair, dir: string, name: string, opts: IssueOptions): Promise<KeyPair> {
@@ -64,7 +64,7 @@ export async function issueCert(ca: KeyPair, dir: string, name: string, opts: Is
     `extendedKeyUsage=${opts.usage === 'server' ? 'serverAuth' : 'clientAuth'}`,
     ...(sans.length > 0 ? [`subjectAltName=${sans.join(',')}`] : []),
   ];
-  await writeFile(extPath, ext.join('\n') + '\n');
+  await writeFile(extPath, `${ext.join('\n')}\n`);
   await openssl([
     'req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
     '-keyout', pair.keyPath, '-out', csrPath,

@@ -79,7 +79,10 @@ try {
   const settle = async (pods: PendingPod[], ms = 120_000) => {
     let last: string[] = [];
     try {
-      await waitFor(`${pods.length} nodes registered, every on-demand one recorded, every pod bound`, async () => (last = await missing(pods)).length === 0, ms);
+      await waitFor(`${pods.length} nodes registered, every on-demand one recorded, every pod bound`, async () => {
+        last = await missing(pods);
+        return last.length === 0;
+      }, ms);
     } catch (err) {
       throw new Error(`${(err as Error).message}; still missing: ${last.join(', ')}`);
     }
@@ -160,7 +163,7 @@ try {
   });
   const header = ['NAME', 'CAPACITY', 'TYPE', 'INFLUENCED', 'MATCHING-OVERLAY', 'VENEER-CAPACITY-TYPE', 'EFFECT', 'RECORDED-BY', 'MS-TO-RECORD', 'POD'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  console.log('\n' + [header, ...rows].map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n'));
+  console.log(`\n${[header, ...rows].map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n')}`);
 
   // The flip, from the CreateFleet request that launched each instance of the same pod.
   const fleets = karpenter.moto.fleetRequests();

@@ -270,8 +270,8 @@ try {
 
   const header = ['NAME', 'CAPACITY', 'TYPE', 'INFLUENCED', 'MATCHING-OVERLAY', 'VENEER-CAPACITY-TYPE', 'RECORDED-BY', 'MS-TO-RECORD'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  console.log('\n' + [header, ...rows].map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ')).join('\n'));
-  console.log('\n' + footer.join('\n'));
+  console.log(`\n${[header, ...rows].map((r) => r.map((c, i) => (c ?? '').padEnd(widths[i] ?? 0)).join('  ')).join('\n')}`);
+  console.log(`\n${footer.join('\n')}`);
 
   // Metrics answer only a token the apiserver accepts, of an identity allowed to get /metrics:
   // here a ServiceAccount bound to metrics-reader, as Prometheus' would be.

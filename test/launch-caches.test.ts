@@ -21,7 +21,10 @@ const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 
 function cacheWith(client: KubeClient) {
   const lines: { level: number; msg: string; resource?: string }[] = [];
-  const log = createLogger('info', new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(JSON.parse(chunk.toString()) as (typeof lines)[number]), done()) }));
+  const log = createLogger('info', new Writable({ write: (chunk: Buffer, _e, done) => {
+    lines.push(JSON.parse(chunk.toString()) as (typeof lines)[number]);
+    done();
+  } }));
   const cache = new NodeClassCache({ client, metrics: createMetrics(), log, now: Date.now });
   cache.reflector.start();
   t.teardown(() => cache.reflector.stop());

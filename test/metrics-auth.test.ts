@@ -22,7 +22,9 @@ let logged = '';
 const { config } = loadConfig({ flags: await watcherFlags(certs, { '--metrics-secure': 'true' }) });
 const watcher = await startWatcher({
   config, client: clientFor(cp.userKubeConfig(WATCHER_USER)), host: '127.0.0.1', identity: WATCHER_USER,
-  log: createLogger('debug', { write: (line: string) => void (logged += line) }),
+  log: createLogger('debug', { write: (line: string) => {
+    logged += line;
+  } }),
 });
 t.teardown(() => watcher.stop());
 await watcher.caches?.synced();

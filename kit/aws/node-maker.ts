@@ -216,7 +216,10 @@ export class NodeMaker {
     }
     if (!providerID) return;
     const instanceId = instanceIdOf(providerID);
-    if (!instanceId) return this.tasks.fail(`NodeClaim ${claim.metadata.name}`, new Error(`providerID ${providerID} is not aws:///<zone>/<instance-id>`));
+    if (!instanceId) {
+      this.tasks.fail(`NodeClaim ${claim.metadata.name}`, new Error(`providerID ${providerID} is not aws:///<zone>/<instance-id>`));
+      return;
+    }
     if (this.byInstance.has(instanceId)) return;
     const tracked: Tracked = {
       record: { nodeClaim: claim.metadata.name, providerID, instanceId, providerIDSeenAt: Date.now(), heartbeats: 0 },
@@ -239,7 +242,7 @@ export class NodeMaker {
     const now = Date.now();
     for (const id of ids) {
       const t = this.byInstance.get(id);
-      if (!t || t.phase !== 'describing') continue;
+      if (t?.phase !== 'describing') continue;
       const inst = found.get(id);
       if (!inst) {
         // EC2 is eventually consistent: a just-launched instance may not be listed yet.
@@ -326,7 +329,7 @@ export class NodeMaker {
       uninitializedTaint: this.opts.uninitializedTaint,
       resources,
     });
-    let registered;
+    let registered: Awaited<ReturnType<typeof this.nodes.register>>;
     try {
       // A kubelet retries its registration until it is answered; the record keeps the last attempt's times.
       registered = await this.nodes.register(body, this.retry(t), () => (t.record.createSentAt = Date.now()));

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { parseDuration } from '../config/duration.ts';
 import { countRecord, type Metrics } from '../metrics.ts';
 import { mutate, type MutateDeps } from './mutate.ts';
-import { parseReview, allow } from './review.ts';
+import { type AdmissionResponse, allow, parseReview } from './review.ts';
 import { listen, type RunningServer, SLOW_CLIENT_LIMITS } from '../server/listener.ts';
 import { type CertificateReloader, type ReloadTarget, secureContextOptions } from '../server/tls.ts';
 import { validate, type ValidateDeps } from './validate.ts';
@@ -82,7 +82,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
         }
         const { request } = parsed.review;
         const dryRun = request.dryRun === true;
-        let answer;
+        let answer: AdmissionResponse;
         let outcome: string;
         try {
           if (name === 'mutate') {

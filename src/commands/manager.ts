@@ -32,7 +32,8 @@ export class Manager {
 
   /** Stopping twice waits for the first stop instead of stopping things twice. */
   stop(): Promise<void> {
-    return (this.stopping ??= this.stopStarted());
+    this.stopping ??= this.stopStarted();
+    return this.stopping;
   }
 
   /** Every part is asked to stop, even after one failed to; the first failure is reported. */

@@ -68,7 +68,9 @@ function listener<T extends { close(): Promise<void> }>(name: string, bind: () =
   let server: T | undefined;
   return {
     name,
-    start: async () => void (server = await bind()),
+    start: async () => {
+      server = await bind();
+    },
     stop: () => server?.close(),
     bound: () => server!,
   };

@@ -120,16 +120,31 @@ function readFile(file: string): FileValues {
   return out;
 }
 
-function setPath(obj: Record<string, any>, path: string, value: unknown): void {
+/** The configuration as given, before validation: nested objects of any shape. */
+interface Tree {
+  [key: string]: unknown;
+}
+
+function setPath(obj: Tree, path: string, value: unknown): void {
   const parts = path.split('.');
   let node = obj;
-  for (const part of parts.slice(0, -1)) node = node[part] ??= {};
+  for (const part of parts.slice(0, -1)) {
+    node[part] ??= {};
+    node = node[part] as Tree;
+  }
   node[parts.at(-1)!] = value;
+}
+
+/** The value at a dotted path, or undefined where the path leaves the tree. */
+function valueAt(doc: Tree, path: string): unknown {
+  let node: unknown = doc;
+  for (const part of path.split('.')) node = node !== null && typeof node === 'object' ? (node as Tree)[part] : undefined;
+  return node;
 }
 
 export function loadConfig(input: LoadInput): LoadedConfig {
   const problems: string[] = [];
-  const doc: Record<string, any> = {};
+  const doc: Tree = {};
   const sources = {} as Record<SettingPath, Source>;
   const values = {} as Record<SettingPath, unknown>;
   const origin = new Map<string, Source>();
@@ -165,7 +180,7 @@ export function loadConfig(input: LoadInput): LoadedConfig {
       const pointer = e.instancePath.slice(1).replace(/\//g, '.');
       const path = e.keyword === 'additionalProperties' ? `${pointer ? `${pointer}.` : ''}${String(e.params.additionalProperty)}` : pointer;
       const source = origin.get(path) ?? [...origin.entries()].find(([p]) => p.startsWith(`${path}.`))?.[1] ?? { kind: 'default' };
-      const value = e.keyword === 'additionalProperties' ? '' : ` = ${JSON.stringify(path.split('.').reduce<any>((o, k) => o?.[k], doc))}`;
+      const value = e.keyword === 'additionalProperties' ? '' : ` = ${JSON.stringify(valueAt(doc, path))}`;
       const rule = e.keyword === 'additionalProperties' ? 'is not a known setting'
         : e.keyword === 'format' ? FORMAT_RULES[String(e.params.format)] ?? e.message
         : e.keyword === 'enum' ? `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`
@@ -181,7 +196,7 @@ export function loadConfig(input: LoadInput): LoadedConfig {
 
   for (const path of paths) {
     const full = `nodeWatcher.${path}`;
-    const given = full.split('.').reduce<any>((o, k) => o?.[k], doc);
+    const given = valueAt(doc, full);
     values[path] = given ?? SETTINGS[path].default;
     sources[path] = origin.get(full) ?? { kind: 'default' };
   }
@@ -191,9 +206,9 @@ export function loadConfig(input: LoadInput): LoadedConfig {
 /** A setting's value once validated (given or default) and where it came from, for cross-field rules. */
 type Effective = (p: SettingPath) => { value: unknown; from: string };
 
-function effective(doc: Record<string, any>, origin: Map<string, Source>): Effective {
+function effective(doc: Tree, origin: Map<string, Source>): Effective {
   return (p) => ({
-    value: `nodeWatcher.${p}`.split('.').reduce<any>((o, k) => o?.[k], doc) ?? SETTINGS[p].default,
+    value: valueAt(doc, `nodeWatcher.${p}`) ?? SETTINGS[p].default,
     from: describeSource(origin.get(`nodeWatcher.${p}`) ?? { kind: 'default' }),
   });
 }

@@ -23,15 +23,23 @@ function jsonSchemaFor(s: SettingSchema): object {
   }
 }
 
+/** An object level of the schema, its settings or groups below it. */
+interface JsonObjectSchema {
+  type: 'object';
+  additionalProperties: false;
+  properties: Record<string, JsonObjectSchema | object>;
+}
+
 /** The ajv schema of the whole file: `nodeWatcher:` with nested groups, no unknown fields. */
 export function configJsonSchema(): object {
-  const root: { type: 'object'; additionalProperties: false; properties: Record<string, any> } = { type: 'object', additionalProperties: false, properties: {} };
+  const root: JsonObjectSchema = { type: 'object', additionalProperties: false, properties: {} };
   for (const path of paths) {
     const parts = path.split('.');
     let node = root;
     for (const part of parts.slice(0, -1)) {
       node.properties[part] ??= { type: 'object', additionalProperties: false, properties: {} };
-      node = node.properties[part];
+      // A group: the paths never make a setting and a group of one name.
+      node = node.properties[part] as JsonObjectSchema;
     }
     node.properties[parts.at(-1)!] = jsonSchemaFor(SETTINGS[path]);
   }

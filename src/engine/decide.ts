@@ -130,6 +130,7 @@ function verdictsInDoubt(active: readonly OverlayVersion[]): OverlayView[] {
     const atWeight = active.filter((v) => !v.selected && v.overlay.weight === weight);
     const refused = atWeight.filter((v) => v.overlay.validation?.reason === 'Conflict').map((v) => v.overlay.name);
     if (refused.length === 0) continue;
+    // biome-ignore lint/complexity/useMathMinMax: names, compared as strings; Math.max would make them NaN.
     const first = refused.reduce((a, b) => (a > b ? a : b));
     for (const v of atWeight) if (v.overlay.name <= first) doubt.push(v.overlay);
   }

@@ -178,7 +178,8 @@ export class OverlayIndex {
 
   /** When an eligible overlay began or ceased to count, after `from` and by `to`. */
   changesBetween(from: number, to: number): number[] {
-    const times = (this.changeTimes ??= this.eligibleBoundaries());
+    this.changeTimes ??= this.eligibleBoundaries();
+    const times = this.changeTimes;
     let lo = 0;
     let hi = times.length;
     while (lo < hi) {
@@ -252,7 +253,10 @@ export class OverlayIndex {
         continue;
       }
       let byValue = this.buckets.get(anchor.key);
-      if (!byValue) this.buckets.set(anchor.key, (byValue = new Map()));
+      if (!byValue) {
+        byValue = new Map();
+        this.buckets.set(anchor.key, byValue);
+      }
       for (const value of anchor.values) {
         const list = byValue.get(value);
         if (list) list.push(v);

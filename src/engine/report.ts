@@ -128,7 +128,10 @@ export function buildReport(input: ReportInput): Report {
   const tallies = new Map<string, Tally>();
   const tally = (name: string) => {
     let t = tallies.get(name);
-    if (!t) tallies.set(name, (t = { won: 0, wonWithoutRecord: 0, lost: 0, lostTo: new Map(), newestWin: undefined, effects: noEffects() }));
+    if (!t) {
+      t = { won: 0, wonWithoutRecord: 0, lost: 0, lostTo: new Map(), newestWin: undefined, effects: noEffects() };
+      tallies.set(name, t);
+    }
     return t;
   };
   const totals: ReportTotals = { onDemandNodes: 0, influenced: 0, notInfluenced: 0, pending: 0, records: 0, recordedInline: 0, inlineShare: null, approximate: 0, inactiveOverlays: 0, effects: noEffects() };

@@ -12,8 +12,8 @@ export interface LabelSelector {
   matches(labels: Labels): boolean;
 }
 
-const KEY = String.raw`[A-Za-z0-9][-A-Za-z0-9_./]*`;
-const VALUE = String.raw`[A-Za-z0-9_.-]*`;
+const KEY = '[A-Za-z0-9][-A-Za-z0-9_./]*';
+const VALUE = '[A-Za-z0-9_.-]*';
 const CLAUSE = new RegExp(
   String.raw`^\s*(?:(!)\s*(${KEY})|(${KEY})\s*(?:(==|=|!=)\s*(${VALUE})|\s(in|notin)\s*\(([^)]*)\))?)\s*$`,
 );
@@ -58,16 +58,10 @@ export function parseSelector(source: string): LabelSelector {
     matches(labels: Labels): boolean {
       return clauses.every((c) => {
         const value = labels[c.key];
-        switch (c.op) {
-          case 'exists':
-            return value !== undefined;
-          case 'doesnotexist':
-            return value === undefined;
-          case 'in':
-            return value !== undefined && c.values.has(value);
-          case 'notin':
-            return value === undefined || !c.values.has(value);
-        }
+        if (!('values' in c)) return (value !== undefined) === (c.op === 'exists');
+        // in: present and listed; notin: absent, or present and not listed.
+        if (value === undefined) return c.op === 'notin';
+        return c.values.has(value) === (c.op === 'in');
       });
     },
   };

@@ -43,7 +43,10 @@ export class WorkQueue {
 
   /** Adds `key` after `ms`; an earlier pending delay for the same key wins. */
   addAfter(key: string, ms: number): void {
-    if (ms <= 0) return this.add(key);
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
     const at = Date.now() + ms;
     const pending = this.timers.get(key);
     if (pending && pending.at <= at) return;

@@ -83,7 +83,10 @@ export async function fetchSpot(client: AwsClient, now: Date, signal: AbortSigna
     const zone = text(r, 'availabilityZone');
     if (!Number.isFinite(price) || text(r, 'timestamp') === undefined || !type || !zone) continue;
     let zones = prices.get(type);
-    if (!zones) prices.set(type, (zones = new Map()));
+    if (!zones) {
+      zones = new Map();
+      prices.set(type, zones);
+    }
     zones.set(zone, price);
   }
   if (prices.size === 0) throw new Error('no spot pricing found');
@@ -98,7 +101,10 @@ export async function fetchOfferedZones(client: AwsClient, signal: AbortSignal):
     const location = text(o, 'location');
     if (!type || !location) continue;
     let set = zones.get(type);
-    if (!set) zones.set(type, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      zones.set(type, set);
+    }
     set.add(location);
   }
   if (zones.size === 0) throw new Error('no instance type offerings found');

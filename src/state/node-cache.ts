@@ -96,7 +96,13 @@ export class NodeCache {
       listAccept: PARTIAL_METADATA_LIST,
       slim: (obj: unknown) => toNodeView(obj as NodeObject, storyAnnotation),
       parseEvent: (line) => skipper.parse(line),
-      handlers: { upsert: (node) => this.metadataListeners.forEach((l) => l(node)), remove: () => {}, listed: () => skipper.forget() },
+      handlers: {
+        upsert: (node) => {
+          for (const l of this.metadataListeners) l(node);
+        },
+        remove: () => {},
+        listed: () => skipper.forget(),
+      },
     });
     const selector = undecidedSelector({ influenced: influencedLabel });
     this.undecided = cacheReflector(deps, NODES_PATH, {
@@ -105,8 +111,12 @@ export class NodeCache {
       slim: (obj: unknown) => toNodeView(obj as NodeObject),
       labelSelector: selector,
       handlers: {
-        upsert: (node) => this.listeners.forEach((l) => l(node, 'upsert')),
-        remove: (node) => this.listeners.forEach((l) => l(node, 'remove')),
+        upsert: (node) => {
+          for (const l of this.listeners) l(node, 'upsert');
+        },
+        remove: (node) => {
+          for (const l of this.listeners) l(node, 'remove');
+        },
       },
     });
   }

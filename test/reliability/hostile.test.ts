@@ -60,7 +60,7 @@ t.test('slow clients are cut off by the server\'s timeouts and cannot crowd out 
   const headers = 'POST /mutate-node HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n';
   const body = review('slow');
   const clients = [
-    ...Array.from({ length: 50 }, () => slowClient(headers, 'X-Slow: ' + 'a'.repeat(100))),
+    ...Array.from({ length: 50 }, () => slowClient(headers, `X-Slow: ${'a'.repeat(100)}`)),
     ...Array.from({ length: 50 }, () => slowClient(`${headers}Content-Length: ${body.length}\r\n\r\n`, body)),
   ];
   await sleep(2000);

@@ -13,7 +13,7 @@ const silent = createServer((s) => {
   s.on('data', (d) => (received += d));
 });
 await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => { sockets.forEach((s) => s.destroy()); silent.close(() => r()); }));
+t.teardown(() => new Promise<void>((r) => { for (const s of sockets) s.destroy(); silent.close(() => r()); }));
 
 const tls = { rejectUnauthorized: true };
 const client = new KubeClient({ server: `http://127.0.0.1:${(silent.address() as { port: number }).port}/`, tls: () => tls, authorization: async () => 'Bearer secret-token' });

@@ -31,7 +31,9 @@ function setup(allowTTLMs = 60_000) {
   const api = fakeApiserver();
   const clock = { now: 1_000_000 };
   let logged = '';
-  const log = createLogger('debug', { write: (line: string) => void (logged += line) });
+  const log = createLogger('debug', { write: (line: string) => {
+    logged += line;
+  } });
   const auth = new MetricsAuth({ reviews: api.reviews, allowTTLMs, log, now: () => clock.now });
   return { ...api, clock, auth, logged: () => logged };
 }

@@ -1,6 +1,6 @@
 // The node maker's reads of the local EC2, with AWS's own client: new instances in batches, the
 // states of those it tracks, and instance types for the kubelet's capacity.
-import { type _InstanceType, DescribeInstancesCommand, DescribeInstanceTypesCommand, EC2Client, type Instance, type InstanceTypeInfo } from '@aws-sdk/client-ec2';
+import { type _InstanceType, DescribeInstancesCommand, type DescribeInstancesCommandOutput, DescribeInstanceTypesCommand, EC2Client, type Instance, type InstanceTypeInfo } from '@aws-sdk/client-ec2';
 import { assertLoopbackOnly } from '../netns.ts';
 import type { Tasks } from './tasks.ts';
 
@@ -87,7 +87,7 @@ export class InstanceReader {
       let byFilter = false;
       do {
         this.calls++;
-        let out;
+        let out: DescribeInstancesCommandOutput;
         try {
           out = await this.ec2.send(new DescribeInstancesCommand(byFilter ? { Filters: [{ Name: 'instance-id', Values: chunk }], NextToken: token } : { InstanceIds: chunk, NextToken: token }));
         } catch (err) {

@@ -28,7 +28,10 @@ export class NodeApi {
    */
   async register(body: k8s.V1Node, retry: Retry, onAttempt: () => void): Promise<{ node: k8s.V1Node; alreadyExisted: boolean }> {
     try {
-      return { node: await retry(() => (onAttempt(), this.core.createNode({ body }))), alreadyExisted: false };
+      return { node: await retry(() => {
+        onAttempt();
+        return this.core.createNode({ body });
+      }), alreadyExisted: false };
     } catch (err) {
       if (codeOf(err) !== 409) throw err;
       return { node: await retry(() => this.core.readNode({ name: body.metadata!.name! })), alreadyExisted: true };

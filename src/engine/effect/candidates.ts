@@ -100,16 +100,24 @@ const MAX_CANDIDATE_TYPES = 20_000;
 export function internedCandidate(name: string, pinned: Labels, pinnedKey: string, nodeLabels: Labels | undefined, instanceTypeKeys: ReadonlySet<string>): CandidateType {
   let byName = candidateTypes.get(instanceTypeKeys);
   if (!byName || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
-    candidateTypes.set(instanceTypeKeys, (byName = new Map()));
+    byName = new Map();
+    candidateTypes.set(instanceTypeKeys, byName);
     candidateTypeCount = 0;
   }
   let byPinned = byName.get(name);
-  if (!byPinned) byName.set(name, (byPinned = new Map()));
+  if (!byPinned) {
+    byPinned = new Map();
+    byName.set(name, byPinned);
+  }
   let byLabels = byPinned.get(pinnedKey);
-  if (!byLabels) byPinned.set(pinnedKey, (byLabels = new Map()));
+  if (!byLabels) {
+    byLabels = new Map();
+    byPinned.set(pinnedKey, byLabels);
+  }
   let type = byLabels.get(nodeLabels);
   if (!type) {
-    byLabels.set(nodeLabels, (type = awsCandidate(name, pinned, nodeLabels, instanceTypeKeys)));
+    type = awsCandidate(name, pinned, nodeLabels, instanceTypeKeys);
+    byLabels.set(nodeLabels, type);
     candidateTypeCount++;
   }
   return type;

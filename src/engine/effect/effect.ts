@@ -88,7 +88,10 @@ function replayOf(input: EffectInput): { effect: Effect } | Replay {
     return { effect: unknown('candidates-cut', `the NodeClaim lists Karpenter's maximum of ${MAX_CANDIDATES} instance types: without the overlays, others cut by price might have been candidates`) };
   }
   let byList = replays.get(claim.candidates);
-  if (!byList) replays.set(claim.candidates, (byList = new Map()));
+  if (!byList) {
+    byList = new Map();
+    replays.set(claim.candidates, byList);
+  }
   const key = replayKey(input, claim, pool);
   const known = byList.get(key);
   if (known) return known;

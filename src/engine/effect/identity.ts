@@ -6,6 +6,9 @@ let nextId = 0;
 
 export function idOf(o: object): number {
   let id = ids.get(o);
-  if (id === undefined) ids.set(o, (id = nextId++));
+  if (id === undefined) {
+    id = nextId++;
+    ids.set(o, id);
+  }
   return id;
 }

@@ -40,7 +40,7 @@ export function adjustedPrice(list: number, overlay: Pick<OverlayView, 'price' |
   if (change === '') return list;
   if (!change.startsWith('+') && !change.startsWith('-')) return Number.parseFloat(change);
   const adjusted = change.endsWith('%') ? list * (1 + Number.parseFloat(change.slice(0, -1)) / 100) : list + Number.parseFloat(change);
-  return adjusted >= 0 ? adjusted : 0;
+  return Math.max(adjusted, 0);
 }
 
 interface Ranked {
@@ -73,7 +73,10 @@ class WorldIndex {
         continue;
       }
       let byValue = this.anchored.get(anchor.req.key);
-      if (!byValue) this.anchored.set(anchor.req.key, (byValue = new Map()));
+      if (!byValue) {
+        byValue = new Map();
+        this.anchored.set(anchor.req.key, byValue);
+      }
       for (const v of anchor.req.values) {
         const list = byValue.get(v);
         if (list) list.push(ranked);
@@ -114,7 +117,8 @@ function worldIndex(overlays: readonly OverlayView[], key: string): WorldIndex {
   let index = indexes.get(key);
   if (!index) {
     if (indexes.size >= MAX_INDEXES) indexes.clear();
-    indexes.set(key, (index = new WorldIndex(overlays)));
+    index = new WorldIndex(overlays);
+    indexes.set(key, index);
   }
   return index;
 }
@@ -131,10 +135,14 @@ export function priceWorld(input: WorldInput, overlays: readonly OverlayView[]):
   const priced: PricedCandidate[] = [];
   for (const type of input.candidates) {
     let byWorld = pricings.get(type);
-    if (!byWorld) pricings.set(type, (byWorld = new Map()));
+    if (!byWorld) {
+      byWorld = new Map();
+      pricings.set(type, byWorld);
+    }
     let pricing = byWorld.get(worldKey);
     if (!pricing) {
-      pricing = priceCandidate(type, input.offeringsOf(type), (index ??= worldIndex(overlays, overlayKey)), input);
+      index ??= worldIndex(overlays, overlayKey);
+      pricing = priceCandidate(type, input.offeringsOf(type), index, input);
       if (byWorld.size >= MAX_WORLDS_PER_TYPE) byWorld.clear();
       byWorld.set(worldKey, pricing);
     }
@@ -152,7 +160,11 @@ function priceCandidate(type: CandidateType, offerings: readonly Offering[], ind
   const seen = new Set<Ranked>();
   const shortlist: Ranked[] = [];
   const add = (list: readonly Ranked[] | undefined) => {
-    for (const r of list ?? []) if (!seen.has(r)) (seen.add(r), shortlist.push(r));
+    for (const r of list ?? []) {
+      if (seen.has(r)) continue;
+      seen.add(r);
+      shortlist.push(r);
+    }
   };
   for (const [key, byValue] of index.anchored) {
     if (key === CAPACITY_TYPE || key === ZONE) {

@@ -135,9 +135,9 @@ t.test('with it: on-demand, prioritized at Priority 0, recorded at CREATE with t
   const effect = { verdict: 'capacity-type', with: { capacityType: 'on-demand', instanceTypes: ['m5.xlarge'] }, without: { capacityType: 'spot', instanceTypes: ['m5.xlarge'] }, prices: { source: 'static+ec2-spot' } };
   t.match((JSON.parse(live.out) as { effect?: unknown }[])[0]?.effect, effect, 'explain NODE: the effect the record holds');
   const table = await explain([name, ...prices], { KUBECONFIG: env.cp.writeKubeConfig() });
-  t.match(table.out, /^  effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m);
-  t.match(table.out, /^    capacity type +on-demand +spot$/m, 'both launches side by side');
-  t.match(table.out, /^    CreateFleet strategy +prioritized +price-capacity-optimized$/m);
+  t.match(table.out, /^ {2}effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m);
+  t.match(table.out, /^ {4}capacity type +on-demand +spot$/m, 'both launches side by side');
+  t.match(table.out, /^ {4}CreateFleet strategy +prioritized +price-capacity-optimized$/m);
 
   const dir = t.testdir();
   const files: Record<string, string> = { '--nodes': '/api/v1/nodes', '--nodeclaims': '/apis/karpenter.sh/v1/nodeclaims', '--overlays': '/apis/karpenter.sh/v1alpha1/nodeoverlays', '--nodepools': '/apis/karpenter.sh/v1/nodepools', '--ec2nodeclasses': '/apis/karpenter.k8s.aws/v1/ec2nodeclasses' };
