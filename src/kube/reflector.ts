@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { backoffDelay, sleep } from './backoff.ts';
 import type { KubeClient } from './client.ts';
 import { httpStatus } from './failures.ts';
-import { type ListPage, lister } from './list.ts';
+import type { ListPage } from './list.ts';
 import { parseEvent, type ParsedEvent, streamLines } from './watch-stream.ts';
 
 /**
@@ -17,15 +17,6 @@ import { parseEvent, type ParsedEvent, streamLines } from './watch-stream.ts';
 export interface WatchMetrics {
   watchEvents: { labels(labels: { resource: string; handling: 'applied' | 'skipped' }): { inc(): void } };
   watchRestarts: { inc(labels: { resource: string; reason: 'error' | 'expired' | 'idle' | 'closed' }): void };
-}
-
-/** What every cache built on a Reflector needs from the watcher. */
-export interface CacheDeps {
-  client: KubeClient;
-  metrics: WatchMetrics;
-  log: Logger;
-  now: () => number;
-  watchdogMs?: number;
 }
 
 export interface ReflectorHandlers<T> {
@@ -67,28 +58,6 @@ export interface ReflectorOptions<T> {
   optional?: boolean;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
-}
-
-/** What a cache's Reflector says of itself; the client, metrics, log and clock come from the cache's deps. */
-export type CacheReflectorOptions<T> = Omit<ReflectorOptions<T>, 'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs'> & {
-  /** The list's Accept header, where it differs from the watch's (a metadata-only view lists a List). */
-  listAccept?: string;
-};
-
-/** A Reflector that lists and watches `path` with what every cache shares (`deps`). */
-export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflectorOptions<T>): Reflector<T> {
-  const { listAccept, ...own } = o;
-  const accept = listAccept ?? o.accept;
-  return new Reflector({
-    ...own,
-    client: deps.client,
-    watchPath: path,
-    listPage: lister(deps.client, path, { ...(accept ? { accept } : {}), ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}) }),
-    metrics: deps.metrics,
-    log: deps.log,
-    now: deps.now,
-    ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
-  });
 }
 
 type WatchEnd = 'closed' | 'expired' | 'idle' | 'relist' | 'stopped';

@@ -4,7 +4,8 @@ import {
   OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
   type LaunchKnowledge, type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
 } from '../engine/index.ts';
-import { type CacheDeps, cacheReflector, type Reflector } from '../kube/reflector.ts';
+import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
+import type { Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 import { NodeClaimIndex } from './lookups.ts';

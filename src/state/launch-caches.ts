@@ -2,7 +2,8 @@
 // each EC2NodeClass launches into (its status' subnets), and the labels of a registered node of
 // each instance type (every instance-type key Karpenter gave it, GPU and accelerator counts too).
 import type { Labels, NodeView } from '../engine/index.ts';
-import { type CacheDeps, cacheReflector, type Reflector } from '../kube/reflector.ts';
+import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
+import type { Reflector } from '../kube/reflector.ts';
 import { nodeClassZones, type NodeClassZones } from './lookups.ts';
 
 export const EC2_NODECLASSES_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses';

@@ -10,7 +10,8 @@
 // the object: that is every status heartbeat.
 import { hash } from 'node:crypto';
 import { toNodeView, undecidedSelector, type NodeObject, type NodeView } from '../engine/index.ts';
-import { type CacheDeps, cacheReflector, type Reflector } from '../kube/reflector.ts';
+import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
+import type { Reflector } from '../kube/reflector.ts';
 import { PARTIAL_METADATA, PARTIAL_METADATA_LIST, parseEvent, type ParsedEvent } from '../kube/watch-stream.ts';
 
 export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;

@@ -1,0 +1,37 @@
+// A cache's Reflector: the client, metrics, log, clock and watchdog every cache of the watcher
+// shares come from its deps, so that a cache says only what is its own.
+import type { Logger } from 'pino';
+import type { KubeClient } from './client.ts';
+import { lister } from './list.ts';
+import { Reflector, type ReflectorOptions, type WatchMetrics } from './reflector.ts';
+
+/** What every cache built on a Reflector needs from the watcher. */
+export interface CacheDeps {
+  client: KubeClient;
+  metrics: WatchMetrics;
+  log: Logger;
+  now: () => number;
+  watchdogMs?: number;
+}
+
+/** What a cache's Reflector says of itself; the client, metrics, log and clock come from the cache's deps. */
+export type CacheReflectorOptions<T> = Omit<ReflectorOptions<T>, 'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs'> & {
+  /** The list's Accept header, where it differs from the watch's (a metadata-only view lists a List). */
+  listAccept?: string;
+};
+
+/** A Reflector that lists and watches `path` with what every cache shares (`deps`). */
+export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflectorOptions<T>): Reflector<T> {
+  const { listAccept, ...own } = o;
+  const accept = listAccept ?? o.accept;
+  return new Reflector({
+    ...own,
+    client: deps.client,
+    watchPath: path,
+    listPage: lister(deps.client, path, { ...(accept ? { accept } : {}), ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}) }),
+    metrics: deps.metrics,
+    log: deps.log,
+    now: deps.now,
+    ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+  });
+}
