@@ -1,6 +1,18 @@
 // The decision engine's cost at 10..10,000 Veneer-like overlays: one Compute SP (weight 10),
 // EC2 Instance SPs per family and region (20) and RIs per instance type and region (30).
-import { AWS_KEYS, decide, OverlayIndex, parseSelector, recordKeys, toNodeClaimView, toNodePoolView, toNodeView, toOverlayView, type OverlayObject, type PriceBook } from '../src/engine/index.ts';
+import {
+  AWS_KEYS,
+  decide,
+  OverlayIndex,
+  parseSelector,
+  recordKeys,
+  toNodeClaimView,
+  toNodePoolView,
+  toNodeView,
+  toOverlayView,
+  type OverlayObject,
+  type PriceBook,
+} from '../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { median, type SuiteResult } from './stats.ts';
 
@@ -44,8 +56,15 @@ export function hostileOverlays(count: number): { overlays: OverlayObject[]; typ
         weight: 10000,
         requirements: [
           { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
-          { key: 'node.kubernetes.io/instance-type', operator: 'In', values: [...Array.from({ length: 20_000 }, (_, i) => `z${h}-${i}.metal`), type] },
-          ...Array.from({ length: 98 }, (_, i) => ({ key: `a-${i}.example.com/Odd_key.${i}-x`, operator: 'DoesNotExist' })),
+          {
+            key: 'node.kubernetes.io/instance-type',
+            operator: 'In',
+            values: [...Array.from({ length: 20_000 }, (_, i) => `z${h}-${i}.metal`), type],
+          },
+          ...Array.from({ length: 98 }, (_, i) => ({
+            key: `a-${i}.example.com/Odd_key.${i}-x`,
+            operator: 'DoesNotExist',
+          })),
         ],
       },
     });
@@ -58,17 +77,39 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
   const bad = hostileOverlays(hostile);
   const overlays = [...normal.overlays, ...bad.overlays];
   // With hostile overlays, one node in four runs a type only a hostile overlay names.
-  const types = hostile > 0 ? [...normal.types, ...bad.types.flatMap((t) => Array(Math.ceil(normal.types.length / 3 / bad.types.length)).fill(t) as string[])] : normal.types;
+  const types =
+    hostile > 0
+      ? [
+          ...normal.types,
+          ...bad.types.flatMap((t) => Array(Math.ceil(normal.types.length / 3 / bad.types.length)).fill(t) as string[]),
+        ]
+      : normal.types;
   const now = Date.parse('2026-06-01T00:00:00Z');
-  const index = new OverlayIndex({ policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false }, retentionMs: 3_600_000 });
-  index.replaceAll(overlays.map((o) => toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } })), now - 1000);
+  const index = new OverlayIndex({
+    policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
+    retentionMs: 3_600_000,
+  });
+  index.replaceAll(
+    overlays.map((o) =>
+      toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } }),
+    ),
+    now - 1000,
+  );
   index.markSynced(now - 1000);
-  index.nodePools.observe(toNodePoolView({ metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() }, spec: { template: { metadata: { labels: { team: 'web' } } } } }), now - 1000);
+  index.nodePools.observe(
+    toNodePoolView({
+      metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() },
+      spec: { template: { metadata: { labels: { team: 'web' } } } },
+    }),
+    now - 1000,
+  );
   const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
   // Half the nodes run a type with an RI, half a type only a family SP or the Compute SP covers.
   const nodes = Array.from({ length: 256 }, (_, i) => {
-    const type = i % 2 === 0 ? types[(i * 7919) % types.length] ?? 'm5.large' : `f${i}y.large`;
-    return toNodeView(karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }));
+    const type = i % 2 === 0 ? (types[(i * 7919) % types.length] ?? 'm5.large') : `f${i}y.large`;
+    return toNodeView(
+      karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }),
+    );
   });
   let sink = 0;
   const perDecisionUs: number[] = [];
@@ -96,22 +137,46 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
  * replay is reused: every decision replays both launches (the first also prices every type in each
  * world; later ones find those prices kept). `family` prefixes the type names: each call its own.
  */
-export function effectPerNode(candidates: number, total: number, nodes: number, claims: 'shared' | 'distinct', family = 'f'): number[] {
+export function effectPerNode(
+  candidates: number,
+  total: number,
+  nodes: number,
+  claims: 'shared' | 'distinct',
+  family = 'f',
+): number[] {
   const { overlays } = veneerOverlaySet(total);
-  const pool = Array.from({ length: candidates + 1 }, (_, i) => `${family}${Math.floor(i / SIZES.length)}x.${SIZES[i % SIZES.length]}`);
+  const pool = Array.from(
+    { length: candidates + 1 },
+    (_, i) => `${family}${Math.floor(i / SIZES.length)}x.${SIZES[i % SIZES.length]}`,
+  );
   const names = pool.slice(0, candidates);
   const zones = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
   const od = new Map(pool.map((n, i) => [n, 0.1 + i / 1000]));
   const prices: PriceBook = {
-    source: 'bench', asOf: 0, region: 'us-east-1', hasSpot: true,
-    onDemand: (x) => od.get(x), spot: (x, z) => (od.get(x) ?? 0) * (0.33 + zones.indexOf(z) / 100),
+    source: 'bench',
+    asOf: 0,
+    region: 'us-east-1',
+    hasSpot: true,
+    onDemand: (x) => od.get(x),
+    spot: (x, z) => (od.get(x) ?? 0) * (0.33 + zones.indexOf(z) / 100),
     offeredZones: () => new Set(zones),
   };
   const now = Date.parse('2026-06-01T00:00:00Z');
-  const index = new OverlayIndex({ policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false }, retentionMs: 3_600_000 });
-  index.replaceAll(overlays.map((o) => toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } })), now - 1000);
+  const index = new OverlayIndex({
+    policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
+    retentionMs: 3_600_000,
+  });
+  index.replaceAll(
+    overlays.map((o) =>
+      toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } }),
+    ),
+    now - 1000,
+  );
   index.markSynced(now - 1000);
-  index.nodePools.observe(toNodePoolView({ metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() } }), now - 1000);
+  index.nodePools.observe(
+    toNodePoolView({ metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() } }),
+    now - 1000,
+  );
   const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
   const launch = { prices, zonesOf: () => new Set(zones) };
   const requirements = (types: string[]) => [
@@ -126,10 +191,20 @@ export function effectPerNode(candidates: number, total: number, nodes: number, 
   for (let i = 0; i < nodes; i++) {
     const types = claims === 'shared' ? names : pool.filter((_, k) => k !== i % pool.length);
     const type = types[(i * 7919) % types.length]!;
-    const node = toNodeView(karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }));
+    const node = toNodeView(
+      karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }),
+    );
     const claim = toNodeClaimView({
-      metadata: { name: `c${i}`, labels: { 'karpenter.sh/nodepool': 'default' }, annotations: { 'karpenter.sh/price-overlay-applied': 'true' }, creationTimestamp: new Date(now - 30_000).toISOString() },
-      spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: requirements(types) },
+      metadata: {
+        name: `c${i}`,
+        labels: { 'karpenter.sh/nodepool': 'default' },
+        annotations: { 'karpenter.sh/price-overlay-applied': 'true' },
+        creationTimestamp: new Date(now - 30_000).toISOString(),
+      },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: requirements(types),
+      },
       status: { providerID: `aws:///us-east-1a/i-${i}` },
     });
     const start = process.hrtime.bigint();
@@ -138,7 +213,10 @@ export function effectPerNode(candidates: number, total: number, nodes: number, 
     if ((d.outcome === 'influenced' || d.outcome === 'not-influenced') && d.effect.verdict !== 'unknown') effects++;
     else firstUndecided ??= d;
   }
-  if (effects === 0) throw new Error(`no effect was decided, the benchmark's set is wrong; the first decision: ${JSON.stringify(firstUndecided).slice(0, 500)}`);
+  if (effects === 0)
+    throw new Error(
+      `no effect was decided, the benchmark's set is wrong; the first decision: ${JSON.stringify(firstUndecided).slice(0, 500)}`,
+    );
   return out;
 }
 
@@ -158,7 +236,12 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
   raw.effect = effectPerNode(599, 100, 3000, 'shared');
   raw.effect_distinct = effectPerNode(599, 100, 600, 'distinct', 'd');
   const p50 = (n: number | string) => median(raw[n] ?? []);
-  const row = (n: number | string, label: string | number) => ({ overlays: label, p50_us: round(p50(n)), min_us: round(Math.min(...(raw[n] ?? []))), max_us: round(Math.max(...(raw[n] ?? []))) });
+  const row = (n: number | string, label: string | number) => ({
+    overlays: label,
+    p50_us: round(p50(n)),
+    min_us: round(Math.min(...(raw[n] ?? []))),
+    max_us: round(Math.max(...(raw[n] ?? []))),
+  });
   const rows = [...sizes.map((n) => row(n, n)), row('hostile', '1000 + 10 hostile')];
   return {
     keys: {
@@ -171,9 +254,13 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       effect_distinct_claims_p99_us: round(percentile(raw.effect_distinct ?? [], 0.99)),
     },
     targets: {
-      decision_p50_us_1000: '<= 10', decision_growth_10000_over_1000: '<= 3', decision_hostile_over_normal: 'reported (aim <= 2)',
-      effect_p50_us_599_candidates_100_overlays: 'reported', effect_p99_us_599_candidates_100_overlays: '<= 200 (a burst: NodeClaims of one pod spec)',
-      effect_distinct_claims_p50_us: 'reported', effect_distinct_claims_p99_us: 'reported (aim <= 200; missed: see docs/effect.md)',
+      decision_p50_us_1000: '<= 10',
+      decision_growth_10000_over_1000: '<= 3',
+      decision_hostile_over_normal: 'reported (aim <= 2)',
+      effect_p50_us_599_candidates_100_overlays: 'reported',
+      effect_p99_us_599_candidates_100_overlays: '<= 200 (a burst: NodeClaims of one pod spec)',
+      effect_distinct_claims_p50_us: 'reported',
+      effect_distinct_claims_p99_us: 'reported (aim <= 200; missed: see docs/effect.md)',
     },
     table: rows,
     raw: { per_decision_us_batches: raw },

@@ -7,9 +7,19 @@ import { type Burst, clusterHarness, p50, p99, scrape, sleep } from './cluster.t
 import { median, type SuiteResult } from './stats.ts';
 
 type Arm = 'off' | 'on';
-interface ArmRun { size: number; burst: Burst; calls: number; creates: number }
+interface ArmRun {
+  size: number;
+  burst: Burst;
+  calls: number;
+  creates: number;
+}
 
-const ROUNDS = [[0, 100], [1, 100], [2, 100], [3, 1000]] as const;
+const ROUNDS = [
+  [0, 100],
+  [1, 100],
+  [2, 100],
+  [3, 1000],
+] as const;
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 export async function compareEvents(progress: (msg: string) => void): Promise<SuiteResult> {
@@ -47,9 +57,21 @@ export async function compareEvents(progress: (msg: string) => void): Promise<Su
         const deadline = Date.now() + 300_000;
         while (arm === 'on' && (await eventsTotal()) - posted < size && Date.now() < deadline) await sleep(500);
         // Every call about these nodes: the record's write (a retry after a conflict too) and the Event.
-        const mine = env.cp.auditEvents().slice(before)
-          .filter((e) => e.user.username === WATCHER_USER && e.stage === 'ResponseComplete' && e.objectRef?.name?.startsWith(`${prefix}-`));
-        runs[arm].push({ size, burst, calls: mine.length, creates: mine.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'events').length });
+        const mine = env.cp
+          .auditEvents()
+          .slice(before)
+          .filter(
+            (e) =>
+              e.user.username === WATCHER_USER &&
+              e.stage === 'ResponseComplete' &&
+              e.objectRef?.name?.startsWith(`${prefix}-`),
+          );
+        runs[arm].push({
+          size,
+          burst,
+          calls: mine.length,
+          creates: mine.filter((e) => e.verb === 'create' && e.objectRef?.resource === 'events').length,
+        });
       }
     }
     return summary(runs);
@@ -62,14 +84,20 @@ export async function compareEvents(progress: (msg: string) => void): Promise<Su
 function summary(runs: Record<Arm, ArmRun[]>): SuiteResult {
   const of = (arm: Arm, size: number) => runs[arm].filter((r) => r.size === size);
   const p99Of = (arm: Arm, size: number) => median(of(arm, size).map((r) => p99(r.burst.lat)));
-  const perNode = (arm: Arm, what: 'calls' | 'creates') => round3(runs[arm].reduce((n, r) => n + r[what], 0) / runs[arm].reduce((n, r) => n + r.size, 0));
+  const perNode = (arm: Arm, what: 'calls' | 'creates') =>
+    round3(runs[arm].reduce((n, r) => n + r[what], 0) / runs[arm].reduce((n, r) => n + r.size, 0));
   const ratios = of('on', 100).map((r, i) => p99(r.burst.lat) / p99(of('off', 100)[i]?.burst.lat ?? []));
   const row = (arm: Arm, size: number) => {
     const reps = of(arm, size);
     const p99s = reps.map((r) => p99(r.burst.lat));
     return {
-      burst: `${size}, events ${arm}`, repetitions: reps.length, p50_ms: median(reps.map((r) => p50(r.burst.lat))), p99_ms: median(p99s),
-      p99_spread_ms: `${Math.min(...p99s)}-${Math.max(...p99s)}`, missing: reps.reduce((n, r) => n + r.burst.missing, 0), create_s: median(reps.map((r) => r.burst.createSeconds)),
+      burst: `${size}, events ${arm}`,
+      repetitions: reps.length,
+      p50_ms: median(reps.map((r) => p50(r.burst.lat))),
+      p99_ms: median(p99s),
+      p99_spread_ms: `${Math.min(...p99s)}-${Math.max(...p99s)}`,
+      missing: reps.reduce((n, r) => n + r.burst.missing, 0),
+      create_s: median(reps.map((r) => r.burst.createSeconds)),
     };
   };
   return {
@@ -85,6 +113,13 @@ function summary(runs: Record<Arm, ArmRun[]>): SuiteResult {
     },
     targets: { events_p99_ratio_100: 'reported', event_creates_per_node: '1' },
     table: [row('off', 100), row('on', 100), row('off', 1000), row('on', 1000)],
-    raw: { events_arms: Object.fromEntries(Object.entries(runs).map(([arm, rs]) => [arm, rs.map((r) => ({ size: r.size, lat: r.burst.lat, calls: r.calls, creates: r.creates }))])) },
+    raw: {
+      events_arms: Object.fromEntries(
+        Object.entries(runs).map(([arm, rs]) => [
+          arm,
+          rs.map((r) => ({ size: r.size, lat: r.burst.lat, calls: r.calls, creates: r.creates })),
+        ]),
+      ),
+    },
   };
 }

@@ -24,7 +24,16 @@
 import { p50, p99 } from './cluster.ts';
 import type { SuiteResult } from './stats.ts';
 import { sleep, type ServeProcess } from '../kit/fleet.ts';
-import { burstPods, createPendingPods, type KwokNodePool, KARPENTER_VERSION, REGION, startKarpenterEnv, usageOf, type KarpenterEnv } from '../kit/karpenter.ts';
+import {
+  burstPods,
+  createPendingPods,
+  type KwokNodePool,
+  KARPENTER_VERSION,
+  REGION,
+  startKarpenterEnv,
+  usageOf,
+  type KarpenterEnv,
+} from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../test/support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../test/support/kwok-judge.ts';
@@ -38,11 +47,13 @@ const BURSTS = (process.env.VENEER_BENCH_KARPENTER_BURSTS ?? '100,500').split(',
 const WARM_UP = 10;
 const INSTANT = Number(process.env.VENEER_BENCH_KARPENTER_INSTANT ?? 30);
 /** Veneer's three kinds on KWOK's keys. */
-const OVERLAYS = [reservedInstance('m5.xlarge', REGION), ec2InstanceSavingsPlan('m5', REGION, 'kwok'), computeSavingsPlan('kwok')];
+const OVERLAYS = [
+  reservedInstance('m5.xlarge', REGION),
+  ec2InstanceSavingsPlan('m5', REGION, 'kwok'),
+  computeSavingsPlan('kwok'),
+];
 
 const poolName = (i: number, size: number) => `burst${i}-${size}`;
-
-
 
 interface BurstResult extends BurstTally {
   size: number;
@@ -51,9 +62,21 @@ interface BurstResult extends BurstTally {
 
 export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult> {
   const started = Date.now();
-  const pools: KwokNodePool[] = [{ name: 'warm', nodeClass: 'booting' }, ...BURSTS.map((n, i) => ({ name: poolName(i, n), nodeClass: 'booting' })), { name: 'instant', nodeClass: 'instant' }];
-  progress(`karpenter: control plane, Karpenter ${KARPENTER_VERSION} (KWOK, nodeRegistrationDelay ${REGISTRATION_DELAY}) and kube-scheduler`);
-  const env: KarpenterEnv = await startKarpenterEnv({ karpenter: { nodeClasses: { booting: { nodeRegistrationDelay: REGISTRATION_DELAY }, instant: {} }, nodePools: pools, logLevel: 'error' } });
+  const pools: KwokNodePool[] = [
+    { name: 'warm', nodeClass: 'booting' },
+    ...BURSTS.map((n, i) => ({ name: poolName(i, n), nodeClass: 'booting' })),
+    { name: 'instant', nodeClass: 'instant' },
+  ];
+  progress(
+    `karpenter: control plane, Karpenter ${KARPENTER_VERSION} (KWOK, nodeRegistrationDelay ${REGISTRATION_DELAY}) and kube-scheduler`,
+  );
+  const env: KarpenterEnv = await startKarpenterEnv({
+    karpenter: {
+      nodeClasses: { booting: { nodeRegistrationDelay: REGISTRATION_DELAY }, instant: {} },
+      nodePools: pools,
+      logLevel: 'error',
+    },
+  });
   const { cp, admin, karpenter } = env;
   const history = new History(admin);
   const judge = new KarpenterJudge(KARPENTER_VERSION);
@@ -65,7 +88,8 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
     const burst = async (pool: string, size: number, allOnDemand = false): Promise<BurstResult> => {
       const wanted = burstPods(pool, size).map((p) => (allOnDemand ? { ...p, capacityType: 'on-demand' as const } : p));
       const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
-      const nodesOf = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
+      const nodesOf = () =>
+        [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool);
       const t0 = Date.now();
       await createPendingPods(admin, wanted, karpenter.catalog);
       // A burst that does not finish is measured as it stands (missing records count as wrong).
@@ -73,14 +97,26 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
       let podsToRegisteredMs = Number.NaN;
       while (Date.now() < deadline) {
         const nodes = nodesOf();
-        if (Number.isNaN(podsToRegisteredMs) && nodes.length === size && nodes.every(([, v]) => v.some(isRegistered))) podsToRegisteredMs = Date.now() - t0;
-        if (!Number.isNaN(podsToRegisteredMs) && nodes.filter(([, v]) => v.some((x) => storyOf(x) !== undefined)).length >= onDemand) break;
+        if (Number.isNaN(podsToRegisteredMs) && nodes.length === size && nodes.every(([, v]) => v.some(isRegistered)))
+          podsToRegisteredMs = Date.now() - t0;
+        if (
+          !Number.isNaN(podsToRegisteredMs) &&
+          nodes.filter(([, v]) => v.some((x) => storyOf(x) !== undefined)).length >= onDemand
+        )
+          break;
         await sleep(100);
       }
-      if (Date.now() >= deadline) progress(`karpenter: burst ${pool} did not finish in ${deadline - t0} ms: ${nodesOf().length} of ${size} nodes`);
+      if (Date.now() >= deadline)
+        progress(
+          `karpenter: burst ${pool} did not finish in ${deadline - t0} ms: ${nodesOf().length} of ${size} nodes`,
+        );
       await sleep(1000); // room for a late write to show
       const nodes = nodesOf();
-      const launches: JudgeLaunch[] = nodes.map(([, v]) => ({ nodePool: pool, instanceType: v.at(-1)!.labels['node.kubernetes.io/instance-type']!, offering: karpenter.offeringOf(v.at(-1)!.labels).offering }));
+      const launches: JudgeLaunch[] = nodes.map(([, v]) => ({
+        nodePool: pool,
+        instanceType: v.at(-1)!.labels['node.kubernetes.io/instance-type']!,
+        offering: karpenter.offeringOf(v.at(-1)!.labels).offering,
+      }));
       const answer = await judge.judge(kwokJudgeCase(karpenter.catalog, karpenter.nodePools, OVERLAYS, launches));
       if (answer.error) throw new Error(`the judge's Reconcile failed: ${answer.error}`);
       const r: BurstResult = { size, ...tallyBurst(nodes, answer.applied, history, onDemand), podsToRegisteredMs };
@@ -95,17 +131,30 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
     for (const [i, size] of BURSTS.entries()) {
       progress(`karpenter: ${size} pending pods at once`);
       results.push(await burst(poolName(i, size), size));
-      usage.push({ size, karpenter: rss(karpenter.controller.pid), scheduler: rss(karpenter.scheduler.pid), watcher: rss(serve.child.pid) });
+      usage.push({
+        size,
+        karpenter: rss(karpenter.controller.pid),
+        scheduler: rss(karpenter.scheduler.pid),
+        watcher: rss(serve.child.pid),
+      });
       const r = results.at(-1)!;
-      progress(`karpenter: ${r.nodes} nodes, ${r.correct}/${r.onDemand} records correct, ${r.byWebhook} inline, claim->record p99 ${p99(r.claimToRecord)} ms`);
+      progress(
+        `karpenter: ${r.nodes} nodes, ${r.correct}/${r.onDemand} records correct, ${r.byWebhook} inline, claim->record p99 ${p99(r.claimToRecord)} ms`,
+      );
     }
     let instant: BurstResult | undefined;
     if (INSTANT > 0) {
       progress(`karpenter: ${INSTANT} on-demand pods at once on the instant path (no registration delay)`);
       instant = await burst('instant', INSTANT, true);
-      progress(`karpenter: instant path: ${instant.nodes} nodes, ${instant.correct}/${instant.onDemand} records correct, ${instant.byWebhook} by the webhook, ${instant.byReconciler} by the reconciler`);
+      progress(
+        `karpenter: instant path: ${instant.nodes} nodes, ${instant.correct}/${instant.onDemand} records correct, ${instant.byWebhook} by the webhook, ${instant.byReconciler} by the reconciler`,
+      );
     }
-    const peak = { karpenter: usageOf(karpenter.controller.pid), scheduler: usageOf(karpenter.scheduler.pid), watcher: usageOf(serve.child.pid) };
+    const peak = {
+      karpenter: usageOf(karpenter.controller.pid),
+      scheduler: usageOf(karpenter.scheduler.pid),
+      watcher: usageOf(serve.child.pid),
+    };
     const lastUsage = usage.at(-1)!;
     const round3 = (x: number) => Math.round(x * 1000) / 1000;
     const onDemand = results.reduce((a, r) => a + r.onDemand, 0);
@@ -138,11 +187,27 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
         kwok_instant_inline_share: `reported, not a target (a burst of ${INSTANT} on-demand pods, KWOK without a registration delay)`,
       },
       table: results.map((r, i) => ({
-        burst: r.size, nodes: r.nodes, on_demand: r.onDemand, correct: r.correct, by_webhook: r.byWebhook, by_reconciler: r.byReconciler, missing: r.missing, spot_with_record: r.spotWithRecord,
-        at_create: r.atCreate, with_nodeclaim: r.withNodeClaim, claim_launched_after_node: r.claimLaunchedAfterNode,
+        burst: r.size,
+        nodes: r.nodes,
+        on_demand: r.onDemand,
+        correct: r.correct,
+        by_webhook: r.byWebhook,
+        by_reconciler: r.byReconciler,
+        missing: r.missing,
+        spot_with_record: r.spotWithRecord,
+        at_create: r.atCreate,
+        with_nodeclaim: r.withNodeClaim,
+        claim_launched_after_node: r.claimLaunchedAfterNode,
         pods_to_all_registered_s: Math.round(r.podsToRegisteredMs / 100) / 10,
-        claim_to_node_p50_ms: p50(r.claimToNode), node_to_record_p50_ms: p50(r.nodeToRecord), node_to_record_p99_ms: p99(r.nodeToRecord), claim_to_record_p50_ms: p50(r.claimToRecord), claim_to_record_p99_ms: p99(r.claimToRecord), register_to_record_p99_ms: p99(r.registrationToRecord),
-        karpenter_rss_mb: usage[i]!.karpenter, scheduler_rss_mb: usage[i]!.scheduler, watcher_rss_mb: usage[i]!.watcher,
+        claim_to_node_p50_ms: p50(r.claimToNode),
+        node_to_record_p50_ms: p50(r.nodeToRecord),
+        node_to_record_p99_ms: p99(r.nodeToRecord),
+        claim_to_record_p50_ms: p50(r.claimToRecord),
+        claim_to_record_p99_ms: p99(r.claimToRecord),
+        register_to_record_p99_ms: p99(r.registrationToRecord),
+        karpenter_rss_mb: usage[i]!.karpenter,
+        scheduler_rss_mb: usage[i]!.scheduler,
+        watcher_rss_mb: usage[i]!.watcher,
       })),
       raw: {
         karpenter_version: KARPENTER_VERSION,
@@ -153,16 +218,37 @@ export async function runKarpenterSuite(progress: Progress): Promise<SuiteResult
         node_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.nodeToRecord])),
         register_to_record_ms: Object.fromEntries(results.map((r) => [r.size, r.registrationToRecord])),
         disagree: results.flatMap((r) => r.disagree).slice(0, 20),
-        ...(instant ? {
-          kwok_instant: {
-            nodes: instant.nodes, on_demand: instant.onDemand, correct: instant.correct, by_webhook: instant.byWebhook, by_reconciler: instant.byReconciler, missing: instant.missing,
-            at_create: instant.atCreate, with_nodeclaim: instant.withNodeClaim, claim_launched_after_node: instant.claimLaunchedAfterNode,
-            node_to_record_p50_ms: p50(instant.nodeToRecord), node_to_record_p99_ms: p99(instant.nodeToRecord), disagree: instant.disagree.slice(0, 20),
-          },
-          notes: [`KWOK instant path (no registration delay), a burst of ${instant.onDemand} on-demand pods after the others: ${instant.byWebhook} recorded by the webhook (${instant.atCreate} in the CREATE), ${instant.byReconciler} by the reconciler, ${instant.correct} correct (kwok_instant_inline_share; the issue saw 9 and 21 of 30).`],
-        } : {}),
-        peak_rss_mb: { karpenter: peak.karpenter?.peakRssMiB, scheduler: peak.scheduler?.peakRssMiB, watcher: peak.watcher?.peakRssMiB },
-        cpu_s: { karpenter: peak.karpenter?.cpuSeconds, scheduler: peak.scheduler?.cpuSeconds, watcher: peak.watcher?.cpuSeconds },
+        ...(instant
+          ? {
+              kwok_instant: {
+                nodes: instant.nodes,
+                on_demand: instant.onDemand,
+                correct: instant.correct,
+                by_webhook: instant.byWebhook,
+                by_reconciler: instant.byReconciler,
+                missing: instant.missing,
+                at_create: instant.atCreate,
+                with_nodeclaim: instant.withNodeClaim,
+                claim_launched_after_node: instant.claimLaunchedAfterNode,
+                node_to_record_p50_ms: p50(instant.nodeToRecord),
+                node_to_record_p99_ms: p99(instant.nodeToRecord),
+                disagree: instant.disagree.slice(0, 20),
+              },
+              notes: [
+                `KWOK instant path (no registration delay), a burst of ${instant.onDemand} on-demand pods after the others: ${instant.byWebhook} recorded by the webhook (${instant.atCreate} in the CREATE), ${instant.byReconciler} by the reconciler, ${instant.correct} correct (kwok_instant_inline_share; the issue saw 9 and 21 of 30).`,
+              ],
+            }
+          : {}),
+        peak_rss_mb: {
+          karpenter: peak.karpenter?.peakRssMiB,
+          scheduler: peak.scheduler?.peakRssMiB,
+          watcher: peak.watcher?.peakRssMiB,
+        },
+        cpu_s: {
+          karpenter: peak.karpenter?.cpuSeconds,
+          scheduler: peak.scheduler?.cpuSeconds,
+          watcher: peak.watcher?.cpuSeconds,
+        },
       },
     };
   } finally {

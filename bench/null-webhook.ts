@@ -5,7 +5,10 @@ import Fastify from 'fastify';
 
 const [port = '0', cert = '', key = '', bodyFile = ''] = process.argv.slice(2);
 const template = readFileSync(bodyFile, 'utf8');
-const app = Fastify({ https: { cert: readFileSync(cert), key: readFileSync(key), minVersion: 'TLSv1.2' }, bodyLimit: 7 * 1024 * 1024 });
+const app = Fastify({
+  https: { cert: readFileSync(cert), key: readFileSync(key), minVersion: 'TLSv1.2' },
+  bodyLimit: 7 * 1024 * 1024,
+});
 // The uid must be echoed for the apiserver to accept the answer; everything else is constant.
 app.post('/*', async (req, reply) => {
   const uid = (req.body as { request?: { uid?: string } }).request?.uid ?? '';

@@ -44,7 +44,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 const requested = process.argv.slice(2);
 for (const name of requested) {
   if (!(name in suites) && !(name in aliases)) {
-    console.error(`unknown suite ${JSON.stringify(name)}; suites: ${[...Object.keys(suites), ...Object.keys(aliases)].join(', ')}`);
+    console.error(
+      `unknown suite ${JSON.stringify(name)}; suites: ${[...Object.keys(suites), ...Object.keys(aliases)].join(', ')}`,
+    );
     process.exit(2);
   }
 }
@@ -53,8 +55,12 @@ const progress = (msg: string) => console.error(`[bench ${new Date().toISOString
 
 const resultsPath = join(here, 'results.json');
 // Suites run one at a time keep the figures of the others from the previous full run.
-const previous = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as { suites?: Record<string, SuiteResult> }) : {};
-const results: Record<string, SuiteResult> = Object.fromEntries(Object.entries(previous.suites ?? {}).filter(([name]) => name in suites));
+const previous = existsSync(resultsPath)
+  ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as { suites?: Record<string, SuiteResult> })
+  : {};
+const results: Record<string, SuiteResult> = Object.fromEntries(
+  Object.entries(previous.suites ?? {}).filter(([name]) => name in suites),
+);
 // Every suite measures what the image runs: the compiled CLI (kit/fleet.ts, COMPILED_CLI).
 progress('npm run build');
 execFileSync('npm', ['run', '-s', 'build'], { cwd: join(here, '..'), stdio: 'inherit' });
@@ -69,7 +75,13 @@ for (const name of selected) {
 }
 
 const flat = Object.assign({}, ...Object.values(results).map((r) => r.keys)) as Record<string, number>;
-const machine = { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', memory_gb: Math.round(totalmem() / 2 ** 30), date: new Date().toISOString() };
+const machine = {
+  node: process.version,
+  cpus: cpus().length,
+  cpu_model: cpus()[0]?.model ?? 'unknown',
+  memory_gb: Math.round(totalmem() / 2 ** 30),
+  date: new Date().toISOString(),
+};
 writeFileSync(resultsPath, `${JSON.stringify({ ...flat, machine, suites: results }, null, 2)}\n`);
 
 const md = [
@@ -80,12 +92,22 @@ const md = [
   '',
   '| key | value | target |',
   '|---|---|---|',
-  ...Object.values(results).flatMap((r) => Object.entries(r.keys).map(([k, v]) => `| \`${k}\` | ${v} | ${r.targets[k] ?? 'reported'} |`)),
+  ...Object.values(results).flatMap((r) =>
+    Object.entries(r.keys).map(([k, v]) => `| \`${k}\` | ${v} | ${r.targets[k] ?? 'reported'} |`),
+  ),
   '',
   ...Object.entries(results).flatMap(([name, r]) => {
     const cols = Object.keys(r.table[0] ?? {});
     const notes = (r.raw as { notes?: string[] }).notes ?? [];
-    return [`## ${name}`, '', `| ${cols.join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`, ...r.table.map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`), '', ...notes.flatMap((n) => [n, ''])];
+    return [
+      `## ${name}`,
+      '',
+      `| ${cols.join(' | ')} |`,
+      `|${cols.map(() => '---').join('|')}|`,
+      ...r.table.map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`),
+      '',
+      ...notes.flatMap((n) => [n, '']),
+    ];
   }),
 ];
 writeFileSync(join(here, 'results.md'), md.join('\n'));
@@ -93,14 +115,21 @@ writeFileSync(join(here, 'results.md'), md.join('\n'));
 const panels = [];
 const cluster = results.cluster?.raw as { latency_ms_100?: number[]; latency_ms_1000?: number[] } | undefined;
 if (cluster?.latency_ms_100) {
-  panels.push({ title: 'Reconciler: node created to record (no webhook)', series: [
-    { name: '100-node bursts', valuesMs: cluster.latency_ms_100 },
-    { name: '1,000-node bursts', valuesMs: cluster.latency_ms_1000 ?? [] },
-  ] });
+  panels.push({
+    title: 'Reconciler: node created to record (no webhook)',
+    series: [
+      { name: '100-node bursts', valuesMs: cluster.latency_ms_100 },
+      { name: '1,000-node bursts', valuesMs: cluster.latency_ms_1000 ?? [] },
+    ],
+  });
 }
-const create = (results['node-create']?.raw as { create_latency_ms?: Record<string, number[]> } | undefined)?.create_latency_ms;
+const create = (results['node-create']?.raw as { create_latency_ms?: Record<string, number[]> } | undefined)
+  ?.create_latency_ms;
 if (create) {
-  panels.push({ title: 'Kubelet CREATE latency (record inline for ours)', series: Object.entries(create).map(([arm, valuesMs]) => ({ name: `${arm} webhook`, valuesMs })) });
+  panels.push({
+    title: 'Kubelet CREATE latency (record inline for ours)',
+    series: Object.entries(create).map(([arm, valuesMs]) => ({ name: `${arm} webhook`, valuesMs })),
+  });
 }
 if (panels.length > 0) writeFileSync(join(here, 'label-latency.svg'), cdfSvg(panels));
 progress(`wrote ${resultsPath}, results.md and label-latency.svg`);

@@ -26,13 +26,17 @@ const QUIET_MS = 20_000;
 const STRATEGIC = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
 const ROOT = join(import.meta.dirname, '..');
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-export const spread = (xs: number[], digits = 1) => `${round(Math.min(...xs), digits)}-${round(Math.max(...xs), digits)}`;
+export const spread = (xs: number[], digits = 1) =>
+  `${round(Math.min(...xs), digits)}-${round(Math.max(...xs), digits)}`;
 
 function proc(pid: number): { rssMb: number; cpuMs: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   // utime and stime, fields 14 and 15 of stat, in clock ticks of 10 ms.
-  return { rssMb: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024, cpuMs: (Number(stat[11]) + Number(stat[12])) * 10 };
+  return {
+    rssMb: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024,
+    cpuMs: (Number(stat[11]) + Number(stat[12])) * 10,
+  };
 }
 
 /**
@@ -41,7 +45,8 @@ function proc(pid: number): { rssMb: number; cpuMs: number } {
  * fell behind by itself; events waiting there had not been taken by the client's connection yet.
  */
 function cutWatches(log: string): { labels: string; input: number; result: number }[] {
-  const cut = /Forcing nodes watcher close due to unresponsiveness: key: "\/minions\/", labels: "([^"]*)".*len\(c\.input\) = (\d+), len\(c\.result\) = (\d+)/g;
+  const cut =
+    /Forcing nodes watcher close due to unresponsiveness: key: "\/minions\/", labels: "([^"]*)".*len\(c\.input\) = (\d+), len\(c\.result\) = (\d+)/g;
   return [...log.matchAll(cut)].map((m) => ({ labels: m[1] ?? '', input: Number(m[2]), result: Number(m[3]) }));
 }
 
@@ -64,13 +69,18 @@ function cliFigures(progress: Progress) {
   const dir = mkdtempSync(join(tmpdir(), 'veneer-scale-'));
   try {
     const { overlays, types } = veneerOverlaySet(200);
-    const nodes = Array.from({ length: 200 }, (_, i) => realNode({ name: `explain-${i}`, index: i, instanceType: types[i % types.length] ?? 'm5.large' }));
+    const nodes = Array.from({ length: 200 }, (_, i) =>
+      realNode({ name: `explain-${i}`, index: i, instanceType: types[i % types.length] ?? 'm5.large' }),
+    );
     writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
     writeFileSync(join(dir, 'overlays.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: overlays }));
     timeCommand(['--help'], 1);
     return {
       help: timeCommand(['--help'], 7),
-      explain: timeCommand(['explain', '--nodes', join(dir, 'nodes.json'), '--overlays', join(dir, 'overlays.json'), '-o', 'json'], 5),
+      explain: timeCommand(
+        ['explain', '--nodes', join(dir, 'nodes.json'), '--overlays', join(dir, 'overlays.json'), '-o', 'json'],
+        5,
+      ),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -85,7 +95,10 @@ interface Reference {
 }
 
 function startReference(command: string, args: string[], kubeconfig: string): Reference {
-  const child = spawn(command, args, { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(command, args, {
+    env: { ...process.env, KUBECONFIG: kubeconfig },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let cuts = 0;
   child.stderr?.on('data', (chunk: Buffer) => (cuts += chunk.toString().split('watch ended').length - 1));
   return { child, pid: child.pid ?? 0, cuts: () => cuts };
@@ -94,8 +107,13 @@ function startReference(command: string, args: string[], kubeconfig: string): Re
 /** bench/field-client, built by the Go toolchain into the control plane's cache, keyed by its sources. */
 function buildFieldClient(progress: Progress): string {
   const src = join(ROOT, 'bench', 'field-client');
-  const key = createHash('sha256').update(Buffer.concat(['go.mod', 'go.sum', 'main.go'].map((f) => readFileSync(join(src, f))))).digest('hex').slice(0, 12);
-  const cache = process.env.VENEER_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'veneer-node-watcher');
+  const key = createHash('sha256')
+    .update(Buffer.concat(['go.mod', 'go.sum', 'main.go'].map((f) => readFileSync(join(src, f)))))
+    .digest('hex')
+    .slice(0, 12);
+  const cache =
+    process.env.VENEER_CACHE_DIR ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'veneer-node-watcher');
   const bin = join(cache, `field-client-${key}`, 'field-client');
   if (!existsSync(bin)) {
     progress('scale: building the client-go reference (bench/field-client) from the Go module proxy');
@@ -115,16 +133,25 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
     const custom = admin.makeApiClient(k8s.CustomObjectsApi);
     const { overlays, types } = veneerOverlaySet(200);
     await workers(10, async (w) => {
-      for (let i = w; i < overlays.length; i += 10) await custom.createClusterCustomObject({ ...OVERLAY_API, body: overlays[i] });
+      for (let i = w; i < overlays.length; i += 10)
+        await custom.createClusterCustomObject({ ...OVERLAY_API, body: overlays[i] });
     });
     // The inspector is opened only at the end (SIGUSR1), so that it weighs on no RSS figure.
     const references: Reference[] = [];
-    const replica = await spawnServe(env.cp, env.certs, WATCHER_USER, {
-      '--leader-election-enabled': 'false', '--log-level': 'warn',
-      // The Events of 5,000 records made at once drain at 10 a second for over 8 minutes, through
-      // every churn window: work of the records, not of the heartbeats (the cluster suite measures it).
-      '--events-enabled': 'false',
-    }, ['--inspect-port=127.0.0.1:0'], COMPILED_CLI);
+    const replica = await spawnServe(
+      env.cp,
+      env.certs,
+      WATCHER_USER,
+      {
+        '--leader-election-enabled': 'false',
+        '--log-level': 'warn',
+        // The Events of 5,000 records made at once drain at 10 a second for over 8 minutes, through
+        // every churn window: work of the records, not of the heartbeats (the cluster suite measures it).
+        '--events-enabled': 'false',
+      },
+      ['--inspect-port=127.0.0.1:0'],
+      COMPILED_CLI,
+    );
     try {
       await waitReady(replica.healthPort);
       const pid = replica.child.pid ?? 0;
@@ -133,13 +160,19 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
       // The references watch from the same moment as the watcher: the apiserver sizes a watch's
       // buffer by how busy the cluster was when it was opened, so only then are cuts comparable.
       const kubeconfig = env.cp.writeKubeConfig(env.cp.userKubeConfig(WATCHER_USER), 'kubeconfig-references');
-      const floor = startReference(process.execPath, [...RUNTIME_NODE_FLAGS, join(ROOT, 'bench', 'watch-floor.ts')], kubeconfig);
+      const floor = startReference(
+        process.execPath,
+        [...RUNTIME_NODE_FLAGS, join(ROOT, 'bench', 'watch-floor.ts')],
+        kubeconfig,
+      );
       const field = startReference(fieldClient, [], kubeconfig);
       references.push(floor, field);
       await sleep(2000);
       progress(`scale: idle RSS ${round(idle)} MB; creating ${NODES} real-size nodes in bursts of 500`);
-      const terminated = async () => counter((await env.cp.get('/metrics')).body, 'apiserver_terminated_watchers_total', { resource: 'nodes' });
-      const watcher = async (name: string, labels: Record<string, string> = {}) => counter(await metricsOf(replica.metricsPort), name, labels);
+      const terminated = async () =>
+        counter((await env.cp.get('/metrics')).body, 'apiserver_terminated_watchers_total', { resource: 'nodes' });
+      const watcher = async (name: string, labels: Record<string, string> = {}) =>
+        counter(await metricsOf(replica.metricsPort), name, labels);
       // The apiserver counts the cuts of every node watch; each reference says its own.
       const ownCuts = async () => (await terminated()) - floor.cuts() - field.cuts();
       const cutBefore = await ownCuts();
@@ -150,21 +183,33 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
         await workers(50, async () => {
           while (next < Math.min(b + 500, NODES)) {
             const i = next++;
-            await core.createNode({ body: realNode({ name: names[i]!, index: i, instanceType: types[i % types.length] ?? 'm5.large' }) });
+            await core.createNode({
+              body: realNode({ name: names[i]!, index: i, instanceType: types[i % types.length] ?? 'm5.large' }),
+            });
           }
         });
       }
       const createSeconds = (Date.now() - createStart) / 1000;
-      await until('every node recorded', async () => (await watcher('veneer_nodewatcher_nodes_labeled_total')) >= NODES, 600_000);
+      await until(
+        'every node recorded',
+        async () => (await watcher('veneer_nodewatcher_nodes_labeled_total')) >= NODES,
+        600_000,
+      );
       const cutCreating = (await ownCuts()) - cutBefore;
       const referenceCutsCreating = { floor: floor.cuts(), field: field.cuts() };
-      progress(`scale: ${NODES} nodes created in ${round(createSeconds)} s and recorded; node watches cut: the watcher's ${cutCreating}, the do-nothing client's ${referenceCutsCreating.floor}, client-go's ${referenceCutsCreating.field}`);
+      progress(
+        `scale: ${NODES} nodes created in ${round(createSeconds)} s and recorded; node watches cut: the watcher's ${cutCreating}, the do-nothing client's ${referenceCutsCreating.floor}, client-go's ${referenceCutsCreating.field}`,
+      );
       await sleep(5000);
       // Nothing happening: what the watcher spends on its own (timers, probes, relists) per second.
       const quietBefore = [pid, floor.pid, field.pid].map((p) => proc(p).cpuMs);
       await sleep(QUIET_MS);
-      const [quiet, floorQuiet, fieldQuiet] = [pid, floor.pid, field.pid].map((p, i) => (proc(p).cpuMs - quietBefore[i]!) / (QUIET_MS / 1000));
-      progress(`scale: CPU with ${NODES} nodes and nothing happening: ${round(quiet!)} ms a second (do-nothing client ${round(floorQuiet!)}, client-go ${round(fieldQuiet!)})`);
+      const [quiet, floorQuiet, fieldQuiet] = [pid, floor.pid, field.pid].map(
+        (p, i) => (proc(p).cpuMs - quietBefore[i]!) / (QUIET_MS / 1000),
+      );
+      progress(
+        `scale: CPU with ${NODES} nodes and nothing happening: ${round(quiet!)} ms a second (do-nothing client ${round(floorQuiet!)}, client-go ${round(fieldQuiet!)})`,
+      );
       const cpuPerUpdate: number[] = [];
       const floorPerUpdate: number[] = [];
       const fieldPerUpdate: number[] = [];
@@ -180,12 +225,16 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           }
         });
         await sleep(1000);
-        const [mine, floorCpu, fieldCpu] = [pid, floor.pid, field.pid].map((p, i) => ((proc(p).cpuMs - before[i]!) * 1000) / patches);
+        const [mine, floorCpu, fieldCpu] = [pid, floor.pid, field.pid].map(
+          (p, i) => ((proc(p).cpuMs - before[i]!) * 1000) / patches,
+        );
         cpuPerUpdate.push(mine!);
         floorPerUpdate.push(floorCpu!);
         fieldPerUpdate.push(fieldCpu!);
         rates.push(patches / (CHURN_WINDOW_MS / 1000));
-        progress(`scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(mine!)} us of watcher CPU each (a do-nothing watch client: ${round(floorCpu!)} us; client-go: ${round(fieldCpu!)} us)`);
+        progress(
+          `scale: churn window ${w + 1} of ${CHURN_WINDOWS}: ${Math.round(rates.at(-1)!)} updates/s, ${round(mine!)} us of watcher CPU each (a do-nothing watch client: ${round(floorCpu!)} us; client-go: ${round(fieldCpu!)} us)`,
+        );
       }
       const overFloor = cpuPerUpdate.map((c, i) => c / floorPerUpdate[i]!);
       const overField = cpuPerUpdate.map((c, i) => c / fieldPerUpdate[i]!);
@@ -216,28 +265,97 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
           explain_200_ms: Math.round(median(cli.explain)),
         },
         targets: {
-          terminated_watchers_real: '0', watch_closed_real: '0', churn_cpu_us_per_update: '<= 60', churn_cpu_floor_us_per_update: 'reported', churn_cpu_over_floor: 'reported',
-          churn_cpu_field_us_per_update: 'reported', cpu_ms_per_s_quiet_5000: 'reported', churn_cpu_over_field: 'reported', terminated_watchers_floor: 'reported', terminated_watchers_field: 'reported', rss_mb_idle: '<= 110',
-          rss_mb_5000_real_nodes: '<= 150', heap_mb_5000_real_nodes: 'reported', cli_help_ms: '<= 200', explain_200_ms: '<= 600',
+          terminated_watchers_real: '0',
+          watch_closed_real: '0',
+          churn_cpu_us_per_update: '<= 60',
+          churn_cpu_floor_us_per_update: 'reported',
+          churn_cpu_over_floor: 'reported',
+          churn_cpu_field_us_per_update: 'reported',
+          cpu_ms_per_s_quiet_5000: 'reported',
+          churn_cpu_over_field: 'reported',
+          terminated_watchers_floor: 'reported',
+          terminated_watchers_field: 'reported',
+          rss_mb_idle: '<= 110',
+          rss_mb_5000_real_nodes: '<= 150',
+          heap_mb_5000_real_nodes: 'reported',
+          cli_help_ms: '<= 200',
+          explain_200_ms: '<= 600',
         },
         table: [
-          { figure: 'the watcher\'s node watches cut (creating / in total)', value: `${cutCreating} / ${cutTotal}`, spread: '-' },
-          { figure: 'the do-nothing client\'s watch cut (creating / in total)', value: `${referenceCutsCreating.floor} / ${floor.cuts()}`, spread: '-' },
-          { figure: 'client-go\'s metadata informer\'s watch cut (creating / in total)', value: `${referenceCutsCreating.field} / ${field.cuts()}`, spread: '-' },
-          { figure: 'cut node watches with nothing waiting to be sent (the apiserver\'s own backlog; every client)', value: cuts.filter((c) => c.result === 0).length, spread: '-' },
-          { figure: 'cut node watches with events waiting to be sent (every client)', value: cuts.filter((c) => c.result > 0).length, spread: '-' },
-          { figure: `CPU with ${NODES} nodes and nothing happening, ms a second: watcher / do-nothing client / client-go`, value: `${round(quiet!)} / ${round(floorQuiet!)} / ${round(fieldQuiet!)}`, spread: '-' },
+          {
+            figure: "the watcher's node watches cut (creating / in total)",
+            value: `${cutCreating} / ${cutTotal}`,
+            spread: '-',
+          },
+          {
+            figure: "the do-nothing client's watch cut (creating / in total)",
+            value: `${referenceCutsCreating.floor} / ${floor.cuts()}`,
+            spread: '-',
+          },
+          {
+            figure: "client-go's metadata informer's watch cut (creating / in total)",
+            value: `${referenceCutsCreating.field} / ${field.cuts()}`,
+            spread: '-',
+          },
+          {
+            figure: "cut node watches with nothing waiting to be sent (the apiserver's own backlog; every client)",
+            value: cuts.filter((c) => c.result === 0).length,
+            spread: '-',
+          },
+          {
+            figure: 'cut node watches with events waiting to be sent (every client)',
+            value: cuts.filter((c) => c.result > 0).length,
+            spread: '-',
+          },
+          {
+            figure: `CPU with ${NODES} nodes and nothing happening, ms a second: watcher / do-nothing client / client-go`,
+            value: `${round(quiet!)} / ${round(floorQuiet!)} / ${round(fieldQuiet!)}`,
+            spread: '-',
+          },
           { figure: 'status updates per second', value: Math.round(median(rates)), spread: spread(rates, 0) },
           { figure: 'watcher CPU per update (us)', value: round(median(cpuPerUpdate)), spread: spread(cpuPerUpdate) },
-          { figure: 'a do-nothing watch client beside it, same events (us)', value: round(median(floorPerUpdate)), spread: spread(floorPerUpdate) },
-          { figure: 'watcher over the do-nothing client (ratio, per window)', value: round(median(overFloor), 2), spread: spread(overFloor, 2) },
-          { figure: 'client-go\'s metadata informer beside it, same events (us)', value: round(median(fieldPerUpdate)), spread: spread(fieldPerUpdate) },
-          { figure: 'watcher over client-go (ratio, per window)', value: round(median(overField), 2), spread: spread(overField, 2) },
-          { figure: `nodes created per second (${NODES} in bursts of 500)`, value: Math.round(NODES / createSeconds), spread: '-' },
+          {
+            figure: 'a do-nothing watch client beside it, same events (us)',
+            value: round(median(floorPerUpdate)),
+            spread: spread(floorPerUpdate),
+          },
+          {
+            figure: 'watcher over the do-nothing client (ratio, per window)',
+            value: round(median(overFloor), 2),
+            spread: spread(overFloor, 2),
+          },
+          {
+            figure: "client-go's metadata informer beside it, same events (us)",
+            value: round(median(fieldPerUpdate)),
+            spread: spread(fieldPerUpdate),
+          },
+          {
+            figure: 'watcher over client-go (ratio, per window)',
+            value: round(median(overField), 2),
+            spread: spread(overField, 2),
+          },
+          {
+            figure: `nodes created per second (${NODES} in bursts of 500)`,
+            value: Math.round(NODES / createSeconds),
+            spread: '-',
+          },
           { figure: '--help (ms)', value: Math.round(median(cli.help)), spread: spread(cli.help, 0) },
-          { figure: 'explain of 200 nodes (ms)', value: Math.round(median(cli.explain)), spread: spread(cli.explain, 0) },
+          {
+            figure: 'explain of 200 nodes (ms)',
+            value: Math.round(median(cli.explain)),
+            spread: spread(cli.explain, 0),
+          },
         ],
-        raw: { cut_watches: cuts, cpu_us_per_update: cpuPerUpdate, floor_cpu_us_per_update: floorPerUpdate, field_cpu_us_per_update: fieldPerUpdate, updates_per_s: rates, cli_help_ms: cli.help, explain_200_ms: cli.explain, create_seconds: createSeconds },
+        raw: {
+          cut_watches: cuts,
+          cpu_us_per_update: cpuPerUpdate,
+          floor_cpu_us_per_update: floorPerUpdate,
+          field_cpu_us_per_update: fieldPerUpdate,
+          updates_per_s: rates,
+          cli_help_ms: cli.help,
+          explain_200_ms: cli.explain,
+          create_seconds: createSeconds,
+        },
       };
     } finally {
       for (const r of references) r.child.kill('SIGKILL');

@@ -12,8 +12,16 @@ import { PARTIAL_METADATA, PARTIAL_METADATA_LIST } from '../src/kube/watch-strea
 const client = new KubeClient(loadClusterAccess());
 let lines = 0;
 for (;;) {
-  const now = await client.call<{ metadata: { resourceVersion: string } }>('GET', '/api/v1/nodes', { query: { limit: 1 }, accept: PARTIAL_METADATA_LIST });
-  const body = await client.stream('/api/v1/nodes', { watch: true, allowWatchBookmarks: true, resourceVersion: now.metadata.resourceVersion }, PARTIAL_METADATA, new AbortController().signal);
+  const now = await client.call<{ metadata: { resourceVersion: string } }>('GET', '/api/v1/nodes', {
+    query: { limit: 1 },
+    accept: PARTIAL_METADATA_LIST,
+  });
+  const body = await client.stream(
+    '/api/v1/nodes',
+    { watch: true, allowWatchBookmarks: true, resourceVersion: now.metadata.resourceVersion },
+    PARTIAL_METADATA,
+    new AbortController().signal,
+  );
   await new Promise<void>((resolve) => {
     body.on('data', (chunk: Buffer) => {
       for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, nl + 1)) lines++;

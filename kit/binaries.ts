@@ -40,9 +40,19 @@ const BINARIES = {
 
 /** The cached path of one of the programs scripts/control-plane.sh builds; each is checked when asked for, as the demo builds only two. */
 export function binary(name: keyof typeof BINARIES): string {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], { encoding: 'utf8' });
-  const env = new Map(out.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  const out = execFileSync('bash', [join(repoRoot, 'scripts', 'control-plane.sh'), '--print-env'], {
+    encoding: 'utf8',
+  });
+  const env = new Map(
+    out
+      .trim()
+      .split('\n')
+      .map((l) => l.split('=', 2) as [string, string]),
+  );
   const path = env.get(BINARIES[name]) ?? '';
-  if (!existsSync(path)) throw new Error(`${path || BINARIES[name]} is missing: run \`npm run control-plane\` to build the local control plane`);
+  if (!existsSync(path))
+    throw new Error(
+      `${path || BINARIES[name]} is missing: run \`npm run control-plane\` to build the local control plane`,
+    );
   return path;
 }

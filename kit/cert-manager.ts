@@ -27,7 +27,9 @@ export async function installCertManagerCRDs(kc: k8s.KubeConfig): Promise<void> 
   const dir = binary('certManagerCrds');
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   const names: string[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
     const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, file), 'utf8'));
     await api.createCustomResourceDefinition({ body: crd });
     names.push(crd.metadata?.name ?? '');
@@ -39,18 +41,29 @@ export async function installCertManagerCRDs(kc: k8s.KubeConfig): Promise<void> 
 export async function startCertManager(cp: ControlPlane): Promise<ManagedProcess> {
   await installCertManagerCRDs(cp.adminKubeConfig());
   const kubeconfig = cp.writeKubeConfig(cp.adminKubeConfig(), 'kubeconfig-cert-manager');
-  const proc = new ManagedProcess('cert-manager', binary('certManager'), ['--kubeconfig', kubeconfig], join(cp.dir, 'cert-manager.log'));
+  const proc = new ManagedProcess(
+    'cert-manager',
+    binary('certManager'),
+    ['--kubeconfig', kubeconfig],
+    join(cp.dir, 'cert-manager.log'),
+  );
   proc.start();
   // kit/cert-manager logs this once every controller and cainjector have started.
-  await until('cert-manager started', () => {
-    if (!proc.running) throw new Error(`cert-manager exited:\n${proc.logTail()}`);
-    return proc.logTail(500).includes('cert-manager running');
-  }, 30_000);
+  await until(
+    'cert-manager started',
+    () => {
+      if (!proc.running) throw new Error(`cert-manager exited:\n${proc.logTail()}`);
+      return proc.logTail(500).includes('cert-manager running');
+    },
+    30_000,
+  );
   return proc;
 }
 
 export async function readCertificate(kc: k8s.KubeConfig, namespace: string, name: string): Promise<CertificateObject> {
-  return await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ ...CERTIFICATES, namespace, name }) as CertificateObject;
+  return (await kc
+    .makeApiClient(k8s.CustomObjectsApi)
+    .getNamespacedCustomObject({ ...CERTIFICATES, namespace, name })) as CertificateObject;
 }
 
 export function condition(cert: CertificateObject, type: string): Condition | undefined {
@@ -63,9 +76,18 @@ export function condition(cert: CertificateObject, type: string): Condition | un
  */
 export async function renewCertificate(kc: k8s.KubeConfig, namespace: string, name: string): Promise<void> {
   const cert = await readCertificate(kc, namespace, name);
-  const issuing: Condition = { type: 'Issuing', status: 'True', reason: 'ManuallyTriggered', message: 'Certificate re-issuance manually triggered', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+  const issuing: Condition = {
+    type: 'Issuing',
+    status: 'True',
+    reason: 'ManuallyTriggered',
+    message: 'Certificate re-issuance manually triggered',
+    lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  };
   const conditions = [...(cert.status?.conditions ?? []).filter((c) => c.type !== 'Issuing'), issuing];
   await kc.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObjectStatus({
-    ...CERTIFICATES, namespace, name, body: { ...cert, status: { ...cert.status, conditions } },
+    ...CERTIFICATES,
+    namespace,
+    name,
+    body: { ...cert, status: { ...cert.status, conditions } },
   });
 }

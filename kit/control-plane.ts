@@ -154,17 +154,22 @@ export class ControlPlane {
     const tokenFile = join(pki, 'tokens.csv');
     writeFileSync(tokenFile, `${tokenLines.join('\n')}\n`, { mode: 0o600 });
 
-    const etcd = new ManagedProcess('etcd', bins.etcd, [
-      '--name=test',
-      `--data-dir=${join(dir, 'etcd')}`,
-      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
-      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
-      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-      `--initial-cluster=test=http://127.0.0.1:${etcdPeer}`,
-      '--unsafe-no-fsync=true',
-      '--log-level=warn',
-    ], join(dir, 'etcd.log'));
+    const etcd = new ManagedProcess(
+      'etcd',
+      bins.etcd,
+      [
+        '--name=test',
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+        `--initial-cluster=test=http://127.0.0.1:${etcdPeer}`,
+        '--unsafe-no-fsync=true',
+        '--log-level=warn',
+      ],
+      join(dir, 'etcd.log'),
+    );
 
     let auditLogPath: string | undefined;
     const auditArgs: string[] = [];
@@ -172,31 +177,40 @@ export class ControlPlane {
       const policyPath = join(dir, 'audit-policy.yaml');
       auditLogPath = join(dir, 'audit.log');
       writeFileSync(policyPath, opts.auditPolicy);
-      auditArgs.push(`--audit-policy-file=${policyPath}`, `--audit-log-path=${auditLogPath}`, '--audit-log-mode=blocking');
+      auditArgs.push(
+        `--audit-policy-file=${policyPath}`,
+        `--audit-log-path=${auditLogPath}`,
+        '--audit-log-mode=blocking',
+      );
     }
-    const apiserver = new ManagedProcess('kube-apiserver', bins.apiserver, [
-      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      // The default reconciler publishes the advertise address as the `kubernetes` Service's
-      // endpoint, which 1.37 refuses for a loopback address; nothing here uses that Service.
-      '--endpoint-reconciler-type=none',
-      `--secure-port=${securePort}`,
-      `--cert-dir=${join(dir, 'apiserver-certs')}`,
-      `--tls-cert-file=${serving.certPath}`,
-      `--tls-private-key-file=${serving.keyPath}`,
-      `--token-auth-file=${tokenFile}`,
-      `--client-ca-file=${ca.certPath}`,
-      '--authorization-mode=RBAC',
-      `--service-account-issuer=https://127.0.0.1:${securePort}`,
-      `--service-account-key-file=${saPubPath}`,
-      `--service-account-signing-key-file=${saKeyPath}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
-      '--allow-privileged=true',
-      '--disable-admission-plugins=ServiceAccount',
-      ...auditArgs,
-      ...(opts.extraApiServerArgs ?? []),
-    ], join(dir, 'kube-apiserver.log'));
+    const apiserver = new ManagedProcess(
+      'kube-apiserver',
+      bins.apiserver,
+      [
+        `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        // The default reconciler publishes the advertise address as the `kubernetes` Service's
+        // endpoint, which 1.37 refuses for a loopback address; nothing here uses that Service.
+        '--endpoint-reconciler-type=none',
+        `--secure-port=${securePort}`,
+        `--cert-dir=${join(dir, 'apiserver-certs')}`,
+        `--tls-cert-file=${serving.certPath}`,
+        `--tls-private-key-file=${serving.keyPath}`,
+        `--token-auth-file=${tokenFile}`,
+        `--client-ca-file=${ca.certPath}`,
+        '--authorization-mode=RBAC',
+        `--service-account-issuer=https://127.0.0.1:${securePort}`,
+        `--service-account-key-file=${saPubPath}`,
+        `--service-account-signing-key-file=${saKeyPath}`,
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--allow-privileged=true',
+        '--disable-admission-plugins=ServiceAccount',
+        ...auditArgs,
+        ...(opts.extraApiServerArgs ?? []),
+      ],
+      join(dir, 'kube-apiserver.log'),
+    );
 
     const cp = new ControlPlane({
       dir,
@@ -268,7 +282,9 @@ export class ControlPlane {
   kubeConfigForToken(token: string, userName = 'token-user'): k8s.KubeConfig {
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'test', server: this.server, caData: Buffer.from(this.caPem).toString('base64'), skipTLSVerify: false }],
+      clusters: [
+        { name: 'test', server: this.server, caData: Buffer.from(this.caPem).toString('base64'), skipTLSVerify: false },
+      ],
       users: [{ name: userName, token }],
       contexts: [{ name: 'test', cluster: 'test', user: userName }],
       currentContext: 'test',
@@ -286,7 +302,10 @@ export class ControlPlane {
 
   /** Mints a token for a ServiceAccount through the TokenRequest API (creating the account). */
   async serviceAccountKubeConfig(namespace: string, name: string, expirationSeconds = 3600): Promise<k8s.KubeConfig> {
-    return this.kubeConfigForToken(await this.serviceAccountToken(namespace, name, expirationSeconds), `system:serviceaccount:${namespace}:${name}`);
+    return this.kubeConfigForToken(
+      await this.serviceAccountToken(namespace, name, expirationSeconds),
+      `system:serviceaccount:${namespace}:${name}`,
+    );
   }
 
   /** A ServiceAccount token from the TokenRequest API, as a projected volume holds it (creating the account). */
@@ -295,7 +314,9 @@ export class ControlPlane {
     await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(ignoreConflict);
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch(ignoreConflict);
     const tr = await core.createNamespacedServiceAccountToken({
-      namespace, name, body: { spec: { audiences: [], expirationSeconds } },
+      namespace,
+      name,
+      body: { spec: { audiences: [], expirationSeconds } },
     });
     const token = tr.status?.token;
     if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
@@ -304,7 +325,11 @@ export class ControlPlane {
 
   /** A client certificate the apiserver accepts as `user` (its CommonName) in `groups`. */
   async clientCertificate(user: string, groups: string[] = []): Promise<KeyPair> {
-    return issueCert(this.ca, join(this.dir, 'pki', 'clients'), `${user}-${randomBytes(3).toString('hex')}`, { commonName: user, organizations: groups, usage: 'client' });
+    return issueCert(this.ca, join(this.dir, 'pki', 'clients'), `${user}-${randomBytes(3).toString('hex')}`, {
+      commonName: user,
+      organizations: groups,
+      usage: 'client',
+    });
   }
 
   /** Writes a kubeconfig file (admin unless a KubeConfig is given) and returns its path. */
@@ -317,16 +342,20 @@ export class ControlPlane {
   /** A raw GET as admin (for /readyz, /metrics and other non-resource paths). */
   async get(path: string): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const req = request(`${this.server}${path}`, {
-        ca: this.caPem,
-        headers: { authorization: `Bearer ${this.tokenFor('admin')}` },
-        timeout: 5000,
-      }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = request(
+        `${this.server}${path}`,
+        {
+          ca: this.caPem,
+          headers: { authorization: `Bearer ${this.tokenFor('admin')}` },
+          timeout: 5000,
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
       req.on('error', reject);
       req.end();
@@ -336,7 +365,10 @@ export class ControlPlane {
   auditEvents(): AuditEvent[] {
     if (!this.auditLogPath) throw new Error('start the control plane with auditPolicy to read audit events');
     if (!existsSync(this.auditLogPath)) return [];
-    return readFileSync(this.auditLogPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEvent);
+    return readFileSync(this.auditLogPath, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditEvent);
   }
 
   /** Synchronous last resort for exit paths: no awaiting possible there. */
@@ -376,7 +408,9 @@ export function clientFor(kc: k8s.KubeConfig): KubeClient {
 export function viaPort(kc: k8s.KubeConfig, port: number): k8s.KubeConfig {
   kc.loadFromOptions({
     clusters: kc.clusters.map((c) => ({ ...c, server: c.server.replace(/:\d+$/, `:${port}`) })),
-    users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext,
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
   });
   return kc;
 }

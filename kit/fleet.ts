@@ -47,7 +47,11 @@ export class Fleet {
 
   async createOverlays(): Promise<void> {
     const custom = this.sim.custom;
-    for (const o of [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('m5.xlarge', 'us-west-2')]) {
+    for (const o of [
+      computeSavingsPlan(),
+      ec2InstanceSavingsPlan('m5', 'us-west-2'),
+      reservedInstance('m5.xlarge', 'us-west-2'),
+    ]) {
       await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
     }
   }
@@ -63,7 +67,9 @@ export class Fleet {
 
   /** The same, each step retried as Karpenter and the kubelet retry, for faults that fail requests. */
   async persistentBurst(prefix: string, count: number, from = 0): Promise<void> {
-    await Promise.all(Array.from({ length: count }, (_, i) => this.sim.launchPersistently(this.shape(prefix, from + i))));
+    await Promise.all(
+      Array.from({ length: count }, (_, i) => this.sim.launchPersistently(this.shape(prefix, from + i))),
+    );
   }
 
   /** Launches nodes `concurrency` at a time until `stop()` is called; returns how many. */
@@ -73,7 +79,13 @@ export class Fleet {
     const workers = Array.from({ length: concurrency }, async () => {
       while (running) await this.sim.launchPersistently(this.shape(prefix, next++));
     });
-    return { stop: async () => { running = false; await Promise.all(workers); return next; } };
+    return {
+      stop: async () => {
+        running = false;
+        await Promise.all(workers);
+        return next;
+      },
+    };
   }
 
   async labels(prefix: string): Promise<Map<string, Record<string, string>>> {
@@ -91,7 +103,8 @@ export class Fleet {
     for (const n of (await this.core.listNode()).items) {
       const name = n.metadata?.name ?? '';
       const story = n.metadata?.annotations?.['veneer.io/overlay-decision'];
-      if (name.startsWith(`${prefix}-`)) out.set(name, story ? (JSON.parse(story) as { decidedBy: string }).decidedBy : 'none');
+      if (name.startsWith(`${prefix}-`))
+        out.set(name, story ? (JSON.parse(story) as { decidedBy: string }).decidedBy : 'none');
     }
     return out;
   }
@@ -105,7 +118,10 @@ export class Fleet {
   async wrongRecords(prefix: string): Promise<string[]> {
     const wrong: string[] = [];
     for (const [name, labels] of await this.labels(prefix)) {
-      if (labels['veneer.io/overlay-influenced'] !== 'true' || labels['veneer.io/matching-overlay'] !== EXPECTED[typeOf(name)]) {
+      if (
+        labels['veneer.io/overlay-influenced'] !== 'true' ||
+        labels['veneer.io/matching-overlay'] !== EXPECTED[typeOf(name)]
+      ) {
         wrong.push(`${name}: ${labels['veneer.io/matching-overlay'] ?? 'no record'}`);
       }
     }
@@ -121,9 +137,18 @@ export class Fleet {
     const out = new Map<string, { user: string; at: number }[]>();
     for (const e of this.cp.auditEvents()) {
       const code = e.responseStatus?.code ?? 0;
-      if (e.stage !== 'ResponseComplete' || e.verb !== 'patch' || e.objectRef?.resource !== 'nodes' || (code !== 200 && !(orUnknown && code >= 500))) continue;
+      if (
+        e.stage !== 'ResponseComplete' ||
+        e.verb !== 'patch' ||
+        e.objectRef?.resource !== 'nodes' ||
+        (code !== 200 && !(orUnknown && code >= 500))
+      )
+        continue;
       if (!users.includes(e.user.username) || !e.objectRef.name?.startsWith(`${prefix}-`)) continue;
-      out.set(e.objectRef.name, [...(out.get(e.objectRef.name) ?? []), { user: e.user.username, at: Date.parse(e.stageTimestamp ?? '') }]);
+      out.set(e.objectRef.name, [
+        ...(out.get(e.objectRef.name) ?? []),
+        { user: e.user.username, at: Date.parse(e.stageTimestamp ?? '') },
+      ]);
     }
     return out;
   }
@@ -147,18 +172,36 @@ export const SOURCE_CLI = join(import.meta.dirname, '..', 'src', 'cli.ts');
 export const COMPILED_CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 
 /** `veneer-node-watcher serve` as its own process, so that it can be killed like a pod; `nodeFlags` go to Node. */
-export async function spawnServe(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}, nodeFlags: string[] = [], cli = SOURCE_CLI): Promise<ServeProcess> {
+export async function spawnServe(
+  cp: ControlPlane,
+  certs: WebhookCerts,
+  user: string,
+  flags: Record<string, string> = {},
+  nodeFlags: string[] = [],
+  cli = SOURCE_CLI,
+): Promise<ServeProcess> {
   const all = await watcherFlags(certs, flags);
   const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
-  const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, ...nodeFlags, cli, 'serve', ...Object.entries(all).flat()], {
-    env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...RUNTIME_NODE_FLAGS, ...nodeFlags, cli, 'serve', ...Object.entries(all).flat()],
+    {
+      env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout?.on('data', (c) => (out += c));
   child.stderr?.on('data', (c) => (out += c));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, webhookPort: Number(all['--webhook-port']), metricsPort: Number(all['--metrics-port']), healthPort: Number(all['--health-port']), output: () => out, exited };
+  return {
+    child,
+    webhookPort: Number(all['--webhook-port']),
+    metricsPort: Number(all['--metrics-port']),
+    healthPort: Number(all['--health-port']),
+    output: () => out,
+    exited,
+  };
 }
 
 /** The sum of a metric's samples whose labels include `labels`, from a text exposition. */
@@ -173,10 +216,21 @@ export function counter(text: string, name: string, labels: Record<string, strin
 }
 
 export async function metricsOf(port: number): Promise<string> {
-  return fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+  return fetch(`http://127.0.0.1:${port}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
 }
 
 /** Waits for a probe on the health port to answer 200. */
 export async function waitReady(port: number, path = '/readyz', ms = 30_000): Promise<void> {
-  await until(`${path} on ${port}`, () => fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.status === 200, () => false), ms);
+  await until(
+    `${path} on ${port}`,
+    () =>
+      fetch(`http://127.0.0.1:${port}${path}`).then(
+        (r) => r.status === 200,
+        () => false,
+      ),
+    ms,
+  );
 }

@@ -7,16 +7,17 @@ export async function liveHeapMb(inspectorUrl: string): Promise<number> {
     ws.onerror = reject;
   });
   let id = 0;
-  const call = (method: string, params: object = {}) => new Promise<{ result?: { value?: number } }>((resolve) => {
-    const mine = ++id;
-    ws.addEventListener('message', function answer(ev: MessageEvent) {
-      const msg = JSON.parse(String(ev.data)) as { id?: number; result: { result?: { value?: number } } };
-      if (msg.id !== mine) return;
-      ws.removeEventListener('message', answer);
-      resolve(msg.result);
+  const call = (method: string, params: object = {}) =>
+    new Promise<{ result?: { value?: number } }>((resolve) => {
+      const mine = ++id;
+      ws.addEventListener('message', function answer(ev: MessageEvent) {
+        const msg = JSON.parse(String(ev.data)) as { id?: number; result: { result?: { value?: number } } };
+        if (msg.id !== mine) return;
+        ws.removeEventListener('message', answer);
+        resolve(msg.result);
+      });
+      ws.send(JSON.stringify({ id: mine, method, params }));
     });
-    ws.send(JSON.stringify({ id: mine, method, params }));
-  });
   try {
     await call('HeapProfiler.collectGarbage');
     const used = await call('Runtime.evaluate', { expression: 'process.memoryUsage().heapUsed', returnByValue: true });

@@ -27,7 +27,12 @@ export interface NodeSelectorRequirement {
 export const inReq = (key: string, ...values: string[]): NodeSelectorRequirement => ({ key, operator: 'In', values });
 
 export interface NodeClaim {
-  metadata: { name: string; creationTimestamp?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec?: { nodeClassRef?: { group: string; kind: string; name: string }; requirements?: NodeSelectorRequirement[] };
   status?: { providerID?: string; nodeName?: string; conditions?: { type: string; status: string; reason?: string }[] };
 }
@@ -59,7 +64,9 @@ export async function certKubeconfig(cp: ControlPlane, user: string, groups: str
   const cert = await cp.clientCertificate(user, groups);
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'test', server: cp.server, caData: Buffer.from(cp.caPem).toString('base64'), skipTLSVerify: false }],
+    clusters: [
+      { name: 'test', server: cp.server, caData: Buffer.from(cp.caPem).toString('base64'), skipTLSVerify: false },
+    ],
     users: [{ name: user, certFile: cert.certPath, keyFile: cert.keyPath }],
     contexts: [{ name: 'test', cluster: 'test', user }],
     currentContext: 'test',
@@ -83,11 +90,16 @@ export interface ControllerProcesses {
 
 /** Starts kube-scheduler and the controller (the CRDs, node classes and NodePools must exist); resolves once the controller's /readyz answers. */
 export async function launchController(cp: ControlPlane, opts: ControllerLaunch): Promise<ControllerProcesses> {
-  const scheduler = new ManagedProcess('kube-scheduler', binary('kubeScheduler'), [
-    `--kubeconfig=${await certKubeconfig(cp, SCHEDULER_USER, [], 'kubeconfig-scheduler')}`,
-    '--leader-elect=false',
-    '--secure-port=0',
-  ], join(cp.dir, 'kube-scheduler.log'));
+  const scheduler = new ManagedProcess(
+    'kube-scheduler',
+    binary('kubeScheduler'),
+    [
+      `--kubeconfig=${await certKubeconfig(cp, SCHEDULER_USER, [], 'kubeconfig-scheduler')}`,
+      '--leader-elect=false',
+      '--secure-port=0',
+    ],
+    join(cp.dir, 'kube-scheduler.log'),
+  );
   const [metricsPort, healthPort] = [await freePort(), await freePort()];
   // Karpenter's own identity in system:masters: its chart's RBAC is not in the module, and the
   // audit log still tells its requests from the test's.
@@ -105,8 +117,12 @@ export async function launchController(cp: ControlPlane, opts: ControllerLaunch)
   controller.start();
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
   for (;;) {
-    for (const p of [scheduler, controller]) if (!p.running) throw new Error(`${p.name} exited during start-up:\n${p.logTail()}`);
-    const ready = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false);
+    for (const p of [scheduler, controller])
+      if (!p.running) throw new Error(`${p.name} exited during start-up:\n${p.logTail()}`);
+    const ready = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) break;
     if (Date.now() > deadline) throw new Error(`${opts.name} was not ready in time:\n${controller.logTail()}`);
     await sleep(200);
@@ -148,7 +164,9 @@ export class KarpenterController {
   async waitForNodeClaims(count: number, pool?: string, timeoutMs = 60_000): Promise<NodeClaim[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const claims = (await this.nodeClaims()).filter((c) => pool === undefined || c.metadata.labels?.['karpenter.sh/nodepool'] === pool);
+      const claims = (await this.nodeClaims()).filter(
+        (c) => pool === undefined || c.metadata.labels?.['karpenter.sh/nodepool'] === pool,
+      );
       if (claims.length >= count) return claims;
       if (Date.now() > deadline) throw new Error(`${claims.length} of ${count} NodeClaims after ${timeoutMs} ms`);
       await sleep(200);
@@ -156,17 +174,24 @@ export class KarpenterController {
   }
 
   /** Waits until `count` Karpenter nodes (of `pool`, if given; registered by Karpenter, if asked) exist; returns them. */
-  async waitForNodes(count: number, opts: { pool?: string; registered?: boolean; timeoutMs?: number } = {}): Promise<k8s.V1Node[]> {
+  async waitForNodes(
+    count: number,
+    opts: { pool?: string; registered?: boolean; timeoutMs?: number } = {},
+  ): Promise<k8s.V1Node[]> {
     const core = this.cp.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
     const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
     for (;;) {
       const nodes = (await core.listNode()).items.filter((n) => {
         const labels = n.metadata?.labels ?? {};
-        return labels['karpenter.sh/nodepool'] !== undefined && (opts.pool === undefined || labels['karpenter.sh/nodepool'] === opts.pool)
-          && (!opts.registered || labels['karpenter.sh/registered'] === 'true');
+        return (
+          labels['karpenter.sh/nodepool'] !== undefined &&
+          (opts.pool === undefined || labels['karpenter.sh/nodepool'] === opts.pool) &&
+          (!opts.registered || labels['karpenter.sh/registered'] === 'true')
+        );
       });
       if (nodes.length >= count) return nodes;
-      if (Date.now() > deadline) throw new Error(`${nodes.length} of ${count} nodes after ${opts.timeoutMs ?? 60_000} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`${nodes.length} of ${count} nodes after ${opts.timeoutMs ?? 60_000} ms`);
       await sleep(200);
     }
   }
@@ -208,13 +233,20 @@ export function podObject(pod: PendingPod, vcpusOf: (type: string) => number): k
         ...(pod.zone ? { 'topology.kubernetes.io/zone': pod.zone } : {}),
         ...pod.nodeSelector,
       },
-      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu, memory: '64Mi' } } }],
+      containers: [
+        { name: 'app', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu, memory: '64Mi' } } },
+      ],
     },
   };
 }
 
 /** Creates the pods at once (as a Deployment scaling up would), in `namespace`. */
-export async function createPods(admin: k8s.KubeConfig, pods: PendingPod[], vcpusOf: (type: string) => number, namespace = 'default'): Promise<void> {
+export async function createPods(
+  admin: k8s.KubeConfig,
+  pods: PendingPod[],
+  vcpusOf: (type: string) => number,
+  namespace = 'default',
+): Promise<void> {
   const core = admin.makeApiClient(k8s.CoreV1Api);
   await Promise.all(pods.map((p) => core.createNamespacedPod({ namespace, body: podObject(p, vcpusOf) })));
 }

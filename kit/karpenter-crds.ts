@@ -9,7 +9,11 @@ import type { ControlPlane } from './control-plane.ts';
 import { validateOverlaysLikeKarpenter } from './overlay-validation.ts';
 
 const crdDir = join(dirname(fileURLToPath(import.meta.url)), 'crds');
-export const crdFiles = ['karpenter.sh_nodeoverlays.yaml', 'karpenter.sh_nodepools.yaml', 'karpenter.sh_nodeclaims.yaml'].map((f) => join(crdDir, f));
+export const crdFiles = [
+  'karpenter.sh_nodeoverlays.yaml',
+  'karpenter.sh_nodepools.yaml',
+  'karpenter.sh_nodeclaims.yaml',
+].map((f) => join(crdDir, f));
 
 /** The NodePool `karpenterNode` (kit/veneer.ts) launches into: no template labels, on-demand and spot. */
 export function nodePool(name = 'default', labels: Record<string, string> = {}) {
@@ -54,23 +58,34 @@ export async function installCRDFiles(cp: ControlPlane, files: string[], timeout
     await api.createCustomResourceDefinition({ body: crd });
   }
   const deadline = Date.now() + timeoutMs;
-  await waitEstablished(api, crds.map((crd) => crd.metadata?.name ?? ''), deadline);
+  await waitEstablished(
+    api,
+    crds.map((crd) => crd.metadata?.name ?? ''),
+    deadline,
+  );
   // Established is not the end: the watch cache of a new resource answers 429 until it has
   // initialised, so wait until a watch opens.
   for (const crd of crds) {
     const version = crd.spec.versions.find((v) => v.storage)?.name;
     const path = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`;
     for (;;) {
-      const opened = await new k8s.Watch(kc).watch(path, { timeoutSeconds: 1 }, () => {}, () => {}).then(
-        (req) => {
-          req.abort();
-          return true;
-        },
-        (err: { statusCode?: number }) => {
-          if (err.statusCode !== 429) throw err;
-          return false;
-        },
-      );
+      const opened = await new k8s.Watch(kc)
+        .watch(
+          path,
+          { timeoutSeconds: 1 },
+          () => {},
+          () => {},
+        )
+        .then(
+          (req) => {
+            req.abort();
+            return true;
+          },
+          (err: { statusCode?: number }) => {
+            if (err.statusCode !== 429) throw err;
+            return false;
+          },
+        );
       if (opened) break;
       if (Date.now() > deadline) throw new Error(`watch on ${path} still refused after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
@@ -80,6 +95,9 @@ export async function installCRDFiles(cp: ControlPlane, files: string[], timeout
 
 export async function installKarpenterCRDs(cp: ControlPlane, timeoutMs = 30_000): Promise<void> {
   await installCRDFiles(cp, crdFiles, timeoutMs);
-  await cp.adminKubeConfig().makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1', plural: 'nodepools', body: nodePool() });
+  await cp
+    .adminKubeConfig()
+    .makeApiClient(k8s.CustomObjectsApi)
+    .createClusterCustomObject({ group: 'karpenter.sh', version: 'v1', plural: 'nodepools', body: nodePool() });
   validateOverlaysLikeKarpenter(cp);
 }

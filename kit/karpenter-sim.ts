@@ -17,11 +17,27 @@ export class KarpenterSim {
   async createNodeClaim(shape: NodeShape & { claimName: string }): Promise<void> {
     const claim = nodeClaimFor(shape);
     await this.custom.createClusterCustomObject({
-      group: 'karpenter.sh', version: 'v1', plural: 'nodeclaims',
-      body: { ...claim, spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: [shape.capacityType ?? 'on-demand'] }] } },
+      group: 'karpenter.sh',
+      version: 'v1',
+      plural: 'nodeclaims',
+      body: {
+        ...claim,
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements: [
+            { key: 'karpenter.sh/capacity-type', operator: 'In', values: [shape.capacityType ?? 'on-demand'] },
+          ],
+        },
+      },
     });
     await this.custom.patchClusterCustomObjectStatus(
-      { group: 'karpenter.sh', version: 'v1', plural: 'nodeclaims', name: shape.claimName, body: { status: claim.status } },
+      {
+        group: 'karpenter.sh',
+        version: 'v1',
+        plural: 'nodeclaims',
+        name: shape.claimName,
+        body: { status: claim.status },
+      },
       mergePatch,
     );
   }
@@ -34,15 +50,30 @@ export class KarpenterSim {
   /** Karpenter's registration: every NodeClaim label, the ownerReference, registered=true. */
   async register(shape: NodeShape & { claimName?: string }): Promise<k8s.V1Node> {
     const full = karpenterNode({ ...shape, stage: 'registered' });
-    return this.core.patchNode({
-      name: shape.name,
-      body: {
-        metadata: {
-          labels: full.metadata?.labels,
-          ...(shape.claimName ? { ownerReferences: [{ apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: shape.claimName, uid: '00000000-0000-0000-0000-000000000001', blockOwnerDeletion: true }] } : {}),
+    return this.core.patchNode(
+      {
+        name: shape.name,
+        body: {
+          metadata: {
+            labels: full.metadata?.labels,
+            ...(shape.claimName
+              ? {
+                  ownerReferences: [
+                    {
+                      apiVersion: 'karpenter.sh/v1',
+                      kind: 'NodeClaim',
+                      name: shape.claimName,
+                      uid: '00000000-0000-0000-0000-000000000001',
+                      blockOwnerDeletion: true,
+                    },
+                  ],
+                }
+              : {}),
+          },
         },
       },
-    }, mergePatch);
+      mergePatch,
+    );
   }
 
   /**

@@ -16,14 +16,35 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { binary, type ControlPlane } from './control-plane.ts';
 import { installCRDFiles } from './karpenter-crds.ts';
-import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod } from './karpenter-controller.ts';
+import {
+  type CapacityType,
+  type ControllerProcesses,
+  createPods,
+  inReq,
+  KarpenterController,
+  launchController,
+  NODEPOOL_API,
+  type NodeSelectorRequirement,
+  type PendingPod,
+} from './karpenter-controller.ts';
 import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
 import type { RunningWatcher } from '../src/commands/serve.ts';
 import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
 
 export {
-  BURST_TYPES, burstPods, type CapacityType, KARPENTER_USER, NODECLAIM_API, type NodeClaim, NODEPOOL_API, type NodeSelectorRequirement,
-  type PendingPod, PRICE_OVERLAY_APPLIED, type ProcessUsage, SCHEDULER_USER, usageOf,
+  BURST_TYPES,
+  burstPods,
+  type CapacityType,
+  KARPENTER_USER,
+  NODECLAIM_API,
+  type NodeClaim,
+  NODEPOOL_API,
+  type NodeSelectorRequirement,
+  type PendingPod,
+  PRICE_OVERLAY_APPLIED,
+  type ProcessUsage,
+  SCHEDULER_USER,
+  usageOf,
 } from './karpenter-controller.ts';
 
 /** The Karpenter version that runs (scripts/control-plane.sh builds it; `npm run test:matrix` also runs v1.14.3). */
@@ -58,28 +79,45 @@ const FAMILIES: Family[] = [
   { name: 'r6g', arch: 'arm64', gibPerCpu: 8, perCpu: 0.0504 },
   { name: 't3', arch: 'amd64', gibPerCpu: 4, perCpu: 0.0416 },
 ];
-const SIZES = [['large', 2], ['xlarge', 4], ['2xlarge', 8]] as const;
+const SIZES = [
+  ['large', 2],
+  ['xlarge', 4],
+  ['2xlarge', 8],
+] as const;
 /** Spot as a share of on-demand, per zone (each family a little dearer than the one before). */
 const SPOT_SHARE = [0.38, 0.35, 0.41];
 
 /** Families m5, c6i, r6g, t3 in sizes large, xlarge, 2xlarge; on-demand and spot in three zones of us-west-2. */
 export function awsLikeCatalog(): KwokInstanceType[] {
-  return FAMILIES.flatMap((f, fi) => SIZES.map(([size, cpu]) => {
-    const onDemand = Number((cpu * f.perCpu).toFixed(4));
-    return {
-      name: `${f.name}.${size}`,
-      architecture: f.arch,
-      operatingSystems: ['linux'],
-      // Canonical quantities: KWOK's instance-cpu/instance-memory labels are their String().
-      resources: { cpu: String(cpu), memory: `${cpu * f.gibPerCpu}Gi`, 'ephemeral-storage': '20Gi', pods: size === 'large' ? (f.name === 't3' ? '35' : '29') : '58' },
-      offerings: ZONES.flatMap((zone, zi) => (['on-demand', 'spot'] as const).map((ct) => ({
-        Price: ct === 'on-demand' ? onDemand : Number((onDemand * (SPOT_SHARE[zi]! + fi * 0.01)).toFixed(5)),
-        Available: true,
-        // Every key here becomes a node label: the region too, as AWS nodes carry it.
-        Requirements: [inReq('karpenter.sh/capacity-type', ct), inReq('topology.kubernetes.io/zone', zone), inReq('topology.kubernetes.io/region', REGION)],
-      }))),
-    };
-  }));
+  return FAMILIES.flatMap((f, fi) =>
+    SIZES.map(([size, cpu]) => {
+      const onDemand = Number((cpu * f.perCpu).toFixed(4));
+      return {
+        name: `${f.name}.${size}`,
+        architecture: f.arch,
+        operatingSystems: ['linux'],
+        // Canonical quantities: KWOK's instance-cpu/instance-memory labels are their String().
+        resources: {
+          cpu: String(cpu),
+          memory: `${cpu * f.gibPerCpu}Gi`,
+          'ephemeral-storage': '20Gi',
+          pods: size === 'large' ? (f.name === 't3' ? '35' : '29') : '58',
+        },
+        offerings: ZONES.flatMap((zone, zi) =>
+          (['on-demand', 'spot'] as const).map((ct) => ({
+            Price: ct === 'on-demand' ? onDemand : Number((onDemand * (SPOT_SHARE[zi]! + fi * 0.01)).toFixed(5)),
+            Available: true,
+            // Every key here becomes a node label: the region too, as AWS nodes carry it.
+            Requirements: [
+              inReq('karpenter.sh/capacity-type', ct),
+              inReq('topology.kubernetes.io/zone', zone),
+              inReq('topology.kubernetes.io/region', REGION),
+            ],
+          })),
+        ),
+      };
+    }),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,7 +153,10 @@ export function nodePoolObject(p: KwokNodePool) {
 }
 
 export function nodePoolRequirements(p: KwokNodePool): NodeSelectorRequirement[] {
-  return [inReq('karpenter.sh/capacity-type', ...(p.capacityTypes ?? ['on-demand', 'spot'])), inReq('kubernetes.io/os', 'linux')];
+  return [
+    inReq('karpenter.sh/capacity-type', ...(p.capacityTypes ?? ['on-demand', 'spot'])),
+    inReq('kubernetes.io/os', 'linux'),
+  ];
 }
 
 export interface KarpenterOptions {
@@ -132,7 +173,10 @@ export interface KarpenterOptions {
 /** Karpenter's CRDs from the module version the controller was built from, and nothing else. */
 export async function installKwokCRDs(cp: ControlPlane): Promise<void> {
   const dir = binary('karpenterKwokCrds');
-  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => join(dir, f));
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => join(dir, f));
   await installCRDFiles(cp, files);
 }
 
@@ -140,7 +184,12 @@ export class Karpenter extends KarpenterController {
   readonly catalog: KwokInstanceType[];
   readonly nodePools: KwokNodePool[];
 
-  private constructor(cp: ControlPlane, catalog: KwokInstanceType[], nodePools: KwokNodePool[], processes: ControllerProcesses) {
+  private constructor(
+    cp: ControlPlane,
+    catalog: KwokInstanceType[],
+    nodePools: KwokNodePool[],
+    processes: ControllerProcesses,
+  ) {
     super(cp, processes);
     this.catalog = catalog;
     this.nodePools = nodePools;
@@ -157,7 +206,12 @@ export class Karpenter extends KarpenterController {
     for (const [name, spec] of Object.entries(opts.nodeClasses ?? { default: {} })) {
       await custom.createClusterCustomObject({
         ...KWOK_NODECLASS_API,
-        body: { apiVersion: 'karpenter.kwok.sh/v1alpha1', kind: 'KWOKNodeClass', metadata: { name }, spec: spec.nodeRegistrationDelay ? { nodeRegistrationDelay: spec.nodeRegistrationDelay } : {} },
+        body: {
+          apiVersion: 'karpenter.kwok.sh/v1alpha1',
+          kind: 'KWOKNodeClass',
+          metadata: { name },
+          spec: spec.nodeRegistrationDelay ? { nodeRegistrationDelay: spec.nodeRegistrationDelay } : {},
+        },
       });
     }
     for (const p of nodePools) await custom.createClusterCustomObject({ ...NODEPOOL_API, body: nodePoolObject(p) });
@@ -178,20 +232,30 @@ export class Karpenter extends KarpenterController {
     const type = this.catalog.find((t) => t.name === labels['node.kubernetes.io/instance-type']);
     if (!type) throw new Error(`no instance type ${labels['node.kubernetes.io/instance-type']} in the catalog`);
     const offering = type.offerings.findIndex((o) => o.Requirements.every((r) => r.values?.[0] === labels[r.key]));
-    if (offering < 0) throw new Error(`${type.name}: no offering for ${labels['karpenter.sh/capacity-type']} in ${labels['topology.kubernetes.io/zone']}`);
+    if (offering < 0)
+      throw new Error(
+        `${type.name}: no offering for ${labels['karpenter.sh/capacity-type']} in ${labels['topology.kubernetes.io/zone']}`,
+      );
     return { type, offering };
   }
 }
 
 /** The CPUs of a catalog's instance type, for pods pinned to it. */
-export const vcpusIn = (catalog: KwokInstanceType[]) => (type: string): number => {
-  const entry = catalog.find((t) => t.name === type);
-  if (!entry) throw new Error(`no instance type ${type} in the catalog`);
-  return Number(entry.resources.cpu);
-};
+export const vcpusIn =
+  (catalog: KwokInstanceType[]) =>
+  (type: string): number => {
+    const entry = catalog.find((t) => t.name === type);
+    if (!entry) throw new Error(`no instance type ${type} in the catalog`);
+    return Number(entry.resources.cpu);
+  };
 
 /** Creates the pods at once (as a Deployment scaling up would), in `namespace`. */
-export async function createPendingPods(admin: k8s.KubeConfig, pods: PendingPod[], catalog: KwokInstanceType[], namespace = 'default'): Promise<void> {
+export async function createPendingPods(
+  admin: k8s.KubeConfig,
+  pods: PendingPod[],
+  catalog: KwokInstanceType[],
+  namespace = 'default',
+): Promise<void> {
   await createPods(admin, pods, vcpusIn(catalog), namespace);
 }
 
@@ -204,11 +268,15 @@ export interface KarpenterEnv extends ClusterEnv {
   karpenter: Karpenter;
 }
 
-export function startKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {}): Promise<KarpenterEnv> {
+export function startKarpenterEnv(
+  opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {},
+): Promise<KarpenterEnv> {
   return startClusterEnvWith({ ...opts, installCRDs: installKwokCRDs }, (cp) => Karpenter.start(cp, opts.karpenter));
 }
 
 /** A Karpenter env with the watcher running (on KWOK's keys, found by auto) and both webhooks registered; `stop` ends both. */
-export async function startKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {}): Promise<KarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
+export async function startKarpenterWithWatcher(
+  opts: WatcherEnvOptions & { karpenter?: KarpenterOptions } = {},
+): Promise<KarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
   return withWatcher(await startKarpenterEnv(opts));
 }

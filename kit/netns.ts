@@ -43,24 +43,50 @@ export interface NamespaceRunOptions {
 export async function runInOwnNetworkNamespace(script: string, opts: NamespaceRunOptions = {}): Promise<number> {
   const refused = networkNamespaceRefusal();
   if (refused !== undefined) {
-    if (opts.ifRefused === 'throw') throw new Error(`the kernel refused a network namespace (${refused}); this needs root or unprivileged user namespaces`);
+    if (opts.ifRefused === 'throw')
+      throw new Error(
+        `the kernel refused a network namespace (${refused}); this needs root or unprivileged user namespaces`,
+      );
     // Only the kernel's refusal skips; any other failure below fails the test.
-    console.log(`1..0 # SKIP the kernel refused a network namespace (${refused}); this test needs root or unprivileged user namespaces`);
+    console.log(
+      `1..0 # SKIP the kernel refused a network namespace (${refused}); this test needs root or unprivileged user namespaces`,
+    );
     console.error(`SKIPPED ${script}: no network namespace (${refused})`);
     return 0;
   }
   // setpriv: the script (the same process through unshare's and sh's exec) dies with this one.
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'unshare', ...unshareArgs(), '--', 'sh', '-c', SETUP, 'sh', process.execPath, ...process.execArgv, script, ...(opts.args ?? [])], {
-    stdio: 'inherit',
-    env: { ...process.env, ...opts.env, VENEER_POD_IP: POD_IP },
-  });
+  const child = spawn(
+    'setpriv',
+    [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      'unshare',
+      ...unshareArgs(),
+      '--',
+      'sh',
+      '-c',
+      SETUP,
+      'sh',
+      process.execPath,
+      ...process.execArgv,
+      script,
+      ...(opts.args ?? []),
+    ],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, ...opts.env, VENEER_POD_IP: POD_IP },
+    },
+  );
   // tap stops a test that runs too long with SIGTERM, a user the demo with Ctrl-C: pass either on,
   // so the script cleans up, and wait for it (the script may see a Ctrl-C twice: it reaches the
   // whole process group as well).
   const forward = (signal: NodeJS.Signals) => void child.kill(signal);
   process.on('SIGTERM', forward);
   process.on('SIGINT', forward);
-  const code = await new Promise<number>((resolve) => child.once('exit', (c, signal) => resolve(c ?? (signal ? 128 : 1))));
+  const code = await new Promise<number>((resolve) =>
+    child.once('exit', (c, signal) => resolve(c ?? (signal ? 128 : 1))),
+  );
   process.off('SIGTERM', forward);
   process.off('SIGINT', forward);
   return code;
@@ -68,5 +94,6 @@ export async function runInOwnNetworkNamespace(script: string, opts: NamespaceRu
 
 /** Throws unless this process runs inside the namespace made by runInOwnNetworkNamespace. */
 export function assertInOwnNetworkNamespace(): void {
-  if (process.env.VENEER_POD_IP !== POD_IP) throw new Error('run this script through runInOwnNetworkNamespace: it binds the pod address');
+  if (process.env.VENEER_POD_IP !== POD_IP)
+    throw new Error('run this script through runInOwnNetworkNamespace: it binds the pod address');
 }

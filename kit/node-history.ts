@@ -17,10 +17,18 @@ export interface NodeVersion {
 }
 
 /** The record's story in a node version (or a Node's metadata), when it has one. */
-export const storyOf = (v: { annotations?: Record<string, string> } | undefined): DecisionStory | undefined => readStory(v?.annotations?.['veneer.io/overlay-decision']);
+export const storyOf = (v: { annotations?: Record<string, string> } | undefined): DecisionStory | undefined =>
+  readStory(v?.annotations?.['veneer.io/overlay-decision']);
 
 interface Watched {
-  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[]; finalizers?: string[] };
+  metadata?: {
+    name?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string }[];
+    finalizers?: string[];
+  };
   spec?: { taints?: { key: string; effect: string }[]; providerID?: string };
   status?: { providerID?: string };
 }
@@ -86,9 +94,18 @@ export class History {
     const versions = this.nodes.get(node) ?? [];
     const first = versions.findIndex((v) => v.labels[influenced] !== undefined);
     if (first < 0) return undefined;
-    const recordIn = (v: NodeVersion) => JSON.stringify([Object.entries(v.labels).filter(([k]) => k.startsWith('veneer.io/')).sort(), v.annotations['veneer.io/overlay-decision'] ?? null]);
+    const recordIn = (v: NodeVersion) =>
+      JSON.stringify([
+        Object.entries(v.labels)
+          .filter(([k]) => k.startsWith('veneer.io/'))
+          .sort(),
+        v.annotations['veneer.io/overlay-decision'] ?? null,
+      ]);
     const record = recordIn(versions[first]!);
-    return { at: versions[first]!.seenAt, changed: versions.slice(first + 1).some((v) => v.type !== 'DELETED' && recordIn(v) !== record) };
+    return {
+      at: versions[first]!.seenAt,
+      changed: versions.slice(first + 1).some((v) => v.type !== 'DELETED' && recordIn(v) !== record),
+    };
   }
 
   /**
@@ -106,12 +123,17 @@ export class History {
   private async follow(path: string, onEvent: (type: string, o: Watched) => void): Promise<void> {
     let rv: string | undefined;
     const open = async (): Promise<void> => {
-      const req = await new k8s.Watch(this.kc).watch(path, { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) }, (type: string, o: Watched) => {
-        rv = o.metadata?.resourceVersion ?? rv;
-        if (type !== 'BOOKMARK') onEvent(type, o);
-      }, () => {
-        if (!this.stopped) setTimeout(() => void open(), 100);
-      });
+      const req = await new k8s.Watch(this.kc).watch(
+        path,
+        { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) },
+        (type: string, o: Watched) => {
+          rv = o.metadata?.resourceVersion ?? rv;
+          if (type !== 'BOOKMARK') onEvent(type, o);
+        },
+        () => {
+          if (!this.stopped) setTimeout(() => void open(), 100);
+        },
+      );
       this.stops.push(() => req.abort());
     };
     await open();

@@ -28,8 +28,16 @@ interface Seen {
 
 function seen(obj: unknown): Seen {
   const o = obj as {
-    metadata?: { name?: string; resourceVersion?: string; generation?: number; creationTimestamp?: string; annotations?: Record<string, string> };
-    status?: { conditions?: { type?: string; status?: string; observedGeneration?: number; lastTransitionTime?: string }[] };
+    metadata?: {
+      name?: string;
+      resourceVersion?: string;
+      generation?: number;
+      creationTimestamp?: string;
+      annotations?: Record<string, string>;
+    };
+    status?: {
+      conditions?: { type?: string; status?: string; observedGeneration?: number; lastTransitionTime?: string }[];
+    };
   };
   const ready = o.status?.conditions?.find((c) => c.type === 'Ready');
   return {
@@ -37,7 +45,7 @@ function seen(obj: unknown): Seen {
     resourceVersion: o.metadata?.resourceVersion,
     generation: o.metadata?.generation ?? 1,
     // A status written by a test without observedGeneration stands as it is.
-    judged: ready === undefined ? -1 : ready.observedGeneration ?? Number.POSITIVE_INFINITY,
+    judged: ready === undefined ? -1 : (ready.observedGeneration ?? Number.POSITIVE_INFINITY),
     readySince: ready?.status === 'True' ? ready.lastTransitionTime : undefined,
     createdAt: o.metadata?.creationTimestamp,
     skip: o.metadata?.annotations?.[UNVALIDATED_ANNOTATION] === 'never',
@@ -50,14 +58,27 @@ export function validateOverlaysLikeKarpenter(cp: ControlPlane): void {
   const write = async (o: Seen) => {
     // A new overlay is validated in the second it was created (Karpenter takes well under one),
     // so that a test may launch right after creating it.
-    const at = o.readySince ?? (o.judged < 0 && o.createdAt ? o.createdAt : new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
-    const condition = (type: string) => ({ type, status: 'True', reason: type, message: '', observedGeneration: o.generation, lastTransitionTime: at });
-    await client.call('PATCH', `${PATH}/${o.name}/status`, {
-      contentType: 'application/merge-patch+json',
-      // Guarded by the version judged, as Karpenter's status patch is (MergeFromWithOptimisticLock):
-      // a status written since (a test's Conflict, say) is never overwritten.
-      body: { metadata: { resourceVersion: o.resourceVersion }, status: { conditions: [condition('ValidationSucceeded'), condition('Ready')] } },
-    }).catch(() => undefined); // changed since, gone, or the apiserver restarting: the next event judges again
+    const at =
+      o.readySince ?? (o.judged < 0 && o.createdAt ? o.createdAt : new Date().toISOString().replace(/\.\d+Z$/, 'Z'));
+    const condition = (type: string) => ({
+      type,
+      status: 'True',
+      reason: type,
+      message: '',
+      observedGeneration: o.generation,
+      lastTransitionTime: at,
+    });
+    await client
+      .call('PATCH', `${PATH}/${o.name}/status`, {
+        contentType: 'application/merge-patch+json',
+        // Guarded by the version judged, as Karpenter's status patch is (MergeFromWithOptimisticLock):
+        // a status written since (a test's Conflict, say) is never overwritten.
+        body: {
+          metadata: { resourceVersion: o.resourceVersion },
+          status: { conditions: [condition('ValidationSucceeded'), condition('Ready')] },
+        },
+      })
+      .catch(() => undefined); // changed since, gone, or the apiserver restarting: the next event judges again
   };
   const reflector = new Reflector<Seen>({
     resource: 'nodeoverlays',

@@ -36,11 +36,25 @@ export async function makeCA(dir: string, commonName: string): Promise<KeyPair> 
   await mkdir(dir, { recursive: true });
   const pair = { certPath: join(dir, 'ca.crt'), keyPath: join(dir, 'ca.key') };
   await openssl([
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', pair.keyPath, '-out', pair.certPath, '-days', '3650',
-    '-subj', `/CN=${commonName}`,
-    '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    pair.keyPath,
+    '-out',
+    pair.certPath,
+    '-days',
+    '3650',
+    '-subj',
+    `/CN=${commonName}`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   ]);
   return pair;
 }
@@ -54,10 +68,7 @@ export async function issueCert(ca: KeyPair, dir: string, name: string, opts: Is
   const pair = { certPath: join(dir, `${name}.crt`), keyPath: join(dir, `${name}.key`) };
   const csrPath = join(dir, `${name}.csr`);
   const extPath = join(dir, `${name}.ext`);
-  const sans = [
-    ...(opts.dnsNames ?? []).map((d) => `DNS:${d}`),
-    ...(opts.ipAddresses ?? []).map((ip) => `IP:${ip}`),
-  ];
+  const sans = [...(opts.dnsNames ?? []).map((d) => `DNS:${d}`), ...(opts.ipAddresses ?? []).map((ip) => `IP:${ip}`)];
   const ext = [
     'basicConstraints=critical,CA:FALSE',
     'keyUsage=critical,digitalSignature,keyEncipherment',
@@ -66,13 +77,35 @@ export async function issueCert(ca: KeyPair, dir: string, name: string, opts: Is
   ];
   await writeFile(extPath, `${ext.join('\n')}\n`);
   await openssl([
-    'req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', pair.keyPath, '-out', csrPath,
-    '-subj', subject(opts.commonName, opts.organizations ?? []),
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    pair.keyPath,
+    '-out',
+    csrPath,
+    '-subj',
+    subject(opts.commonName, opts.organizations ?? []),
   ]);
   await openssl([
-    'x509', '-req', '-in', csrPath, '-CA', ca.certPath, '-CAkey', ca.keyPath, '-CAcreateserial',
-    '-out', pair.certPath, '-extfile', extPath, '-days', String(opts.days ?? 365),
+    'x509',
+    '-req',
+    '-in',
+    csrPath,
+    '-CA',
+    ca.certPath,
+    '-CAkey',
+    ca.keyPath,
+    '-CAcreateserial',
+    '-out',
+    pair.certPath,
+    '-extfile',
+    extPath,
+    '-days',
+    String(opts.days ?? 365),
   ]);
   return pair;
 }

@@ -78,7 +78,6 @@ export class ManagedProcess {
   }
 }
 
-
 export function httpGet(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { timeout: 2000 }, (res) => {

@@ -6,17 +6,56 @@ import type * as k8s from '@kubernetes/client-node';
 import { instanceLabels, type NodeShape } from './veneer.ts';
 
 const IMAGE_REPOS = [
-  'amazon/aws-node', 'amazon-k8s-cni-init', 'amazon/aws-network-policy-agent', 'eks/kube-proxy', 'eks/coredns',
-  'eks/pause', 'ebs-csi-driver/aws-ebs-csi-driver', 'eks/csi-node-driver-registrar', 'eks/livenessprobe',
-  'datadog/agent', 'fluent/fluent-bit', 'prometheus/node-exporter', 'grafana/promtail', 'istio/proxyv2',
-  'library/nginx', 'bitnami/redis', 'karpenter/controller', 'cert-manager/cert-manager-controller',
-  'external-dns/external-dns', 'argoproj/argocd', 'envoyproxy/envoy', 'jaegertracing/jaeger-agent',
-  'open-telemetry/opentelemetry-collector', 'kube-state-metrics/kube-state-metrics', 'aws-load-balancer-controller',
-  'cluster-autoscaler', 'metrics-server/metrics-server', 'secrets-store-csi-driver', 'node-problem-detector',
-  'linkerd/proxy', 'vault/vault-k8s', 'kyverno/kyverno', 'falcosecurity/falco', 'calico/node', 'cilium/cilium',
-  'app/payments-api', 'app/checkout-web', 'app/search-indexer', 'app/notifications-worker', 'app/feed-ranker',
-  'app/ledger-service', 'app/identity-gateway', 'app/image-resizer', 'app/recommendations', 'app/session-store',
-  'app/fraud-scorer', 'app/email-renderer', 'app/geo-lookup', 'app/audit-trail', 'app/batch-exporter',
+  'amazon/aws-node',
+  'amazon-k8s-cni-init',
+  'amazon/aws-network-policy-agent',
+  'eks/kube-proxy',
+  'eks/coredns',
+  'eks/pause',
+  'ebs-csi-driver/aws-ebs-csi-driver',
+  'eks/csi-node-driver-registrar',
+  'eks/livenessprobe',
+  'datadog/agent',
+  'fluent/fluent-bit',
+  'prometheus/node-exporter',
+  'grafana/promtail',
+  'istio/proxyv2',
+  'library/nginx',
+  'bitnami/redis',
+  'karpenter/controller',
+  'cert-manager/cert-manager-controller',
+  'external-dns/external-dns',
+  'argoproj/argocd',
+  'envoyproxy/envoy',
+  'jaegertracing/jaeger-agent',
+  'open-telemetry/opentelemetry-collector',
+  'kube-state-metrics/kube-state-metrics',
+  'aws-load-balancer-controller',
+  'cluster-autoscaler',
+  'metrics-server/metrics-server',
+  'secrets-store-csi-driver',
+  'node-problem-detector',
+  'linkerd/proxy',
+  'vault/vault-k8s',
+  'kyverno/kyverno',
+  'falcosecurity/falco',
+  'calico/node',
+  'cilium/cilium',
+  'app/payments-api',
+  'app/checkout-web',
+  'app/search-indexer',
+  'app/notifications-worker',
+  'app/feed-ranker',
+  'app/ledger-service',
+  'app/identity-gateway',
+  'app/image-resizer',
+  'app/recommendations',
+  'app/session-store',
+  'app/fraud-scorer',
+  'app/email-renderer',
+  'app/geo-lookup',
+  'app/audit-trail',
+  'app/batch-exporter',
 ];
 
 function digest(seed: string): string {
@@ -27,14 +66,28 @@ function digest(seed: string): string {
 
 function images(): k8s.V1ContainerImage[] {
   return IMAGE_REPOS.map((repo, i) => {
-    const registry = i < 9 ? '602401143452.dkr.ecr.us-west-2.amazonaws.com' : i < 35 ? 'public.ecr.aws' : '123456789012.dkr.ecr.us-west-2.amazonaws.com';
+    const registry =
+      i < 9
+        ? '602401143452.dkr.ecr.us-west-2.amazonaws.com'
+        : i < 35
+          ? 'public.ecr.aws'
+          : '123456789012.dkr.ecr.us-west-2.amazonaws.com';
     const tag = `v1.${i % 30}.${(i * 7) % 11}-eksbuild.${(i % 3) + 1}`;
-    return { names: [`${registry}/${repo}@sha256:${digest(repo)}`, `${registry}/${repo}:${tag}`], sizeBytes: 10_000_000 + i * 3_456_789 };
+    return {
+      names: [`${registry}/${repo}@sha256:${digest(repo)}`, `${registry}/${repo}:${tag}`],
+      sizeBytes: 10_000_000 + i * 3_456_789,
+    };
   });
 }
 
-const condition = (type: string, status: string, reason: string, message: string, at: string): k8s.V1NodeCondition =>
-  ({ type, status, reason, message, lastHeartbeatTime: at as unknown as Date, lastTransitionTime: at as unknown as Date });
+const condition = (type: string, status: string, reason: string, message: string, at: string): k8s.V1NodeCondition => ({
+  type,
+  status,
+  reason,
+  message,
+  lastHeartbeatTime: at as unknown as Date,
+  lastTransitionTime: at as unknown as Date,
+});
 
 export function conditions(at: string): k8s.V1NodeCondition[] {
   return [
@@ -106,8 +159,22 @@ export function realNode(shape: NodeShape & { index: number }): k8s.V1Node {
         { type: 'InternalDNS', address: `ip-${ip.replaceAll('.', '-')}.us-west-2.compute.internal` },
         { type: 'Hostname', address: `ip-${ip.replaceAll('.', '-')}.us-west-2.compute.internal` },
       ],
-      allocatable: { cpu: '3920m', 'ephemeral-storage': '95551679124', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0', memory: '15136204Ki', pods: '58' },
-      capacity: { cpu: '4', 'ephemeral-storage': '104845292Ki', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0', memory: '16092620Ki', pods: '58' },
+      allocatable: {
+        cpu: '3920m',
+        'ephemeral-storage': '95551679124',
+        'hugepages-1Gi': '0',
+        'hugepages-2Mi': '0',
+        memory: '15136204Ki',
+        pods: '58',
+      },
+      capacity: {
+        cpu: '4',
+        'ephemeral-storage': '104845292Ki',
+        'hugepages-1Gi': '0',
+        'hugepages-2Mi': '0',
+        memory: '16092620Ki',
+        pods: '58',
+      },
       conditions: conditions(at),
       daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
       images: images(),
@@ -129,5 +196,7 @@ export function realNode(shape: NodeShape & { index: number }): k8s.V1Node {
 
 /** The strategic-merge status patch a kubelet sends to renew its conditions. */
 export function heartbeatPatch(at = new Date().toISOString()): object {
-  return { status: { conditions: conditions(at).map((c) => ({ type: c.type, lastHeartbeatTime: c.lastHeartbeatTime })) } };
+  return {
+    status: { conditions: conditions(at).map((c) => ({ type: c.type, lastHeartbeatTime: c.lastHeartbeatTime })) },
+  };
 }

@@ -21,23 +21,26 @@ export interface ScrapeOptions {
 
 export function scrape(port: number, o: ScrapeOptions): Promise<ScrapeResult> {
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: o.host ?? '127.0.0.1',
-      port,
-      ...(o.servername ? { servername: o.servername } : {}),
-      path: o.path ?? '/metrics',
-      method: o.method ?? 'GET',
-      ca: o.caPem,
-      // A new connection every time: each scrape is judged on its own, not on a kept-alive socket.
-      agent: false,
-      headers: o.token ? { authorization: `Bearer ${o.token}` } : {},
-      timeout: 15_000,
-    }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const req = request(
+      {
+        host: o.host ?? '127.0.0.1',
+        port,
+        ...(o.servername ? { servername: o.servername } : {}),
+        path: o.path ?? '/metrics',
+        method: o.method ?? 'GET',
+        ca: o.caPem,
+        // A new connection every time: each scrape is judged on its own, not on a kept-alive socket.
+        agent: false,
+        headers: o.token ? { authorization: `Bearer ${o.token}` } : {},
+        timeout: 15_000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`scrape of ${port} timed out`)));
     req.on('error', reject);
     req.end();

@@ -13,7 +13,9 @@ const SHARED = Symbol('veneer.sharedConnections');
 
 type Cluster = k8s.Cluster | null;
 type AgentOptions = Parameters<k8s.KubeConfig['createDispatcherOptions']>[1];
-interface DispatcherFactory { createDispatcher(cluster: Cluster, agentOptions: AgentOptions): unknown }
+interface DispatcherFactory {
+  createDispatcher(cluster: Cluster, agentOptions: AgentOptions): unknown;
+}
 
 /** Makes `kc` reuse one dispatcher for all its calls (proxied clusters keep the client's own). Idempotent. */
 export function shareConnections(kc: k8s.KubeConfig): k8s.KubeConfig {

@@ -8,13 +8,25 @@ const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['
  * keys; under the KWOK provider (kit/karpenter.ts) the same overlays must name KWOK's key to match
  * anything. The instance-type key is the well-known one under both.
  */
-export const FAMILY_KEY = { aws: 'karpenter.k8s.aws/instance-family', kwok: 'karpenter.kwok.sh/instance-family' } as const;
+export const FAMILY_KEY = {
+  aws: 'karpenter.k8s.aws/instance-family',
+  kwok: 'karpenter.kwok.sh/instance-family',
+} as const;
 export type OverlayProvider = keyof typeof FAMILY_KEY;
 
 /** A NodeOverlay as created: name and labels always there. */
-export type VeneerOverlay = OverlayObject & { apiVersion: string; kind: string; metadata: { name: string; labels: Record<string, string> } };
+export type VeneerOverlay = OverlayObject & {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels: Record<string, string> };
+};
 
-function veneerOverlay(name: string, weight: number, labels: Record<string, string>, requirements: RequirementSpec[]): VeneerOverlay {
+function veneerOverlay(
+  name: string,
+  weight: number,
+  labels: Record<string, string>,
+  requirements: RequirementSpec[],
+): VeneerOverlay {
   return {
     apiVersion: 'karpenter.sh/v1alpha1',
     kind: 'NodeOverlay',
@@ -25,8 +37,19 @@ function veneerOverlay(name: string, weight: number, labels: Record<string, stri
 
 /** The status Karpenter's NodeOverlay controller writes on an overlay it validated, as `kubectl get -o yaml` shows it. */
 export function validatedByKarpenter<T extends OverlayObject>(o: T, at: string, generation = 1): T {
-  const condition = (type: string) => ({ type, status: 'True', reason: type, message: '', observedGeneration: generation, lastTransitionTime: at });
-  return { ...o, metadata: { ...o.metadata, generation }, status: { conditions: [condition('Ready'), condition('ValidationSucceeded')] } };
+  const condition = (type: string) => ({
+    type,
+    status: 'True',
+    reason: type,
+    message: '',
+    observedGeneration: generation,
+    lastTransitionTime: at,
+  });
+  return {
+    ...o,
+    metadata: { ...o.metadata, generation },
+    status: { conditions: [condition('Ready'), condition('ValidationSucceeded')] },
+  };
 }
 
 export function computeSavingsPlan(provider: OverlayProvider = 'aws') {
@@ -40,7 +63,11 @@ export function ec2InstanceSavingsPlan(family: string, region: string, provider:
   return veneerOverlay(
     `cost-aware-ec2-sp-${family}-${region}`,
     20,
-    { 'veneer.io/capacity-type': 'ec2-instance-savings-plan', 'veneer.io/instance-family': family, 'veneer.io/region': region },
+    {
+      'veneer.io/capacity-type': 'ec2-instance-savings-plan',
+      'veneer.io/instance-family': family,
+      'veneer.io/region': region,
+    },
     [onDemand, { key: FAMILY_KEY[provider], operator: 'In', values: [family] }],
   );
 }
@@ -94,7 +121,10 @@ export function karpenterNode(shape: NodeShape): NodeObject & { apiVersion: stri
     'kubernetes.io/os': 'linux',
     'kubernetes.io/arch': 'amd64',
     ...(stage === 'registered'
-      ? { ...instanceLabels(shape.instanceType ?? 'm5.xlarge', shape.zone ?? 'us-west-2a'), 'karpenter.sh/registered': 'true' }
+      ? {
+          ...instanceLabels(shape.instanceType ?? 'm5.xlarge', shape.zone ?? 'us-west-2a'),
+          'karpenter.sh/registered': 'true',
+        }
       : {}),
     ...shape.extraLabels,
   };
@@ -106,7 +136,9 @@ export function karpenterNode(shape: NodeShape): NodeObject & { apiVersion: stri
   };
 }
 
-export function nodeClaimFor(shape: NodeShape & { claimName: string; claimCreatedAt?: string }): NodeClaimObject & { apiVersion: string; kind: string } {
+export function nodeClaimFor(
+  shape: NodeShape & { claimName: string; claimCreatedAt?: string },
+): NodeClaimObject & { apiVersion: string; kind: string } {
   return {
     apiVersion: 'karpenter.sh/v1',
     kind: 'NodeClaim',
@@ -119,6 +151,9 @@ export function nodeClaimFor(shape: NodeShape & { claimName: string; claimCreate
       },
       ...(shape.claimCreatedAt ? { creationTimestamp: shape.claimCreatedAt } : {}),
     },
-    status: { providerID: shape.providerID ?? `aws:///${shape.zone ?? 'us-west-2a'}/i-${shape.name}`, nodeName: shape.name },
+    status: {
+      providerID: shape.providerID ?? `aws:///${shape.zone ?? 'us-west-2a'}/i-${shape.name}`,
+      nodeName: shape.name,
+    },
   };
 }

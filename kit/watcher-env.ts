@@ -23,7 +23,11 @@ export const LEASE_NAMESPACE = 'veneer-system';
 /** The watcher's cluster-wide rights, as the chart's ClusterRole grants them (test/chart.test.ts compares). */
 export const WATCHER_CLUSTER_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
-  { apiGroups: ['karpenter.sh'], resources: ['nodeoverlays', 'nodepools', 'nodeclaims'], verbs: ['get', 'list', 'watch'] },
+  {
+    apiGroups: ['karpenter.sh'],
+    resources: ['nodeoverlays', 'nodepools', 'nodeclaims'],
+    verbs: ['get', 'list', 'watch'],
+  },
   { apiGroups: ['karpenter.k8s.aws'], resources: ['ec2nodeclasses'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
@@ -36,11 +40,17 @@ export const METRICS_READER_RULES: k8s.V1PolicyRule[] = [{ nonResourceURLs: ['/m
 /** A metrics-reader ClusterRole, as the chart makes it, bound to `subjects` (Prometheus' ServiceAccount). */
 export async function grantMetricsReader(kc: k8s.KubeConfig, subjects: k8s.RbacV1Subject[]): Promise<void> {
   const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  await rbac.createClusterRole({ body: { metadata: { name: 'veneer-node-watcher-metrics-reader' }, rules: METRICS_READER_RULES } });
+  await rbac.createClusterRole({
+    body: { metadata: { name: 'veneer-node-watcher-metrics-reader' }, rules: METRICS_READER_RULES },
+  });
   await rbac.createClusterRoleBinding({
     body: {
       metadata: { name: 'veneer-node-watcher-metrics-reader' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'veneer-node-watcher-metrics-reader' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'veneer-node-watcher-metrics-reader',
+      },
       subjects,
     },
   });
@@ -52,7 +62,10 @@ export async function grantWatcherRole(kc: k8s.KubeConfig, subjects: k8s.RbacV1S
   await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: LEASE_NAMESPACE } } });
   await rbac.createNamespacedRole({
     namespace: LEASE_NAMESPACE,
-    body: { metadata: { name: 'veneer-node-watcher-leader-election' }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }] },
+    body: {
+      metadata: { name: 'veneer-node-watcher-leader-election' },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }],
+    },
   });
   await rbac.createNamespacedRoleBinding({
     namespace: LEASE_NAMESPACE,
@@ -135,7 +148,10 @@ rules:
  * as a cluster identity, and the secure default would add TokenReviews to the API calls they
  * count. test/metrics-auth.test.ts, test/chart.test.ts and test/serve.test.ts prove the default.
  */
-export async function watcherFlags(certs: WebhookCerts, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+export async function watcherFlags(
+  certs: WebhookCerts,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
   return {
     '--enabled': 'true',
     '--webhook-port': String(await freePort()),
@@ -161,11 +177,25 @@ export interface LaunchOptions {
 }
 
 /** Starts a watcher in this process as `user`. */
-export async function launchWatcher(cp: ControlPlane, certs: WebhookCerts, user: string, flags: Record<string, string> = {}, opts: LaunchOptions = {}): Promise<{ watcher: RunningWatcher; config: Config }> {
+export async function launchWatcher(
+  cp: ControlPlane,
+  certs: WebhookCerts,
+  user: string,
+  flags: Record<string, string> = {},
+  opts: LaunchOptions = {},
+): Promise<{ watcher: RunningWatcher; config: Config }> {
   const { config } = loadConfig({ flags: await watcherFlags(certs, flags) });
   const log = opts.log ?? createLogger(process.env.VENEER_TEST_LOG ?? 'silent');
   const kc = opts.apiServerPort ? viaPort(cp.userKubeConfig(user), opts.apiServerPort) : cp.userKubeConfig(user);
-  const watcher = await startWatcher({ config, client: clientFor(kc), log, host: '127.0.0.1', certPollMs: 200, identity: user, ...(opts.watchdogMs ? { watchdogMs: opts.watchdogMs } : {}) });
+  const watcher = await startWatcher({
+    config,
+    client: clientFor(kc),
+    log,
+    host: '127.0.0.1',
+    certPollMs: 200,
+    identity: user,
+    ...(opts.watchdogMs ? { watchdogMs: opts.watchdogMs } : {}),
+  });
   await watcher.caches?.synced();
   return { watcher, config };
 }
@@ -181,7 +211,10 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
   try {
     const admin = cp.adminKubeConfig();
     await (opts.installCRDs ?? installKarpenterCRDs)(cp);
-    await grantWatcherRole(admin, watcherUsers.map((name) => ({ kind: 'User', name, apiGroup: 'rbac.authorization.k8s.io' })));
+    await grantWatcherRole(
+      admin,
+      watcherUsers.map((name) => ({ kind: 'User', name, apiGroup: 'rbac.authorization.k8s.io' })),
+    );
     const certDir = join(cp.dir, 'webhook-certs');
     mkdirSync(certDir, { recursive: true });
     return { cp, admin, certs: await makeWebhookCerts(certDir) };
@@ -192,7 +225,10 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
 }
 
 /** A cluster env with a launcher (Karpenter) started beside it; the control plane is stopped if that fails. */
-export async function startClusterEnvWith<T>(opts: WatcherEnvOptions, start: (cp: ControlPlane) => Promise<T>): Promise<ClusterEnv & { karpenter: T }> {
+export async function startClusterEnvWith<T>(
+  opts: WatcherEnvOptions,
+  start: (cp: ControlPlane) => Promise<T>,
+): Promise<ClusterEnv & { karpenter: T }> {
   const env = await startClusterEnv(opts);
   try {
     return { ...env, karpenter: await start(env.cp) };
@@ -208,7 +244,11 @@ export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<Wat
   try {
     const { watcher, config } = await launchWatcher(cp, certs, WATCHER_USER, opts.flags);
     const env: WatcherEnv = {
-      cp, admin, watcher, config, certs,
+      cp,
+      admin,
+      watcher,
+      config,
+      certs,
       stop: async () => {
         await watcher.stop();
         await cp.stop();
@@ -223,13 +263,31 @@ export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<Wat
 }
 
 export async function registerWebhooks(env: WatcherEnv, timeoutSeconds: number): Promise<void> {
-  await registerWebhooksAt(env.admin, env.certs.caPem, env.watcher.webhookPort!, timeoutSeconds, env.config.labelNamespace);
+  await registerWebhooksAt(
+    env.admin,
+    env.certs.caPem,
+    env.watcher.webhookPort!,
+    timeoutSeconds,
+    env.config.labelNamespace,
+  );
 }
 
 /** Both webhooks, as the chart registers them, for a watcher serving on `port`; waits until they are in force. */
-export async function registerWebhooksAt(admin: k8s.KubeConfig, caPem: string, port: number, timeoutSeconds: number, labelNamespace = 'veneer.io'): Promise<() => Promise<void>> {
+export async function registerWebhooksAt(
+  admin: k8s.KubeConfig,
+  caPem: string,
+  port: number,
+  timeoutSeconds: number,
+  labelNamespace = 'veneer.io',
+): Promise<() => Promise<void>> {
   const api = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const reg = { name: 'veneer-node-watcher', caBundle: caPem, url: `https://127.0.0.1:${port}`, labelNamespace, timeoutSeconds };
+  const reg = {
+    name: 'veneer-node-watcher',
+    caBundle: caPem,
+    url: `https://127.0.0.1:${port}`,
+    labelNamespace,
+    timeoutSeconds,
+  };
   await api.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
   await api.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(reg) });
   await waitForMutatingWebhook(admin, labelNamespace);
@@ -242,29 +300,53 @@ export async function registerWebhooksAt(admin: k8s.KubeConfig, caPem: string, p
 /** Whether the mutating webhook is in force now: a dry-run CREATE of an on-demand Karpenter node comes back with a record. */
 async function recordsOnCreate(core: k8s.CoreV1Api, labelNamespace: string, probe: string): Promise<boolean> {
   const node = await core.createNode({
-    body: { metadata: { name: probe, labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand', 'karpenter.sh/registered': 'true' } } },
+    body: {
+      metadata: {
+        name: probe,
+        labels: {
+          'karpenter.sh/nodepool': 'probe',
+          'karpenter.sh/capacity-type': 'on-demand',
+          'karpenter.sh/registered': 'true',
+        },
+      },
+    },
     dryRun: 'All',
   });
   return node.metadata?.labels?.[`${labelNamespace}/overlay-influenced`] !== undefined;
 }
 
 /** A webhook configuration takes a moment to be used, or to stop being used: probe with dry-run creates until it `inForce`. */
-async function untilMutatingWebhook(kc: k8s.KubeConfig, labelNamespace: string, inForce: boolean, timeoutMs: number): Promise<void> {
+async function untilMutatingWebhook(
+  kc: k8s.KubeConfig,
+  labelNamespace: string,
+  inForce: boolean,
+  timeoutMs: number,
+): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; Date.now() < deadline; i++) {
     if ((await recordsOnCreate(core, labelNamespace, `webhook-probe-${i}`)) === inForce) return;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`the mutating webhook did not ${inForce ? 'become active' : 'go out of force'} within ${timeoutMs} ms`);
+  throw new Error(
+    `the mutating webhook did not ${inForce ? 'become active' : 'go out of force'} within ${timeoutMs} ms`,
+  );
 }
 
-export async function waitForMutatingWebhook(kc: k8s.KubeConfig, labelNamespace: string, timeoutMs = 30_000): Promise<void> {
+export async function waitForMutatingWebhook(
+  kc: k8s.KubeConfig,
+  labelNamespace: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   await untilMutatingWebhook(kc, labelNamespace, true, timeoutMs);
 }
 
 /** Removes the mutating webhook's configuration (as if the watcher were down) and waits until the apiserver stops calling it. */
-export async function pauseMutatingWebhook(admin: k8s.KubeConfig, labelNamespace = 'veneer.io', name = 'veneer-node-watcher'): Promise<void> {
+export async function pauseMutatingWebhook(
+  admin: k8s.KubeConfig,
+  labelNamespace = 'veneer.io',
+  name = 'veneer-node-watcher',
+): Promise<void> {
   await admin.makeApiClient(k8s.AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name });
   await untilMutatingWebhook(admin, labelNamespace, false, 30_000);
 }
@@ -276,7 +358,10 @@ export function writeFileAtomic(path: string, content: string): void {
 }
 
 /** The watcher (under its own identity) beside an env's cluster, with both webhooks registered; `stop` ends both and the control plane. */
-export async function withWatcher<E extends ClusterEnv>(env: E, flags: Record<string, string> = {}): Promise<E & { watcher: RunningWatcher; stop: () => Promise<void> }> {
+export async function withWatcher<E extends ClusterEnv>(
+  env: E,
+  flags: Record<string, string> = {},
+): Promise<E & { watcher: RunningWatcher; stop: () => Promise<void> }> {
   try {
     const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, flags);
     const stop = async () => {

@@ -1,7 +1,11 @@
 // The webhook configurations the apiserver needs, as the chart renders them; the tests and
 // the demo register these against a real apiserver.
 import type * as k8s from '@kubernetes/client-node';
-import { mutatingMatchConditions as scopeConditions, recordKeys, validatingMatchConditions as recordAlteredConditions } from '../src/engine/index.ts';
+import {
+  mutatingMatchConditions as scopeConditions,
+  recordKeys,
+  validatingMatchConditions as recordAlteredConditions,
+} from '../src/engine/index.ts';
 
 export interface RegistrationOptions {
   name: string;
@@ -39,18 +43,20 @@ export function mutatingWebhookConfiguration(o: RegistrationOptions): k8s.V1Muta
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
     metadata: { name: o.name },
-    webhooks: [{
-      name: 'record.nodes.veneer.io',
-      admissionReviewVersions: ['v1'],
-      clientConfig: clientConfig(o, '/mutate-node'),
-      rules: nodeRules(['CREATE', 'UPDATE']),
-      failurePolicy: 'Ignore',
-      sideEffects: 'None',
-      timeoutSeconds: o.timeoutSeconds,
-      reinvocationPolicy: 'IfNeeded',
-      matchPolicy: 'Equivalent',
-      matchConditions: mutatingMatchConditions(o.labelNamespace),
-    }],
+    webhooks: [
+      {
+        name: 'record.nodes.veneer.io',
+        admissionReviewVersions: ['v1'],
+        clientConfig: clientConfig(o, '/mutate-node'),
+        rules: nodeRules(['CREATE', 'UPDATE']),
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        timeoutSeconds: o.timeoutSeconds,
+        reinvocationPolicy: 'IfNeeded',
+        matchPolicy: 'Equivalent',
+        matchConditions: mutatingMatchConditions(o.labelNamespace),
+      },
+    ],
   };
 }
 
@@ -59,16 +65,18 @@ export function validatingWebhookConfiguration(o: RegistrationOptions): k8s.V1Va
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
     metadata: { name: o.name },
-    webhooks: [{
-      name: 'protect-record.nodes.veneer.io',
-      admissionReviewVersions: ['v1'],
-      clientConfig: clientConfig(o, '/validate-node'),
-      rules: nodeRules(['UPDATE']),
-      failurePolicy: 'Ignore',
-      sideEffects: 'None',
-      timeoutSeconds: o.timeoutSeconds,
-      matchPolicy: 'Equivalent',
-      matchConditions: validatingMatchConditions(o.labelNamespace),
-    }],
+    webhooks: [
+      {
+        name: 'protect-record.nodes.veneer.io',
+        admissionReviewVersions: ['v1'],
+        clientConfig: clientConfig(o, '/validate-node'),
+        rules: nodeRules(['UPDATE']),
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        timeoutSeconds: o.timeoutSeconds,
+        matchPolicy: 'Equivalent',
+        matchConditions: validatingMatchConditions(o.labelNamespace),
+      },
+    ],
   };
 }

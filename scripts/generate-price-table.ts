@@ -13,7 +13,11 @@ import { fileURLToPath } from 'node:url';
 import { parseGoPriceTable } from '../kit/aws/prices.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const TABLE_FILES = ['zz_generated.pricing_aws.go', 'zz_generated.pricing_aws_us_gov.go', 'zz_generated.pricing_aws_cn.go'];
+export const TABLE_FILES = [
+  'zz_generated.pricing_aws.go',
+  'zz_generated.pricing_aws_us_gov.go',
+  'zz_generated.pricing_aws_cn.go',
+];
 export const PROVIDER_MODULE = 'github.com/aws/karpenter-provider-aws';
 const BUILD_MODULE = join(root, 'kit', 'karpenter-build', 'v1.14.3');
 
@@ -28,7 +32,11 @@ export interface StaticPriceTable {
 
 /** The tables of the module at `dir`, as pricing.go merges them. */
 export function tableFromModule(dir: string, version: string): StaticPriceTable {
-  const table: StaticPriceTable = { source: `${PROVIDER_MODULE}@${version} pkg/providers/pricing/{${TABLE_FILES.join(',')}}`, generated: [], regions: {} };
+  const table: StaticPriceTable = {
+    source: `${PROVIDER_MODULE}@${version} pkg/providers/pricing/{${TABLE_FILES.join(',')}}`,
+    generated: [],
+    regions: {},
+  };
   for (const file of TABLE_FILES) {
     const text = readFileSync(join(dir, 'pkg', 'providers', 'pricing', file), 'utf8');
     const when = /^\/\/ (generated at .*)$/m.exec(text)?.[1];
@@ -42,12 +50,18 @@ export function tableFromModule(dir: string, version: string): StaticPriceTable 
 export const TABLE_PATH = join(root, 'src', 'prices', 'karpenter-static-prices.json');
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const listed = process.argv[2] ?? execFileSync('go', ['list', '-m', '-f', '{{.Dir}} {{.Version}}', PROVIDER_MODULE], {
-    cwd: BUILD_MODULE, env: { ...process.env, GOTOOLCHAIN: 'go1.27.3', GOFLAGS: '-mod=readonly' }, encoding: 'utf8',
-  }).trim();
+  const listed =
+    process.argv[2] ??
+    execFileSync('go', ['list', '-m', '-f', '{{.Dir}} {{.Version}}', PROVIDER_MODULE], {
+      cwd: BUILD_MODULE,
+      env: { ...process.env, GOTOOLCHAIN: 'go1.27.3', GOFLAGS: '-mod=readonly' },
+      encoding: 'utf8',
+    }).trim();
   const [dir, version] = listed.includes(' ') ? listed.split(' ') : [listed, 'unknown'];
   const table = tableFromModule(dir!, version!);
   writeFileSync(TABLE_PATH, `${JSON.stringify(table, null, 1)}\n`);
-  const counts = Object.entries(table.regions).map(([r, t]) => `${r} ${Object.keys(t).length}`).join(', ');
+  const counts = Object.entries(table.regions)
+    .map(([r, t]) => `${r} ${Object.keys(t).length}`)
+    .join(', ');
   console.log(`wrote ${TABLE_PATH}: ${counts}`);
 }

@@ -13,7 +13,16 @@ const EXIT_USAGE = 2;
 
 const COMMANDS = ['serve', 'check-config', 'explain', 'report'] as const;
 /** Options of the commands that read nodes and overlays; `--at` is explain's alone. */
-const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = { '--nodes': 'nodesFile', '--overlays': 'overlaysFile', '--nodeclaims': 'nodeClaimsFile', '--nodepools': 'nodePoolsFile', '--ec2nodeclasses': 'nodeClassesFile', '--at': 'at', '-o': 'output', '--output': 'output' };
+const INPUT_OPTIONS: Record<string, keyof ExplainArgs> = {
+  '--nodes': 'nodesFile',
+  '--overlays': 'overlaysFile',
+  '--nodeclaims': 'nodeClaimsFile',
+  '--nodepools': 'nodePoolsFile',
+  '--ec2nodeclasses': 'nodeClassesFile',
+  '--at': 'at',
+  '-o': 'output',
+  '--output': 'output',
+};
 const OUTPUTS = ['table', 'json', 'yaml'];
 type Command = (typeof COMMANDS)[number];
 
@@ -35,7 +44,9 @@ function version(): string {
 }
 
 function usage(): string {
-  const settings = (Object.keys(SETTINGS) as SettingPath[]).map((p) => `  ${flagName(p).padEnd(40)} ${SETTINGS[p].description}`);
+  const settings = (Object.keys(SETTINGS) as SettingPath[]).map(
+    (p) => `  ${flagName(p).padEnd(40)} ${SETTINGS[p].description}`,
+  );
   return [
     'Usage: veneer-node-watcher [command] [--config FILE] [--<setting> VALUE ...]',
     '',
@@ -62,7 +73,14 @@ function usage(): string {
 }
 
 export function parseArgs(argv: string[]): Parsed {
-  const parsed: Parsed = { command: 'serve', configFile: undefined, flags: {}, help: false, version: false, input: { output: 'table' } };
+  const parsed: Parsed = {
+    command: 'serve',
+    configFile: undefined,
+    flags: {},
+    help: false,
+    version: false,
+    input: { output: 'table' },
+  };
   let commandSeen = false;
   const inputGiven: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -74,7 +92,8 @@ export function parseArgs(argv: string[]): Parsed {
       const name = eq > 0 ? arg.slice(0, eq) : arg;
       const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
       if (value === undefined) throw new UsageError(`option ${name} needs a value`);
-      if (INPUT_OPTIONS[name] === 'output' && !OUTPUTS.includes(value)) throw new UsageError(`${name} must be table, json or yaml, not ${JSON.stringify(value)}`);
+      if (INPUT_OPTIONS[name] === 'output' && !OUTPUTS.includes(value))
+        throw new UsageError(`${name} must be table, json or yaml, not ${JSON.stringify(value)}`);
       (parsed.input as unknown as Record<string, string>)[INPUT_OPTIONS[name]!] = value;
       inputGiven.push(name);
     } else if (arg.startsWith('--')) {
@@ -90,11 +109,23 @@ export function parseArgs(argv: string[]): Parsed {
     } else if (parsed.command === 'explain' && parsed.input.nodeName === undefined) {
       parsed.input.nodeName = arg;
     } else {
-      throw new UsageError(commandSeen ? `unexpected argument ${JSON.stringify(arg)}` : `unknown command ${JSON.stringify(arg)} (commands: ${COMMANDS.join(', ')})`);
+      throw new UsageError(
+        commandSeen
+          ? `unexpected argument ${JSON.stringify(arg)}`
+          : `unknown command ${JSON.stringify(arg)} (commands: ${COMMANDS.join(', ')})`,
+      );
     }
   }
-  const foreign = parsed.command === 'report' ? inputGiven.find((o) => o === '--at') : parsed.command === 'explain' ? undefined : inputGiven[0];
-  if (foreign !== undefined) throw new UsageError(`${foreign} belongs to the ${foreign === '--at' ? 'explain command' : 'explain and report commands'}`);
+  const foreign =
+    parsed.command === 'report'
+      ? inputGiven.find((o) => o === '--at')
+      : parsed.command === 'explain'
+        ? undefined
+        : inputGiven[0];
+  if (foreign !== undefined)
+    throw new UsageError(
+      `${foreign} belongs to the ${foreign === '--at' ? 'explain command' : 'explain and report commands'}`,
+    );
   return parsed;
 }
 
@@ -133,7 +164,9 @@ export async function main(argv: string[]): Promise<number | undefined> {
   if (parsed.command === 'explain') {
     const e = parsed.input;
     if (!e.nodeName && (!e.nodesFile || !e.overlaysFile)) {
-      console.error('veneer-node-watcher: explain needs NODE_NAME (live) or --nodes FILE and --overlays FILE\nRun with --help for usage.');
+      console.error(
+        'veneer-node-watcher: explain needs NODE_NAME (live) or --nodes FILE and --overlays FILE\nRun with --help for usage.',
+      );
       return EXIT_USAGE;
     }
     const { runExplain } = await import('./commands/explain.ts');
@@ -141,8 +174,14 @@ export async function main(argv: string[]): Promise<number | undefined> {
   }
   if (parsed.command === 'report') {
     const e = parsed.input;
-    if (e.nodesFile === undefined ? e.overlaysFile !== undefined || e.nodeClaimsFile !== undefined || e.nodePoolsFile !== undefined : e.overlaysFile === undefined) {
-      console.error('veneer-node-watcher: report reads the cluster (KUBECONFIG), or --nodes FILE and --overlays FILE\nRun with --help for usage.');
+    if (
+      e.nodesFile === undefined
+        ? e.overlaysFile !== undefined || e.nodeClaimsFile !== undefined || e.nodePoolsFile !== undefined
+        : e.overlaysFile === undefined
+    ) {
+      console.error(
+        'veneer-node-watcher: report reads the cluster (KUBECONFIG), or --nodes FILE and --overlays FILE\nRun with --help for usage.',
+      );
       return EXIT_USAGE;
     }
     const { runReport } = await import('./commands/report.ts');

@@ -30,7 +30,12 @@ export const EVENT_LOOP_SAMPLE_MS = 100;
  * Counts a record written by the webhook or the reconciler: nodes_labeled_total by what it
  * records, effects_total, and effect_unknown_total with the reason.
  */
-export function countRecord(metrics: Metrics, source: 'webhook' | 'reconciler', tally: RecordTally, effect: { verdict: string; reasonCode?: string } | undefined): void {
+export function countRecord(
+  metrics: Metrics,
+  source: 'webhook' | 'reconciler',
+  tally: RecordTally,
+  effect: { verdict: string; reasonCode?: string } | undefined,
+): void {
   metrics.nodesLabeled.inc({ capacity_type: tally.capacityType, instance_family: tally.instanceFamily, source });
   if (!effect) return;
   metrics.effects.inc({ effect: effect.verdict });
@@ -77,7 +82,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     overlays: new Gauge({
       name: `${PREFIX}overlays`,
-      help: 'Selected NodeOverlays by Karpenter\'s verdict: counted (validated, prices offerings), rejected_conflict and rejected_validation (ValidationSucceeded=False), unvalidated (no verdict for its current generation: is Karpenter\'s NodeOverlay feature gate on?), capacity_only, deleting. Every state has a series (computed from the overlay cache at scrape time).',
+      help: "Selected NodeOverlays by Karpenter's verdict: counted (validated, prices offerings), rejected_conflict and rejected_validation (ValidationSucceeded=False), unvalidated (no verdict for its current generation: is Karpenter's NodeOverlay feature gate on?), capacity_only, deleting. Every state has a series (computed from the overlay cache at scrape time).",
       labelNames: ['state'] as const,
       registers: r,
       collect: () => atScrape.overlayStates?.(),

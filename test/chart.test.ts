@@ -14,7 +14,17 @@ import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/commands/serve.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../kit/webhook-registration.ts';
 import { mutatingMatchConditions, recordKeys, validatingMatchConditions } from '../src/engine/index.ts';
-import { CHART as chart, find, helm as run, KUBE_VERSION, NS, type Obj, ruleGroups, template, testRules } from './support/chart.ts';
+import {
+  CHART as chart,
+  find,
+  helm as run,
+  KUBE_VERSION,
+  NS,
+  type Obj,
+  ruleGroups,
+  template,
+  testRules,
+} from './support/chart.ts';
 import { promtool } from './support/prometheus.ts';
 import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { installExternalCRDs } from './support/external-crds.ts';
@@ -25,9 +35,24 @@ import { scrape } from '../kit/scrape.ts';
 import { makeWebhookCerts, METRICS_READER_RULES, WATCHER_CLUSTER_RULES } from '../kit/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
-const FULL = ['--set', 'nodeWatcher.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true'];
-const PROMETHEUS_READER = ['--set', 'metrics.readers[0].kind=ServiceAccount', '--set', 'metrics.readers[0].name=prometheus', '--set', 'metrics.readers[0].namespace=monitoring'];
-
+const FULL = [
+  '--set',
+  'nodeWatcher.enabled=true',
+  '--set',
+  'metrics.serviceMonitor.enabled=true',
+  '--set',
+  'metrics.prometheusRule.enabled=true',
+  '--set',
+  'metrics.dashboard.enabled=true',
+];
+const PROMETHEUS_READER = [
+  '--set',
+  'metrics.readers[0].kind=ServiceAccount',
+  '--set',
+  'metrics.readers[0].name=prometheus',
+  '--set',
+  'metrics.readers[0].namespace=monitoring',
+];
 
 t.test('helm lint, and template with default and with full values', async (t) => {
   const lint = run(['lint', chart, '--kube-version', KUBE_VERSION, ...FULL]);
@@ -36,50 +61,176 @@ t.test('helm lint, and template with default and with full values', async (t) =>
   t.notOk(find(defaults, 'MutatingWebhookConfiguration'), 'disabled by default: no webhook registered');
   t.match(run(['template', 'x', chart, '--kube-version', KUBE_VERSION]).stdout, /kind: Deployment/);
   const full = template(FULL);
-  for (const kind of ['Deployment', 'Service', 'ServiceAccount', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'PodDisruptionBudget', 'Certificate', 'Issuer', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ServiceMonitor', 'PrometheusRule']) {
+  for (const kind of [
+    'Deployment',
+    'Service',
+    'ServiceAccount',
+    'ConfigMap',
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'Role',
+    'RoleBinding',
+    'PodDisruptionBudget',
+    'Certificate',
+    'Issuer',
+    'MutatingWebhookConfiguration',
+    'ValidatingWebhookConfiguration',
+    'ServiceMonitor',
+    'PrometheusRule',
+  ]) {
     t.ok(find(full, kind), kind);
   }
   const dep = find(full, 'Deployment') as unknown as k8s.V1Deployment;
   t.equal(dep.spec?.replicas, 2);
   const pod = dep.spec?.template.spec;
   t.match(pod?.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-  t.match(pod?.containers[0]?.securityContext, { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-  t.same(pod?.topologySpreadConstraints?.map((c) => c.topologyKey), ['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
+  t.match(pod?.containers[0]?.securityContext, {
+    readOnlyRootFilesystem: true,
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+  });
+  t.same(
+    pod?.topologySpreadConstraints?.map((c) => c.topologyKey),
+    ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'],
+  );
 });
 
 t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for both', async (t) => {
   const full = template([...FULL, ...PROMETHEUS_READER]);
   const container = (find(full, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec?.containers[0];
-  t.same(container?.ports?.map((p) => [p.name, p.containerPort]), [['webhook', 9443], ['metrics', 8443], ['health', 8081]]);
-  t.match(container?.env, [{ name: 'POD_NAME' }, {}, {}, {}, { name: 'VENEER_NODE_WATCHER_METRICS_PORT', value: '8443' }, { name: 'VENEER_NODE_WATCHER_HEALTH_PORT', value: '8081' }]);
-  t.same([container?.readinessProbe?.httpGet, container?.livenessProbe?.httpGet], [{ path: '/readyz', port: 'health' }, { path: '/healthz', port: 'health' }], 'the kubelet probes the plain-HTTP port, without a token');
-  t.same((find(full, 'Service') as unknown as k8s.V1Service).spec?.ports?.map((p) => [p.name, p.port, p.targetPort]), [['webhook', 443, 'webhook'], ['metrics', 8443, 'metrics']]);
-  t.same((find(full, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{
-    port: 'metrics', path: '/metrics', interval: '30s', scheme: 'https',
-    bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
-    tlsConfig: { ca: { secret: { name: 'veneer-node-watcher-tls', key: 'ca.crt' } }, serverName: 'veneer-node-watcher.veneer-system.svc' },
-  }], 'Prometheus scrapes over HTTPS with its own token, checking the certificate against the cert-manager CA');
+  t.same(
+    container?.ports?.map((p) => [p.name, p.containerPort]),
+    [
+      ['webhook', 9443],
+      ['metrics', 8443],
+      ['health', 8081],
+    ],
+  );
+  t.match(container?.env, [
+    { name: 'POD_NAME' },
+    {},
+    {},
+    {},
+    { name: 'VENEER_NODE_WATCHER_METRICS_PORT', value: '8443' },
+    { name: 'VENEER_NODE_WATCHER_HEALTH_PORT', value: '8081' },
+  ]);
+  t.same(
+    [container?.readinessProbe?.httpGet, container?.livenessProbe?.httpGet],
+    [
+      { path: '/readyz', port: 'health' },
+      { path: '/healthz', port: 'health' },
+    ],
+    'the kubelet probes the plain-HTTP port, without a token',
+  );
+  t.same(
+    (find(full, 'Service') as unknown as k8s.V1Service).spec?.ports?.map((p) => [p.name, p.port, p.targetPort]),
+    [
+      ['webhook', 443, 'webhook'],
+      ['metrics', 8443, 'metrics'],
+    ],
+  );
+  t.same(
+    (find(full, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints,
+    [
+      {
+        port: 'metrics',
+        path: '/metrics',
+        interval: '30s',
+        scheme: 'https',
+        bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+        tlsConfig: {
+          ca: { secret: { name: 'veneer-node-watcher-tls', key: 'ca.crt' } },
+          serverName: 'veneer-node-watcher.veneer-system.svc',
+        },
+      },
+    ],
+    'Prometheus scrapes over HTTPS with its own token, checking the certificate against the cert-manager CA',
+  );
   const roles = full.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[];
-  t.same(roles.map((r) => r.metadata?.name), ['veneer-node-watcher', 'veneer-node-watcher-metrics-reader']);
-  t.same(roles[0]?.rules, WATCHER_CLUSTER_RULES, 'the watcher: its old rights plus events, tokenreviews and subjectaccessreviews create (the test harness grants the same)');
+  t.same(
+    roles.map((r) => r.metadata?.name),
+    ['veneer-node-watcher', 'veneer-node-watcher-metrics-reader'],
+  );
+  t.same(
+    roles[0]?.rules,
+    WATCHER_CLUSTER_RULES,
+    'the watcher: its old rights plus events, tokenreviews and subjectaccessreviews create (the test harness grants the same)',
+  );
   t.same(roles[1]?.rules, METRICS_READER_RULES, 'metrics-reader: get /metrics');
-  t.match(find(full, 'ClusterRoleBinding', 'metrics-reader'), { roleRef: { name: 'veneer-node-watcher-metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }] });
-  t.notOk(find(template(FULL), 'ClusterRoleBinding', 'metrics-reader'), 'no binding unless metrics.readers names someone');
+  t.match(find(full, 'ClusterRoleBinding', 'metrics-reader'), {
+    roleRef: { name: 'veneer-node-watcher-metrics-reader' },
+    subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }],
+  });
+  t.notOk(
+    find(template(FULL), 'ClusterRoleBinding', 'metrics-reader'),
+    'no binding unless metrics.readers names someone',
+  );
 
   const plain = template([...FULL, '--set', 'nodeWatcher.metrics.secure=false']);
-  t.same((plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [r.metadata?.name, r.rules?.length]), [['veneer-node-watcher', 4]], 'metrics.secure=false: no review rights, no metrics-reader');
+  t.same(
+    (plain.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[]).map((r) => [
+      r.metadata?.name,
+      r.rules?.length,
+    ]),
+    [['veneer-node-watcher', 4]],
+    'metrics.secure=false: no review rights, no metrics-reader',
+  );
   const quiet = template([...FULL, '--set', 'nodeWatcher.events.enabled=false']);
-  t.notMatch(JSON.stringify(find(quiet, 'ClusterRole', 'veneer-node-watcher')), /events\.k8s\.io/, 'events.enabled=false: no right to create Events');
-  t.same((find(plain, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '30s' }]);
-  const own = template([...FULL, '--set', 'metrics.serviceMonitor.authorization.credentials.name=prom-token', '--set', 'metrics.serviceMonitor.authorization.credentials.key=token', '--set', 'metrics.serviceMonitor.tlsConfig.insecureSkipVerify=true']);
-  t.match((find(own, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [{ authorization: { credentials: { name: 'prom-token', key: 'token' } }, tlsConfig: { insecureSkipVerify: true } }]);
-  t.notMatch(JSON.stringify(find(own, 'ServiceMonitor')), /bearerTokenFile|ca\.crt/, 'a given authorization and tlsConfig replace the defaults');
+  t.notMatch(
+    JSON.stringify(find(quiet, 'ClusterRole', 'veneer-node-watcher')),
+    /events\.k8s\.io/,
+    'events.enabled=false: no right to create Events',
+  );
+  t.same((find(plain, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [
+    { port: 'metrics', path: '/metrics', interval: '30s' },
+  ]);
+  const own = template([
+    ...FULL,
+    '--set',
+    'metrics.serviceMonitor.authorization.credentials.name=prom-token',
+    '--set',
+    'metrics.serviceMonitor.authorization.credentials.key=token',
+    '--set',
+    'metrics.serviceMonitor.tlsConfig.insecureSkipVerify=true',
+  ]);
+  t.match((find(own, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints, [
+    { authorization: { credentials: { name: 'prom-token', key: 'token' } }, tlsConfig: { insecureSkipVerify: true } },
+  ]);
+  t.notMatch(
+    JSON.stringify(find(own, 'ServiceMonitor')),
+    /bearerTokenFile|ca\.crt/,
+    'a given authorization and tlsConfig replace the defaults',
+  );
 });
 
 t.test('values.schema.json stops a wrong value at install time, naming it', async (t) => {
-  const r = run(['template', 'x', chart, '--kube-version', KUBE_VERSION, '--set', 'nodeWatcher.maxConcurrentReconciles=0', '--set', 'webhooks.timeoutSeconds=60', '--set', 'nodeWatcher.typo=1',
-    '--set', 'nodeWatcher.metrics.secure=maybe', '--set', 'nodeWatcher.metrics.authCacheTTL=forever', '--set', 'metrics.readers[0].kind=Pod', '--set', 'metrics.prometheusRule.webhookBypass.percent=100',
-    '--set', 'nodeWatcher.metrics.maxOverlaySeries=0', '--set', 'nodeWatcher.events.ratePerSecond=0', '--set', 'metrics.prometheusRule.overlayIdle.for=a-day']);
+  const r = run([
+    'template',
+    'x',
+    chart,
+    '--kube-version',
+    KUBE_VERSION,
+    '--set',
+    'nodeWatcher.maxConcurrentReconciles=0',
+    '--set',
+    'webhooks.timeoutSeconds=60',
+    '--set',
+    'nodeWatcher.typo=1',
+    '--set',
+    'nodeWatcher.metrics.secure=maybe',
+    '--set',
+    'nodeWatcher.metrics.authCacheTTL=forever',
+    '--set',
+    'metrics.readers[0].kind=Pod',
+    '--set',
+    'metrics.prometheusRule.webhookBypass.percent=100',
+    '--set',
+    'nodeWatcher.metrics.maxOverlaySeries=0',
+    '--set',
+    'nodeWatcher.events.ratePerSecond=0',
+    '--set',
+    'metrics.prometheusRule.overlayIdle.for=a-day',
+  ]);
   t.not(r.status, 0);
   t.match(r.stderr, /nodeWatcher\/metrics\/secure.*got string, want boolean/);
   t.match(r.stderr, /nodeWatcher\/metrics\/authCacheTTL.*does not match pattern/);
@@ -93,34 +244,59 @@ t.test('values.schema.json stops a wrong value at install time, naming it', asyn
   t.match(r.stderr, /overlayIdle\/for.*does not match pattern/);
 });
 
-t.test('the chart\'s webhooks are exactly the ones the code registers', async (t) => {
+t.test("the chart's webhooks are exactly the ones the code registers", async (t) => {
   const full = template(FULL);
   const service = { namespace: NS, name: 'veneer-node-watcher', port: 443 };
   const opts = { name: 'veneer-node-watcher', caBundle: '', service, labelNamespace: 'veneer.io', timeoutSeconds: 5 };
   const strip = (w: object) => JSON.parse(JSON.stringify(w, (k, v) => (k === 'caBundle' ? undefined : v)));
-  t.same(strip((find(full, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks ?? []), strip(mutatingWebhookConfiguration(opts).webhooks ?? []));
-  t.same(strip((find(full, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks ?? []), strip(validatingWebhookConfiguration(opts).webhooks ?? []));
-  t.match(find(full, 'MutatingWebhookConfiguration')?.metadata, { annotations: { 'cert-manager.io/inject-ca-from': `${NS}/veneer-node-watcher-serving` } });
+  t.same(
+    strip((find(full, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks ?? []),
+    strip(mutatingWebhookConfiguration(opts).webhooks ?? []),
+  );
+  t.same(
+    strip(
+      (find(full, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks ?? [],
+    ),
+    strip(validatingWebhookConfiguration(opts).webhooks ?? []),
+  );
+  t.match(find(full, 'MutatingWebhookConfiguration')?.metadata, {
+    annotations: { 'cert-manager.io/inject-ca-from': `${NS}/veneer-node-watcher-serving` },
+  });
 });
 
-t.test('the matchConditions the chart renders are the engine\'s scope rule, for any label namespace', async (t) => {
+t.test("the matchConditions the chart renders are the engine's scope rule, for any label namespace", async (t) => {
   const conditions = (objs: Obj[]) => ({
-    mutating: (find(objs, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks?.map((w) => w.matchConditions),
-    validating: (find(objs, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks?.map((w) => w.matchConditions),
+    mutating: (
+      find(objs, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration
+    ).webhooks?.map((w) => w.matchConditions),
+    validating: (
+      find(objs, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration
+    ).webhooks?.map((w) => w.matchConditions),
   });
   const engine = (labelNamespace: string) => {
     const keys = recordKeys(labelNamespace);
     return { mutating: [mutatingMatchConditions(keys)], validating: [validatingMatchConditions(keys)] };
   };
   t.same(conditions(template(FULL)), engine('veneer.io'), 'the default labelNamespace');
-  t.same(conditions(template([...FULL, '--set', 'nodeWatcher.labelNamespace=nodes.example.com'])), engine('nodes.example.com'), 'another labelNamespace');
-  const manifests = parseAllDocuments(readFileSync(join(root, 'webhook-manifests', 'veneer-node-watcher.yaml'), 'utf8')).map((d) => d.toJSON() as Obj).filter(Boolean);
+  t.same(
+    conditions(template([...FULL, '--set', 'nodeWatcher.labelNamespace=nodes.example.com'])),
+    engine('nodes.example.com'),
+    'another labelNamespace',
+  );
+  const manifests = parseAllDocuments(readFileSync(join(root, 'webhook-manifests', 'veneer-node-watcher.yaml'), 'utf8'))
+    .map((d) => d.toJSON() as Obj)
+    .filter(Boolean);
   t.same(conditions(manifests), engine('veneer.io'), 'webhook-manifests/');
 });
 
-t.test('webhook-manifests/ is the chart\'s rendering, not a hand-kept copy', async (t) => {
-  const committed = readFileSync(join(root, 'webhook-manifests', 'veneer-node-watcher.yaml'), 'utf8').split('\n').slice(1).join('\n');
-  const rendered = execFileSync('bash', [join(root, 'scripts', 'render-manifests.sh'), '--stdout'], { encoding: 'utf8' });
+t.test("webhook-manifests/ is the chart's rendering, not a hand-kept copy", async (t) => {
+  const committed = readFileSync(join(root, 'webhook-manifests', 'veneer-node-watcher.yaml'), 'utf8')
+    .split('\n')
+    .slice(1)
+    .join('\n');
+  const rendered = execFileSync('bash', [join(root, 'scripts', 'render-manifests.sh'), '--stdout'], {
+    encoding: 'utf8',
+  });
   t.equal(committed, rendered, 'run scripts/render-manifests.sh after changing the chart');
 });
 
@@ -132,32 +308,66 @@ t.test('the rendered config file is valid for the watcher', async (t) => {
   t.match(config, { enabled: true, labelNamespace: 'veneer.io', maxConcurrentReconciles: 5 });
 });
 
-t.test('promtool accepts the PrometheusRule, and every alert fires on the series it is for and only on them', async (t) => {
-  const groups = ruleGroups();
-  t.same(groups[0]?.rules.map((r) => r.alert ?? r.record), ['source:veneer_nodewatcher_nodes_labeled:increase30m', 'VeneerNodeWatcherLabelingErrors', 'VeneerNodeWatcherNodesPending', 'VeneerNodeWatcherWebhookErrors', 'VeneerNodeWatcherCertificateExpiring', 'VeneerNodeWatcherWebhookBypassed', 'VeneerNodeWatcherOverlayIdle', 'VeneerNodeWatcherOverlaysNotCounting', 'VeneerNodeWatcherProviderInDoubt', 'VeneerNodeWatcherNoLeader']);
-  t.notOk(ruleGroups([])[0]?.rules.some((r) => r.alert === 'VeneerNodeWatcherOverlayIdle'), 'the idle-overlay alert is off by default');
-  const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
-  writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
-  const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
-  t.match(check.stdout, /SUCCESS: 10 rules found/, check.stderr);
-  const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
-  const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
-  t.same([...tested].sort(), groups.flatMap((g) => g.rules.flatMap((r) => r.alert ?? [])).sort(), 'the test file covers every alert');
-  const unit = testRules(tests);
-  t.equal(unit.status, 0, 'promtool test rules: every case passes', { output: unit.output });
-});
+t.test(
+  'promtool accepts the PrometheusRule, and every alert fires on the series it is for and only on them',
+  async (t) => {
+    const groups = ruleGroups();
+    t.same(
+      groups[0]?.rules.map((r) => r.alert ?? r.record),
+      [
+        'source:veneer_nodewatcher_nodes_labeled:increase30m',
+        'VeneerNodeWatcherLabelingErrors',
+        'VeneerNodeWatcherNodesPending',
+        'VeneerNodeWatcherWebhookErrors',
+        'VeneerNodeWatcherCertificateExpiring',
+        'VeneerNodeWatcherWebhookBypassed',
+        'VeneerNodeWatcherOverlayIdle',
+        'VeneerNodeWatcherOverlaysNotCounting',
+        'VeneerNodeWatcherProviderInDoubt',
+        'VeneerNodeWatcherNoLeader',
+      ],
+    );
+    t.notOk(
+      ruleGroups([])[0]?.rules.some((r) => r.alert === 'VeneerNodeWatcherOverlayIdle'),
+      'the idle-overlay alert is off by default',
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
+    writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
+    const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
+    t.match(check.stdout, /SUCCESS: 10 rules found/, check.stderr);
+    const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
+    const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
+    t.same(
+      [...tested].sort(),
+      groups.flatMap((g) => g.rules.flatMap((r) => r.alert ?? [])).sort(),
+      'the test file covers every alert',
+    );
+    const unit = testRules(tests);
+    t.equal(unit.status, 0, 'promtool test rules: every case passes', { output: unit.output });
+  },
+);
 
 t.test('every dashboard query is PromQL promtool accepts', async (t) => {
-  const dashboard = JSON.parse(readFileSync(join(chart, 'dashboards', 'veneer-node-watcher.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+  const dashboard = JSON.parse(readFileSync(join(chart, 'dashboards', 'veneer-node-watcher.json'), 'utf8')) as {
+    panels: { title: string; targets: { expr: string }[] }[];
+  };
   const exprs = dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr));
-  t.ok(exprs.some((e) => e.includes('veneer_nodewatcher_overlay_nodes_current')), 'a panel shows the nodes each overlay steers');
+  t.ok(
+    exprs.some((e) => e.includes('veneer_nodewatcher_overlay_nodes_current')),
+    'a panel shows the nodes each overlay steers',
+  );
   const dir = mkdtempSync(join(tmpdir(), 'vnw-dashboard-'));
-  writeFileSync(join(dir, 'queries.yaml'), stringify({ groups: [{ name: 'dashboard', rules: exprs.map((expr, i) => ({ record: `dashboard:query:${i}`, expr })) }] }));
+  writeFileSync(
+    join(dir, 'queries.yaml'),
+    stringify({
+      groups: [{ name: 'dashboard', rules: exprs.map((expr, i) => ({ record: `dashboard:query:${i}`, expr })) }],
+    }),
+  );
   const check = promtool(['check', 'rules', join(dir, 'queries.yaml')]);
   t.match(check.stdout, new RegExp(`SUCCESS: ${exprs.length} rules found`), check.stderr);
 });
 
-t.test('on a real apiserver: every object accepted, and the watcher works with the chart\'s own rights', async (t) => {
+t.test("on a real apiserver: every object accepted, and the watcher works with the chart's own rights", async (t) => {
   const cp = await ControlPlane.start();
   t.teardown(() => cp.stop());
   const admin = cp.adminKubeConfig();
@@ -166,20 +376,45 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
   const client = k8s.KubernetesObjectApi.makeApiClient(admin);
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const kubeconfig = cp.writeKubeConfig();
-  const notes = run(['install', 'x', chart, '--dry-run=client', '--namespace', NS], { ...process.env, KUBECONFIG: kubeconfig });
+  const notes = run(['install', 'x', chart, '--dry-run=client', '--namespace', NS], {
+    ...process.env,
+    KUBECONFIG: kubeconfig,
+  });
   t.match(notes.stdout, /installed but disabled.*--set nodeWatcher.enabled=true/s, 'NOTES.txt says how to enable it');
-  t.match(notes.stdout, /--clusterrole=x-veneer-node-watcher-metrics-reader --serviceaccount=NAMESPACE:SERVICEACCOUNT/, 'and how to let Prometheus scrape');
+  t.match(
+    notes.stdout,
+    /--clusterrole=x-veneer-node-watcher-metrics-reader --serviceaccount=NAMESPACE:SERVICEACCOUNT/,
+    'and how to let Prometheus scrape',
+  );
   const full = template([...FULL, ...PROMETHEUS_READER]);
   for (const obj of full) {
-    const err = await client.create(obj as k8s.KubernetesObject, undefined, 'All').then(() => undefined, (e: { body?: string }) => e.body ?? String(e));
+    const err = await client.create(obj as k8s.KubernetesObject, undefined, 'All').then(
+      () => undefined,
+      (e: { body?: string }) => e.body ?? String(e),
+    );
     t.equal(err, undefined, `${obj.kind} ${obj.metadata.name} accepted (server-side dry run)`);
   }
   // Apply the chart's identity and rights for real, and run the watcher with a token of its ServiceAccount.
-  for (const obj of full.filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind))) await client.create(obj as k8s.KubernetesObject);
+  for (const obj of full.filter((o) =>
+    ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind),
+  ))
+    await client.create(obj as k8s.KubernetesObject);
   const kc = await cp.serviceAccountKubeConfig(NS, 'veneer-node-watcher');
-  const secrets = await kc.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace: NS }).then(() => 200, (e: { code?: number }) => e.code);
+  const secrets = await kc
+    .makeApiClient(k8s.CoreV1Api)
+    .listNamespacedSecret({ namespace: NS })
+    .then(
+      () => 200,
+      (e: { code?: number }) => e.code,
+    );
   t.equal(secrets, 403, 'reading Secrets is denied');
-  const pods = await kc.makeApiClient(k8s.CoreV1Api).deleteNode({ name: 'anything' }).then(() => 200, (e: { code?: number }) => e.code);
+  const pods = await kc
+    .makeApiClient(k8s.CoreV1Api)
+    .deleteNode({ name: 'anything' })
+    .then(
+      () => 200,
+      (e: { code?: number }) => e.code,
+    );
   t.equal(pods, 403, 'deleting nodes is denied');
   const cm = find(full, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
   const dir = mkdtempSync(join(tmpdir(), 'vnw-sa-'));
@@ -187,28 +422,66 @@ t.test('on a real apiserver: every object accepted, and the watcher works with t
   const certs = await makeWebhookCerts(join(dir, 'certs'));
   const { config } = loadConfig({
     file: join(dir, 'config.yaml'),
-    env: { VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAMESPACE: NS, VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAME: 'veneer-node-watcher' },
-    flags: { '--webhook-port': String(await freePort()), '--metrics-port': String(await freePort()), '--health-port': String(await freePort()), '--webhook-cert-file': certs.serving.certPath, '--webhook-key-file': certs.serving.keyPath, '--shutdown-delay': '0s' },
+    env: {
+      VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAMESPACE: NS,
+      VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAME: 'veneer-node-watcher',
+    },
+    flags: {
+      '--webhook-port': String(await freePort()),
+      '--metrics-port': String(await freePort()),
+      '--health-port': String(await freePort()),
+      '--webhook-cert-file': certs.serving.certPath,
+      '--webhook-key-file': certs.serving.keyPath,
+      '--shutdown-delay': '0s',
+    },
   });
-  t.equal(config.metrics.secure, true, 'the chart\'s config: secure metrics');
+  t.equal(config.metrics.secure, true, "the chart's config: secure metrics");
   const watcher = await startWatcher({ config, client: clientFor(kc), log: createLogger('silent'), host: '127.0.0.1' });
   t.teardown(() => watcher.stop());
   await watcher.caches?.synced();
-  await admin.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays', body: computeSavingsPlan() });
+  await admin.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({
+    group: 'karpenter.sh',
+    version: 'v1alpha1',
+    plural: 'nodeoverlays',
+    body: computeSavingsPlan(),
+  });
   await new Promise((r) => setTimeout(r, 1100));
-  await new KarpenterSim(admin).launch({ name: 'chart-node', claimName: 'chart-node-claim', instanceType: 'c6i.large' });
+  await new KarpenterSim(admin).launch({
+    name: 'chart-node',
+    claimName: 'chart-node-claim',
+    instanceType: 'c6i.large',
+  });
   let labels: Record<string, string> = {};
   for (let i = 0; i < 200 && !labels['veneer.io/overlay-influenced']; i++) {
     labels = (await admin.makeApiClient(k8s.CoreV1Api).readNode({ name: 'chart-node' })).metadata?.labels ?? {};
     await new Promise((r) => setTimeout(r, 100));
   }
-  t.match(labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'cost-aware-compute-sp-global' }, 'recorded by the leader holding the chart\'s Lease');
+  t.match(
+    labels,
+    { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'cost-aware-compute-sp-global' },
+    "recorded by the leader holding the chart's Lease",
+  );
   // The watcher asks who a scraper is and whether it may get /metrics with the chart's own
   // identity: the review rights come from the chart's ClusterRole, the scraper's from its
   // metrics-reader role and binding (metrics.readers), nothing from this test.
-  const asPrometheus = await scrape(watcher.metricsPort, { caPem: certs.caPem, token: await cp.serviceAccountToken('monitoring', 'prometheus') });
-  t.equal(asPrometheus.status, 200, 'Prometheus\' ServiceAccount, bound by the chart, scrapes');
-  t.match(asPrometheus.body, /^veneer_nodewatcher_nodes_influenced_current\{capacity_type="compute-savings-plan"\} 1$/m);
-  t.equal((await scrape(watcher.metricsPort, { caPem: certs.caPem, token: await cp.serviceAccountToken('monitoring', 'grafana') })).status, 403, 'another ServiceAccount does not');
+  const asPrometheus = await scrape(watcher.metricsPort, {
+    caPem: certs.caPem,
+    token: await cp.serviceAccountToken('monitoring', 'prometheus'),
+  });
+  t.equal(asPrometheus.status, 200, "Prometheus' ServiceAccount, bound by the chart, scrapes");
+  t.match(
+    asPrometheus.body,
+    /^veneer_nodewatcher_nodes_influenced_current\{capacity_type="compute-savings-plan"\} 1$/m,
+  );
+  t.equal(
+    (
+      await scrape(watcher.metricsPort, {
+        caPem: certs.caPem,
+        token: await cp.serviceAccountToken('monitoring', 'grafana'),
+      })
+    ).status,
+    403,
+    'another ServiceAccount does not',
+  );
   t.equal((await fetch(`http://127.0.0.1:${watcher.healthPort}/readyz`)).status, 200, 'the probes need no token');
 });

@@ -25,7 +25,9 @@ t.test('a Node with Karpenter labels is stored and read back', async (t) => {
     'karpenter.sh/capacity-type': 'on-demand',
     'node.kubernetes.io/instance-type': 'm5.xlarge',
   };
-  await core.createNode({ body: { metadata: { name: 'ip-10-0-1-1.ec2.internal', labels }, spec: { providerID: 'aws:///us-west-2a/i-0abc' } } });
+  await core.createNode({
+    body: { metadata: { name: 'ip-10-0-1-1.ec2.internal', labels }, spec: { providerID: 'aws:///us-west-2a/i-0abc' } },
+  });
   const node = await core.readNode({ name: 'ip-10-0-1-1.ec2.internal' });
   t.same(node.metadata?.labels, { ...labels });
   t.equal(node.spec?.providerID, 'aws:///us-west-2a/i-0abc');
@@ -35,9 +37,14 @@ t.test('a Node with Karpenter labels is stored and read back', async (t) => {
 t.test('a NodeOverlay is created, listed and watched', async (t) => {
   let resolveSeen: (phase: string) => void = () => {};
   const seen = new Promise<string>((resolve) => (resolveSeen = resolve));
-  const req = await new k8s.Watch(admin).watch('/apis/karpenter.sh/v1alpha1/nodeoverlays', {}, (phase, obj: { metadata: { name: string } }) => {
-    if (phase === 'ADDED' && obj.metadata.name === 'cost-aware-compute-sp-global') resolveSeen(phase);
-  }, () => {});
+  const req = await new k8s.Watch(admin).watch(
+    '/apis/karpenter.sh/v1alpha1/nodeoverlays',
+    {},
+    (phase, obj: { metadata: { name: string } }) => {
+      if (phase === 'ADDED' && obj.metadata.name === 'cost-aware-compute-sp-global') resolveSeen(phase);
+    },
+    () => {},
+  );
   t.teardown(() => req.abort());
   await custom.createClusterCustomObject({
     ...overlays,
@@ -49,7 +56,10 @@ t.test('a NodeOverlay is created, listed and watched', async (t) => {
   });
   t.equal(await seen, 'ADDED', 'the watch delivered the ADDED event');
   const list = (await custom.listClusterCustomObject(overlays)) as { items: { metadata: { name: string } }[] };
-  t.same(list.items.map((i) => i.metadata.name), ['cost-aware-compute-sp-global']);
+  t.same(
+    list.items.map((i) => i.metadata.name),
+    ['cost-aware-compute-sp-global'],
+  );
 });
 
 async function rejection(body: object): Promise<string> {
@@ -63,14 +73,25 @@ async function rejection(body: object): Promise<string> {
 }
 
 t.test('the apiserver rejects NodeOverlays that Karpenter rejects', async (t) => {
-  t.match(await rejection(overlay('unsigned', { priceAdjustment: '0%', requirements: onDemand })), /^422 .*spec\.priceAdjustment.*should match/);
+  t.match(
+    await rejection(overlay('unsigned', { priceAdjustment: '0%', requirements: onDemand })),
+    /^422 .*spec\.priceAdjustment.*should match/,
+  );
   t.match(
     await rejection(overlay('both', { price: '0.10', priceAdjustment: '-10%', requirements: onDemand })),
     /^422 .*cannot set both 'price' and 'priceAdjustment'/,
   );
-  t.match(await rejection(overlay('heavy', { price: '1', weight: 10001, requirements: onDemand })), /^422 .*spec\.weight.*less than or equal to 10000/);
   t.match(
-    await rejection(overlay('gt-two', { price: '1', requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gt', values: ['2', '4'] }] })),
+    await rejection(overlay('heavy', { price: '1', weight: 10001, requirements: onDemand })),
+    /^422 .*spec\.weight.*less than or equal to 10000/,
+  );
+  t.match(
+    await rejection(
+      overlay('gt-two', {
+        price: '1',
+        requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gt', values: ['2', '4'] }],
+      }),
+    ),
     /^422 .*must have a single positive integer value/,
   );
   t.match(
@@ -78,12 +99,23 @@ t.test('the apiserver rejects NodeOverlays that Karpenter rejects', async (t) =>
     /^422 .*operator 'In' must have a value defined/,
   );
   t.match(
-    await rejection(overlay('hostname', { price: '1', requirements: [{ key: 'kubernetes.io/hostname', operator: 'Exists' }] })),
+    await rejection(
+      overlay('hostname', { price: '1', requirements: [{ key: 'kubernetes.io/hostname', operator: 'Exists' }] }),
+    ),
     /^422 .*label \\"kubernetes.io\/hostname\\" is restricted/,
   );
-  t.match(await rejection(overlay('bad-op', { price: '1', requirements: [{ key: 'a/b', operator: 'Like', values: ['x'] }] })), /^422 .*Unsupported value: \\"Like\\"/);
+  t.match(
+    await rejection(overlay('bad-op', { price: '1', requirements: [{ key: 'a/b', operator: 'Like', values: ['x'] }] })),
+    /^422 .*Unsupported value: \\"Like\\"/,
+  );
   t.equal(
-    await rejection(overlay('gte-ok', { priceAdjustment: '-30%', weight: 10000, requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gte', values: ['4'] }] })),
+    await rejection(
+      overlay('gte-ok', {
+        priceAdjustment: '-30%',
+        weight: 10000,
+        requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gte', values: ['4'] }],
+      }),
+    ),
     'accepted',
     'a valid overlay with Gte and the maximum weight is accepted',
   );
@@ -91,7 +123,10 @@ t.test('the apiserver rejects NodeOverlays that Karpenter rejects', async (t) =>
 
 t.test('RBAC is enforced: a non-admin user gets 403 listing nodes', async (t) => {
   const dev = cp.userKubeConfig('developer').makeApiClient(k8s.CoreV1Api);
-  const err = await dev.listNode().then(() => undefined, (e: { code?: number; body?: string }) => e);
+  const err = await dev.listNode().then(
+    () => undefined,
+    (e: { code?: number; body?: string }) => e,
+  );
   t.equal(err?.code, 403);
   t.match(err?.body, /User \\"developer\\" cannot list resource \\"nodes\\"/);
 });
@@ -100,7 +135,13 @@ t.test('ServiceAccount tokens are minted through TokenRequest and authenticate',
   const kc = await cp.serviceAccountKubeConfig('veneer-system', 'veneer-node-watcher');
   const review = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: {} });
   t.equal(review.status?.userInfo?.username, 'system:serviceaccount:veneer-system:veneer-node-watcher');
-  const err = await kc.makeApiClient(k8s.CoreV1Api).listNode().then(() => undefined, (e: { code?: number }) => e);
+  const err = await kc
+    .makeApiClient(k8s.CoreV1Api)
+    .listNode()
+    .then(
+      () => undefined,
+      (e: { code?: number }) => e,
+    );
   t.equal(err?.code, 403, 'an account without bindings is denied');
 });
 

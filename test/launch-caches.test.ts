@@ -21,10 +21,15 @@ const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 
 function cacheWith(client: KubeClient) {
   const lines: { level: number; msg: string; resource?: string }[] = [];
-  const log = createLogger('info', new Writable({ write: (chunk: Buffer, _e, done) => {
-    lines.push(JSON.parse(chunk.toString()) as (typeof lines)[number]);
-    done();
-  } }));
+  const log = createLogger(
+    'info',
+    new Writable({
+      write: (chunk: Buffer, _e, done) => {
+        lines.push(JSON.parse(chunk.toString()) as (typeof lines)[number]);
+        done();
+      },
+    }),
+  );
   const cache = new NodeClassCache({ client, metrics: createMetrics(), log, now: Date.now });
   cache.reflector.start();
   t.teardown(() => cache.reflector.stop());
@@ -42,7 +47,7 @@ t.test('a cluster without the AWS provider: synced at once, empty, said once at 
   t.equal(lines.length, 1);
 });
 
-t.test('EC2NodeClasses: their resolved subnets\' zones, followed as the status changes', async (t) => {
+t.test("EC2NodeClasses: their resolved subnets' zones, followed as the status changes", async (t) => {
   await installAwsCRDs(cp);
   const client = clientFor(admin);
   t.teardown(() => client.close());
@@ -51,14 +56,28 @@ t.test('EC2NodeClasses: their resolved subnets\' zones, followed as the status c
   await custom.createClusterCustomObject({
     ...EC2_NODECLASS_API,
     body: {
-      apiVersion: 'karpenter.k8s.aws/v1', kind: 'EC2NodeClass', metadata: { name: 'default' },
-      spec: { role: 'KarpenterNodeRole', amiFamily: 'AL2023', amiSelectorTerms: [{ alias: 'al2023@latest' }], subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'c' } }], securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'c' } }] },
+      apiVersion: 'karpenter.k8s.aws/v1',
+      kind: 'EC2NodeClass',
+      metadata: { name: 'default' },
+      spec: {
+        role: 'KarpenterNodeRole',
+        amiFamily: 'AL2023',
+        amiSelectorTerms: [{ alias: 'al2023@latest' }],
+        subnetSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'c' } }],
+        securityGroupSelectorTerms: [{ tags: { 'karpenter.sh/discovery': 'c' } }],
+      },
     },
   });
   await until('the cache has it', async () => cache.reflector.store.has('default'), 10_000);
   t.equal(cache.zonesOf('default'), undefined, 'no subnets resolved yet: unknown, not "no zone"');
-  const subnets = (zones: string[]) => zones.map((zone, i) => ({ id: `subnet-0${i}`, zone, zoneID: `use1-az${i + 1}` }));
-  const setSubnets = (zones: string[]) => custom.patchClusterCustomObjectStatus({ ...EC2_NODECLASS_API, name: 'default', body: [{ op: 'add', path: '/status', value: { subnets: subnets(zones) } }] });
+  const subnets = (zones: string[]) =>
+    zones.map((zone, i) => ({ id: `subnet-0${i}`, zone, zoneID: `use1-az${i + 1}` }));
+  const setSubnets = (zones: string[]) =>
+    custom.patchClusterCustomObjectStatus({
+      ...EC2_NODECLASS_API,
+      name: 'default',
+      body: [{ op: 'add', path: '/status', value: { subnets: subnets(zones) } }],
+    });
   await setSubnets(['us-east-1a', 'us-east-1b', 'us-east-1b']);
   await until('zones', async () => cache.zonesOf('default') !== undefined, 10_000);
   t.same([...cache.zonesOf('default')!].sort(), ['us-east-1a', 'us-east-1b']);
@@ -84,10 +103,24 @@ t.test('forbidden to list them: synced, empty, one warning', async (t) => {
 t.test('instance-type labels: the first registered node of each type', async (t) => {
   const labels = new InstanceTypeLabels();
   const node = (name: string, l: Record<string, string>): NodeView => ({ name, labels: l });
-  labels.seen(node('booting', { 'node.kubernetes.io/instance-type': 'm5.large', 'karpenter.k8s.aws/instance-gpu-count': '1' }));
+  labels.seen(
+    node('booting', { 'node.kubernetes.io/instance-type': 'm5.large', 'karpenter.k8s.aws/instance-gpu-count': '1' }),
+  );
   t.equal(labels.get('m5.large'), undefined, 'not registered yet: its labels may not be final');
-  labels.seen(node('a', { 'node.kubernetes.io/instance-type': 'm5.large', 'karpenter.sh/registered': 'true', 'karpenter.k8s.aws/instance-cpu': '2' }));
-  labels.seen(node('b', { 'node.kubernetes.io/instance-type': 'm5.large', 'karpenter.sh/registered': 'true', 'karpenter.k8s.aws/instance-cpu': '99' }));
+  labels.seen(
+    node('a', {
+      'node.kubernetes.io/instance-type': 'm5.large',
+      'karpenter.sh/registered': 'true',
+      'karpenter.k8s.aws/instance-cpu': '2',
+    }),
+  );
+  labels.seen(
+    node('b', {
+      'node.kubernetes.io/instance-type': 'm5.large',
+      'karpenter.sh/registered': 'true',
+      'karpenter.k8s.aws/instance-cpu': '99',
+    }),
+  );
   labels.seen(node('untyped', { 'karpenter.sh/registered': 'true' }));
   t.match(labels.get('m5.large'), { 'karpenter.k8s.aws/instance-cpu': '2' });
   t.equal(labels.get('c5.large'), undefined);

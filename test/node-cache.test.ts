@@ -13,20 +13,32 @@ import { heartbeatPatch, realNode } from '../kit/real-node.ts';
 const INFLUENCED = 'veneer.io/overlay-influenced';
 
 t.test('a metadata event is skipped only when its labels are the bytes last decoded for that node', async (t) => {
-  const line = (type: string, labels: string, rest = '', name = 'n1') => Buffer.from(
-    `{"type":"${type}","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"${name}","uid":"u","resourceVersion":"42","creationTimestamp":"2026-11-30T00:00:00Z",${labels}${rest}"managedFields":[{"manager":"kubelet","fieldsV1":{"f:metadata":{"f:labels":{"f:a":{}}}}}]}}}`,
-  );
+  const line = (type: string, labels: string, rest = '', name = 'n1') =>
+    Buffer.from(
+      `{"type":"${type}","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"${name}","uid":"u","resourceVersion":"42","creationTimestamp":"2026-11-30T00:00:00Z",${labels}${rest}"managedFields":[{"manager":"kubelet","fieldsV1":{"f:metadata":{"f:labels":{"f:a":{}}}}}]}}}`,
+    );
   const skipper = new LabelSkipper();
-  const decoded = (type: string, labels: string, rest = '', name = 'n1') => skipper.parse(line(type, labels, rest, name)).object !== undefined;
+  const decoded = (type: string, labels: string, rest = '', name = 'n1') =>
+    skipper.parse(line(type, labels, rest, name)).object !== undefined;
   const ab = '"labels":{"a":"1","b":"2"},';
   t.ok(decoded('ADDED', ab), 'a new node is decoded');
-  t.same(skipper.parse(line('MODIFIED', ab, '"annotations":{"x":"{\\"labels\\":{}}"},')), { type: 'MODIFIED', resourceVersion: '42' }, 'same labels: skipped, and the watch still advances');
+  t.same(
+    skipper.parse(line('MODIFIED', ab, '"annotations":{"x":"{\\"labels\\":{}}"},')),
+    { type: 'MODIFIED', resourceVersion: '42' },
+    'same labels: skipped, and the watch still advances',
+  );
   t.ok(decoded('MODIFIED', '"labels":{"a":"1","b":"3"},'), 'a changed value is decoded');
   t.notOk(decoded('MODIFIED', '"labels":{"a":"1","b":"3"},'), 'and is what is skipped from then on');
   t.ok(decoded('MODIFIED', '"labels":{"a":"1","b":"3","c":"4"},'), 'an added label');
   t.ok(decoded('MODIFIED', ''), 'no labels at all');
-  t.ok(decoded('MODIFIED', '"labels":{"a":"1","b":"3","c":"4"},'), 'labels that come back after an event without any are decoded');
-  t.ok(decoded('MODIFIED', '"annotations":{"k":"v"},"labels":{"a":"1","b":"3","c":"4"},'), 'labels not where Go puts them');
+  t.ok(
+    decoded('MODIFIED', '"labels":{"a":"1","b":"3","c":"4"},'),
+    'labels that come back after an event without any are decoded',
+  );
+  t.ok(
+    decoded('MODIFIED', '"annotations":{"k":"v"},"labels":{"a":"1","b":"3","c":"4"},'),
+    'labels not where Go puts them',
+  );
   t.ok(decoded('MODIFIED', ab, '', 'n2'), 'another node');
   t.ok(decoded('DELETED', ab, '', 'n2'), 'a deletion is decoded');
   t.ok(decoded('MODIFIED', ab, '', 'n2'), 'and forgets the node');
@@ -59,17 +71,31 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   delete plain.metadata?.labels?.['karpenter.sh/nodepool'];
   await core.createNode({ body: plain });
   await until('all four nodes known', () => cache.all.store.size === 4);
-  t.match(cache.get('od'), { name: 'od', providerID: /^aws:\/\/\// }, 'whole while undecided: its providerID links it to its NodeClaim');
+  t.match(
+    cache.get('od'),
+    { name: 'od', providerID: /^aws:\/\/\// },
+    'whole while undecided: its providerID links it to its NodeClaim',
+  );
   t.notOk(cache.all.store.get('od')?.providerID, 'the metadata view has no spec');
-  t.same([...cache.undecidedNodes()].map((n) => n.name).sort(), ['before-start', 'od'], 'spot and non-Karpenter nodes are never in the full view');
+  t.same(
+    [...cache.undecidedNodes()].map((n) => n.name).sort(),
+    ['before-start', 'od'],
+    'spot and non-Karpenter nodes are never in the full view',
+  );
 
   const events = async (resource: string, handling: string) =>
-    (await metrics.watchEvents.get()).values.find((v) => v.labels.resource === resource && v.labels.handling === handling)?.value ?? 0;
+    (await metrics.watchEvents.get()).values.find(
+      (v) => v.labels.resource === resource && v.labels.handling === handling,
+    )?.value ?? 0;
   const strategic = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
   const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
   const skippedBefore = await events('nodes', 'skipped');
   // Kubernetes keeps whole seconds: each heartbeat is a second later, or it changes nothing.
-  for (let i = 0; i < 5; i++) await core.patchNodeStatus({ name: 'spot', body: heartbeatPatch(new Date(Date.now() + (i + 1) * 1000).toISOString()) }, strategic);
+  for (let i = 0; i < 5; i++)
+    await core.patchNodeStatus(
+      { name: 'spot', body: heartbeatPatch(new Date(Date.now() + (i + 1) * 1000).toISOString()) },
+      strategic,
+    );
   await until('five heartbeats seen', async () => (await events('nodes', 'skipped')) - skippedBefore === 5);
   t.pass('five status heartbeats of a node: five events skipped without decoding');
 
@@ -83,7 +109,11 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   t.notOk(cache.undecided.store.has('od'), 'from the metadata view alone');
   await core.patchNode({ name: 'od', body: { metadata: { labels: { [INFLUENCED]: null } } } }, merge);
   await until('a removed record brings it back', () => cache.undecided.store.has('od'));
-  t.same(moves.filter((m) => m.endsWith(' od')), ['upsert od', 'upsert od', 'remove od', 'upsert od'], 'the reconciler hears every move');
+  t.same(
+    moves.filter((m) => m.endsWith(' od')),
+    ['upsert od', 'upsert od', 'remove od', 'upsert od'],
+    'the reconciler hears every move',
+  );
 
   await core.deleteNode({ name: 'od' });
   await until('a deleted node is gone from both views', () => !cache.get('od'));

@@ -19,7 +19,9 @@ import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER } from
 
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
 const report = (args: string[], kubeconfig?: string) =>
-  promisify(execFile)(process.execPath, [cli, 'report', ...args], { env: { ...process.env, ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}) } }).then(
+  promisify(execFile)(process.execPath, [cli, 'report', ...args], {
+    env: { ...process.env, ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}) },
+  }).then(
     (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
   );
@@ -34,84 +36,168 @@ const RI = 'cost-aware-ri-m5.xlarge-us-west-2';
 const EC2 = 'cost-aware-ec2-sp-m5-us-west-2';
 const COMPUTE = 'cost-aware-compute-sp-global';
 const IDLE = 'cost-aware-ri-c7i.large-us-east-1';
-for (const o of [reservedInstance('m5.xlarge', 'us-west-2'), ec2InstanceSavingsPlan('m5', 'us-west-2'), computeSavingsPlan(), reservedInstance('c7i.large', 'us-east-1')]) {
+for (const o of [
+  reservedInstance('m5.xlarge', 'us-west-2'),
+  ec2InstanceSavingsPlan('m5', 'us-west-2'),
+  computeSavingsPlan(),
+  reservedInstance('c7i.large', 'us-east-1'),
+]) {
   await sim.custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
 }
 
 let watcher: RunningWatcher | undefined;
 t.teardown(() => watcher?.stop());
-const leading = (w: RunningWatcher) => until('leadership', () => w.metrics.leader.get().then((m) => m.values[0]?.value === 1));
-const recordedNodes = async () => (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced'] !== undefined);
-const nodeEvents = async () => (await eventsApi.listNamespacedEvent({ namespace: 'default' })).items.filter((e) => e.regarding?.kind === 'Node');
+const leading = (w: RunningWatcher) =>
+  until('leadership', () => w.metrics.leader.get().then((m) => m.values[0]?.value === 1));
+const recordedNodes = async () =>
+  (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced'] !== undefined);
+const nodeEvents = async () =>
+  (await eventsApi.listNamespacedEvent({ namespace: 'default' })).items.filter((e) => e.regarding?.kind === 'Node');
 const gauge = async (w: RunningWatcher) => {
   const text = await w.metrics.registry.metrics();
-  return Object.fromEntries([...text.matchAll(/^veneer_nodewatcher_overlay_nodes_current\{overlay="([^"]+)",capacity_type="([^"]+)"\} (\d+)$/gm)].map((m) => [`${m[1]} ${m[2]}`, Number(m[3])]));
+  return Object.fromEntries(
+    [
+      ...text.matchAll(
+        /^veneer_nodewatcher_overlay_nodes_current\{overlay="([^"]+)",capacity_type="([^"]+)"\} (\d+)$/gm,
+      ),
+    ].map((m) => [`${m[1]} ${m[2]}`, Number(m[3])]),
+  );
 };
-const eventCount = async (w: RunningWatcher, result: string) => (await w.metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+const eventCount = async (w: RunningWatcher, result: string) =>
+  (await w.metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
 
 t.test('records by the reconciler and inline by the webhook: one Event each, none for spot or dry runs', async (t) => {
   watcher = (await launchWatcher(cp, certs, WATCHER_USER)).watcher;
   await leading(watcher);
   await sleep(1100); // launches in a later second than the overlays: exact decisions
   // No webhook yet: the reconciler records these.
-  for (const [name, instanceType] of [['late-1', 'm5.xlarge'], ['late-2', 'm5.xlarge'], ['late-3', 'c6i.large']]) await sim.launch({ name: name!, claimName: `${name}-claim`, instanceType });
+  for (const [name, instanceType] of [
+    ['late-1', 'm5.xlarge'],
+    ['late-2', 'm5.xlarge'],
+    ['late-3', 'c6i.large'],
+  ])
+    await sim.launch({ name: name!, claimName: `${name}-claim`, instanceType });
   await until('3 records', async () => (await recordedNodes()).length === 3);
   // The registration's dry-run probes reach the webhook but are never stored.
   await registerWebhooksAt(admin, certs.caPem, watcher.webhookPort!, 5);
-  for (const [name, instanceType] of [['inline-1', 'm5.xlarge'], ['inline-2', 'c6i.large']]) await sim.launch({ name: name!, claimName: `${name}-claim`, instanceType });
+  for (const [name, instanceType] of [
+    ['inline-1', 'm5.xlarge'],
+    ['inline-2', 'c6i.large'],
+  ])
+    await sim.launch({ name: name!, claimName: `${name}-claim`, instanceType });
   await sim.launch({ name: 'spot-1', claimName: 'spot-1-claim', instanceType: 'm5.xlarge', capacityType: 'spot' });
   await until('5 records', async () => (await recordedNodes()).length === 5);
   await until('5 Events', async () => (await nodeEvents()).length >= 5);
   await sleep(1000); // room for a duplicate to show up
   const nodes = await recordedNodes();
   const events = await nodeEvents();
-  t.same(events.map((e) => e.regarding?.name).sort(), ['inline-1', 'inline-2', 'late-1', 'late-2', 'late-3'], 'exactly one Event per recorded node; none for the spot node or the dry-run probes');
-  const story = (name: string) => JSON.parse(nodes.find((n) => n.metadata?.name === name)?.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as { decidedBy: string };
+  t.same(
+    events.map((e) => e.regarding?.name).sort(),
+    ['inline-1', 'inline-2', 'late-1', 'late-2', 'late-3'],
+    'exactly one Event per recorded node; none for the spot node or the dry-run probes',
+  );
+  const story = (name: string) =>
+    JSON.parse(
+      nodes.find((n) => n.metadata?.name === name)?.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}',
+    ) as { decidedBy: string };
   t.same([story('late-1').decidedBy, story('inline-1').decidedBy], ['reconciler', 'webhook'], 'both paths are covered');
   const byNode = new Map(events.map((e) => [e.regarding?.name, e]));
-  t.match(byNode.get('late-1'), { reason: 'OverlayInfluenced', type: 'Normal', reportingController: 'veneer.io/node-watcher', note: `Launched under NodeOverlay ${RI} (weight 30, capacity type reserved-instance); recorded by the reconciler (basis exact)` });
-  t.match(byNode.get('inline-2'), { note: `Launched under NodeOverlay ${COMPUTE} (weight 10, capacity type compute-savings-plan); recorded by the webhook (basis exact)` });
+  t.match(byNode.get('late-1'), {
+    reason: 'OverlayInfluenced',
+    type: 'Normal',
+    reportingController: 'veneer.io/node-watcher',
+    note: `Launched under NodeOverlay ${RI} (weight 30, capacity type reserved-instance); recorded by the reconciler (basis exact)`,
+  });
+  t.match(byNode.get('inline-2'), {
+    note: `Launched under NodeOverlay ${COMPUTE} (weight 10, capacity type compute-savings-plan); recorded by the webhook (basis exact)`,
+  });
   // What `kubectl describe node` asks for: core/v1 Events of the node, by kind, name and uid.
   const node = nodes.find((n) => n.metadata?.name === 'inline-1');
-  const described = await core.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=Node,involvedObject.name=inline-1,involvedObject.namespace=,involvedObject.uid=${node?.metadata?.uid}` });
-  t.same(described.items.map((e) => e.reason), ['OverlayInfluenced'], 'kubectl describe node finds it');
+  const described = await core.listEventForAllNamespaces({
+    fieldSelector: `involvedObject.kind=Node,involvedObject.name=inline-1,involvedObject.namespace=,involvedObject.uid=${node?.metadata?.uid}`,
+  });
+  t.same(
+    described.items.map((e) => e.reason),
+    ['OverlayInfluenced'],
+    'kubectl describe node finds it',
+  );
   t.equal(await eventCount(watcher, 'created'), 5);
 
   const series = await gauge(watcher);
-  t.same(series, { [`${RI} reserved-instance`]: 3, [`${EC2} ec2-instance-savings-plan`]: 0, [`${COMPUTE} compute-savings-plan`]: 2, [`${IDLE} reserved-instance`]: 0 }, 'every active overlay, the idle and the outranked at 0');
+  t.same(
+    series,
+    {
+      [`${RI} reserved-instance`]: 3,
+      [`${EC2} ec2-instance-savings-plan`]: 0,
+      [`${COMPUTE} compute-savings-plan`]: 2,
+      [`${IDLE} reserved-instance`]: 0,
+    },
+    'every active overlay, the idle and the outranked at 0',
+  );
 });
 
 t.test('the report, live and from the files kubectl writes, gives each overlay its verdict', async (t) => {
   const live = await report(['-o', 'json'], cp.writeKubeConfig());
   t.equal(live.code, 0, live.err);
   const fromCluster = JSON.parse(live.out) as Report;
-  t.same(fromCluster.overlays.map((o) => [o.overlay, o.verdict, o.won, o.lost]), [
-    [RI, 'steering', 3, 0],
-    [IDLE, 'idle', 0, 0],
-    [EC2, 'outranked', 0, 3],
-    [COMPUTE, 'steering', 2, 3],
-  ]);
+  t.same(
+    fromCluster.overlays.map((o) => [o.overlay, o.verdict, o.won, o.lost]),
+    [
+      [RI, 'steering', 3, 0],
+      [IDLE, 'idle', 0, 0],
+      [EC2, 'outranked', 0, 3],
+      [COMPUTE, 'steering', 2, 3],
+    ],
+  );
   t.same(fromCluster.overlays.find((o) => o.overlay === EC2)?.lostTo, { [RI]: 3 });
-  t.match(fromCluster.totals, { onDemandNodes: 5, influenced: 5, notInfluenced: 0, pending: 0, records: 5, recordedInline: 2, inlineShare: 0.4, approximate: 0 });
+  t.match(fromCluster.totals, {
+    onDemandNodes: 5,
+    influenced: 5,
+    notInfluenced: 0,
+    pending: 0,
+    records: 5,
+    recordedInline: 2,
+    inlineShare: 0.4,
+    approximate: 0,
+  });
 
   // `kubectl get nodes,nodeoverlays,nodeclaims -o yaml`: a List whose items carry their kind.
   const dump = async (path: string, kind: string, apiVersion: string, file: string) => {
     const list = JSON.parse((await cp.get(path)).body) as { items: object[] };
-    writeFileSync(join(cp.dir, file), stringify({ apiVersion: 'v1', kind: 'List', items: list.items.map((i) => ({ apiVersion, kind, ...i })) }));
+    writeFileSync(
+      join(cp.dir, file),
+      stringify({ apiVersion: 'v1', kind: 'List', items: list.items.map((i) => ({ apiVersion, kind, ...i })) }),
+    );
     return join(cp.dir, file);
   };
   const files = [
-    '--nodes', await dump('/api/v1/nodes', 'Node', 'v1', 'nodes.yaml'),
-    '--overlays', await dump('/apis/karpenter.sh/v1alpha1/nodeoverlays', 'NodeOverlay', 'karpenter.sh/v1alpha1', 'overlays.yaml'),
-    '--nodeclaims', await dump('/apis/karpenter.sh/v1/nodeclaims', 'NodeClaim', 'karpenter.sh/v1', 'claims.yaml'),
+    '--nodes',
+    await dump('/api/v1/nodes', 'Node', 'v1', 'nodes.yaml'),
+    '--overlays',
+    await dump('/apis/karpenter.sh/v1alpha1/nodeoverlays', 'NodeOverlay', 'karpenter.sh/v1alpha1', 'overlays.yaml'),
+    '--nodeclaims',
+    await dump('/apis/karpenter.sh/v1/nodeclaims', 'NodeClaim', 'karpenter.sh/v1', 'claims.yaml'),
   ];
   const offline = await report([...files, '-o', 'json']);
   t.equal(offline.code, 0, offline.err);
   const fromFiles = JSON.parse(offline.out) as Report;
-  t.same([fromFiles.overlays, fromFiles.totals], [fromCluster.overlays, fromCluster.totals], 'the same verdicts offline');
+  t.same(
+    [fromFiles.overlays, fromFiles.totals],
+    [fromCluster.overlays, fromCluster.totals],
+    'the same verdicts offline',
+  );
   const table = await report(files);
-  t.match(table.out, new RegExp(`^${EC2.replace(/\./g, '\\.')} +20 +ec2-instance-savings-plan +m5 +- +us-west-2 +0 +3 +0 +0 +0 +0\\.0000 +- +outranked$`, 'm'));
-  t.match(table.out, /^5 on-demand Karpenter nodes: 5 influenced, 0 not influenced, 0 pending; 2 of 5 records written inline \(40%\); 0 with basis approximate$/m);
+  t.match(
+    table.out,
+    new RegExp(
+      `^${EC2.replace(/\./g, '\\.')} +20 +ec2-instance-savings-plan +m5 +- +us-west-2 +0 +3 +0 +0 +0 +0\\.0000 +- +outranked$`,
+      'm',
+    ),
+  );
+  t.match(
+    table.out,
+    /^5 on-demand Karpenter nodes: 5 influenced, 0 not influenced, 0 pending; 2 of 5 records written inline \(40%\); 0 with basis approximate$/m,
+  );
   const yaml = await report([...files, '-o', 'yaml']);
   t.match(yaml.out, /verdict: idle/);
   const bad = await report(['--nodes', files[3]!, '--overlays', files[3]!]);
@@ -122,30 +208,92 @@ t.test('the report, live and from the files kubectl writes, gives each overlay i
   t.match(half.err, /report reads the cluster \(KUBECONFIG\), or --nodes FILE and --overlays FILE/);
 });
 
-t.test('a restart posts no second Event (the apiserver refuses the name); the cap folds the rest into other', async (t) => {
-  await watcher?.stop();
-  watcher = (await launchWatcher(cp, certs, WATCHER_USER, { '--metrics-max-overlay-series': '2' })).watcher;
-  await leading(watcher);
-  await until('every fresh record tried again', async () => (await eventCount(watcher!, 'exists')) === 5);
-  t.equal(await eventCount(watcher, 'created'), 0);
-  t.equal((await nodeEvents()).length, 5, 'still one Event per node');
-  t.same(await gauge(watcher), { [`${RI} reserved-instance`]: 3, 'other other': 2 }, 'two series at most: the biggest, and the sum of the rest');
-});
+t.test(
+  'a restart posts no second Event (the apiserver refuses the name); the cap folds the rest into other',
+  async (t) => {
+    await watcher?.stop();
+    watcher = (await launchWatcher(cp, certs, WATCHER_USER, { '--metrics-max-overlay-series': '2' })).watcher;
+    await leading(watcher);
+    await until('every fresh record tried again', async () => (await eventCount(watcher!, 'exists')) === 5);
+    t.equal(await eventCount(watcher, 'created'), 0);
+    t.equal((await nodeEvents()).length, 5, 'still one Event per node');
+    t.same(
+      await gauge(watcher),
+      { [`${RI} reserved-instance`]: 3, 'other other': 2 },
+      'two series at most: the biggest, and the sum of the rest',
+    );
+  },
+);
 
-t.test('overlays Karpenter refused or never validated: report names them with the reason, the gauge counts them', async (t) => {
-  // One Karpenter never gave a status (its NodeOverlay gate off), one it found in Conflict.
-  const ri = reservedInstance('r6g.large', 'us-west-2');
-  const unvalidated = { ...ri, metadata: { ...ri.metadata, annotations: { [UNVALIDATED_ANNOTATION]: 'never' } } };
-  const conflicting = { ...ec2InstanceSavingsPlan('m5', 'us-west-2'), metadata: { ...ec2InstanceSavingsPlan('m5', 'us-west-2').metadata, name: 'cost-aware-ec2-sp-m5-us-west-2-dup' } };
-  for (const o of [unvalidated, conflicting]) await sim.custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-  await sim.custom.patchClusterCustomObjectStatus({ ...OVERLAY_API, name: 'cost-aware-ec2-sp-m5-us-west-2-dup', body: { status: { conditions: [
-    { type: 'ValidationSucceeded', status: 'False', reason: 'Conflict', message: 'conflict with another overlay', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
-    { type: 'Ready', status: 'False', reason: 'UnhealthyDependents', message: 'ValidationSucceeded=False', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
-  ] } } }, mergePatch);
-  const states = async () => Object.fromEntries([...(await watcher!.metrics.registry.metrics()).matchAll(/^veneer_nodewatcher_overlays\{state="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
-  await until('the watcher sees both', async () => (await states()).unvalidated === 1 && (await states()).rejected_conflict === 1);
-  t.same(await states(), { counted: 4, rejected_conflict: 1, rejected_validation: 0, unvalidated: 1, capacity_only: 0, deleting: 0 });
-  const live = JSON.parse((await report(['-o', 'json'], cp.writeKubeConfig())).out) as Report;
-  t.match(live.overlays.find((o) => o.overlay === 'cost-aware-ec2-sp-m5-us-west-2-dup'), { verdict: 'rejected', note: 'rejected by Karpenter (ValidationSucceeded=False, Conflict)' });
-  t.match(live.overlays.find((o) => o.overlay === 'cost-aware-ri-r6g.large-us-west-2'), { verdict: 'unvalidated', note: /^not validated by Karpenter: is its NodeOverlay feature gate on\? \(created \d+ min ago\)$/ });
-});
+t.test(
+  'overlays Karpenter refused or never validated: report names them with the reason, the gauge counts them',
+  async (t) => {
+    // One Karpenter never gave a status (its NodeOverlay gate off), one it found in Conflict.
+    const ri = reservedInstance('r6g.large', 'us-west-2');
+    const unvalidated = { ...ri, metadata: { ...ri.metadata, annotations: { [UNVALIDATED_ANNOTATION]: 'never' } } };
+    const conflicting = {
+      ...ec2InstanceSavingsPlan('m5', 'us-west-2'),
+      metadata: { ...ec2InstanceSavingsPlan('m5', 'us-west-2').metadata, name: 'cost-aware-ec2-sp-m5-us-west-2-dup' },
+    };
+    for (const o of [unvalidated, conflicting]) await sim.custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
+    await sim.custom.patchClusterCustomObjectStatus(
+      {
+        ...OVERLAY_API,
+        name: 'cost-aware-ec2-sp-m5-us-west-2-dup',
+        body: {
+          status: {
+            conditions: [
+              {
+                type: 'ValidationSucceeded',
+                status: 'False',
+                reason: 'Conflict',
+                message: 'conflict with another overlay',
+                lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+              },
+              {
+                type: 'Ready',
+                status: 'False',
+                reason: 'UnhealthyDependents',
+                message: 'ValidationSucceeded=False',
+                lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+              },
+            ],
+          },
+        },
+      },
+      mergePatch,
+    );
+    const states = async () =>
+      Object.fromEntries(
+        [
+          ...(await watcher!.metrics.registry.metrics()).matchAll(
+            /^veneer_nodewatcher_overlays\{state="(\w+)"\} (\d+)$/gm,
+          ),
+        ].map((m) => [m[1], Number(m[2])]),
+      );
+    await until(
+      'the watcher sees both',
+      async () => (await states()).unvalidated === 1 && (await states()).rejected_conflict === 1,
+    );
+    t.same(await states(), {
+      counted: 4,
+      rejected_conflict: 1,
+      rejected_validation: 0,
+      unvalidated: 1,
+      capacity_only: 0,
+      deleting: 0,
+    });
+    const live = JSON.parse((await report(['-o', 'json'], cp.writeKubeConfig())).out) as Report;
+    t.match(
+      live.overlays.find((o) => o.overlay === 'cost-aware-ec2-sp-m5-us-west-2-dup'),
+      { verdict: 'rejected', note: 'rejected by Karpenter (ValidationSucceeded=False, Conflict)' },
+    );
+    t.match(
+      live.overlays.find((o) => o.overlay === 'cost-aware-ri-r6g.large-us-west-2'),
+      {
+        verdict: 'unvalidated',
+        note: /^not validated by Karpenter: is its NodeOverlay feature gate on\? \(created \d+ min ago\)$/,
+      },
+    );
+  },
+);

@@ -26,7 +26,9 @@ const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 
   }
 };
 
-function configMapReflector(opts: { watchdogMs?: number; relistIntervalMs?: number; firstResourceVersion?: string } = {}) {
+function configMapReflector(
+  opts: { watchdogMs?: number; relistIntervalMs?: number; firstResourceVersion?: string } = {},
+) {
   const metrics = createMetrics();
   const events: string[] = [];
   const gaps: (number | undefined)[] = [];
@@ -36,9 +38,14 @@ function configMapReflector(opts: { watchdogMs?: number; relistIntervalMs?: numb
     client,
     watchPath: '/api/v1/namespaces/default/configmaps',
     listPage: async (token): Promise<ListPage> => {
-      const list = await core.listNamespacedConfigMap({ namespace: 'default', ...(token ? { _continue: token } : {}), limit: 2 });
+      const list = await core.listNamespacedConfigMap({
+        namespace: 'default',
+        ...(token ? { _continue: token } : {}),
+        limit: 2,
+      });
       if (!token) lists++;
-      const rv = lists === 1 && opts.firstResourceVersion ? opts.firstResourceVersion : list.metadata?.resourceVersion ?? '';
+      const rv =
+        lists === 1 && opts.firstResourceVersion ? opts.firstResourceVersion : (list.metadata?.resourceVersion ?? '');
       return { items: list.items, resourceVersion: rv, continueToken: list.metadata?._continue || undefined };
     },
     keyOf: (o) => (o as k8s.V1ConfigMap).metadata?.name ?? '',
@@ -55,11 +62,14 @@ function configMapReflector(opts: { watchdogMs?: number; relistIntervalMs?: numb
     ...opts,
   });
   const restarts = async (reason: string) =>
-    (await metrics.watchRestarts.get()).values.filter((v) => v.labels.reason === reason).reduce((a, v) => a + v.value, 0);
+    (await metrics.watchRestarts.get()).values
+      .filter((v) => v.labels.reason === reason)
+      .reduce((a, v) => a + v.value, 0);
   return { reflector, events, gaps, restarts, lists: () => lists };
 }
 
-const put = (name: string, v: string) => core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name }, data: { v } } });
+const put = (name: string, v: string) =>
+  core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name }, data: { v } } });
 
 t.test('lists in pages, then follows the watch; stop() is not a failure', async (t) => {
   for (let i = 0; i < 5; i++) await put(`seed-${i}`, `seed-${i}`);
@@ -131,11 +141,20 @@ t.test('connections: API calls share one, each watch has its own', async (t) => 
   for (let i = 0; i < 20; i++) await own.call('GET', '/api/v1/namespaces');
   t.equal(proxy.accepted, 1, '20 calls on one connection');
   const watches = [new AbortController(), new AbortController()];
-  const streams = await Promise.all(watches.map((w) => own.stream('/api/v1/namespaces', { watch: true }, 'application/json', w.signal)));
+  const streams = await Promise.all(
+    watches.map((w) => own.stream('/api/v1/namespaces', { watch: true }, 'application/json', w.signal)),
+  );
   await own.call('GET', '/api/v1/namespaces');
   t.equal(proxy.accepted, 3, 'two watches, a connection each; the next call back on the shared one');
   for (const w of watches) w.abort();
   t.equal(streams.length, 2);
-  const answer = await own.call('GET', '/api/v1/namespaces/no-such-namespace').then(() => undefined, (e: unknown) => e);
-  t.match(answer, { name: 'ApiError', statusCode: 404, reason: 'NotFound', message: /^404 namespaces "no-such-namespace" not found/ }, 'a Status answer read as an ApiError');
+  const answer = await own.call('GET', '/api/v1/namespaces/no-such-namespace').then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.match(
+    answer,
+    { name: 'ApiError', statusCode: 404, reason: 'NotFound', message: /^404 namespaces "no-such-namespace" not found/ },
+    'a Status answer read as an ApiError',
+  );
 });

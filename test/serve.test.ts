@@ -21,7 +21,10 @@ interface Proc {
 }
 
 function run(args: string[], extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Proc {
-  const child = spawn(process.execPath, [...nodeArgs, cli, ...args], { env: { ...process.env, KUBECONFIG: kubeconfig, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, cli, ...args], {
+    env: { ...process.env, KUBECONFIG: kubeconfig, ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (c) => (out += c));
   child.stderr?.on('data', (c) => (out += c));
@@ -32,7 +35,17 @@ function run(args: string[], extraEnv: Record<string, string> = {}, nodeArgs: st
 
 t.test('disabled (the default): says so, serves probes and secure metrics, writes nothing', async (t) => {
   const [healthPort, metricsPort] = [await freePort(), await freePort()];
-  const p = run(['serve', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--webhook-cert-file', env.certs.serving.certPath, '--webhook-key-file', env.certs.serving.keyPath]);
+  const p = run([
+    'serve',
+    '--health-port',
+    String(healthPort),
+    '--metrics-port',
+    String(metricsPort),
+    '--webhook-cert-file',
+    env.certs.serving.certPath,
+    '--webhook-key-file',
+    env.certs.serving.keyPath,
+  ]);
   await waitReady(healthPort, '/healthz');
   t.match(p.output(), /Node watcher disabled \(set nodeWatcher\.enabled=true to enable\)/);
   t.equal((await fetch(`http://127.0.0.1:${healthPort}/readyz`)).status, 200, 'probes: plain HTTP, no token');
@@ -45,7 +58,9 @@ t.test('disabled (the default): says so, serves probes and secure metrics, write
 
 t.test('metrics.secure=false: /metrics over plain HTTP to anyone, for scrapers inside a mesh', async (t) => {
   const [healthPort, metricsPort] = [await freePort(), await freePort()];
-  const p = run(['serve', '--health-port', String(healthPort), '--metrics-port', String(metricsPort)], { VENEER_NODE_WATCHER_METRICS_SECURE: 'false' });
+  const p = run(['serve', '--health-port', String(healthPort), '--metrics-port', String(metricsPort)], {
+    VENEER_NODE_WATCHER_METRICS_SECURE: 'false',
+  });
   await waitReady(healthPort, '/healthz');
   const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
   t.equal(res.status, 200);
@@ -55,27 +70,81 @@ t.test('metrics.secure=false: /metrics over plain HTTP to anyone, for scrapers i
   t.equal(await p.exited, 0);
 });
 
-t.test('serve does not load @kubernetes/client-node, unless the kubeconfig\'s credentials come from a plugin', async (t) => {
-  const hook = ['--import', join(import.meta.dirname, 'support', 'report-client-node.mjs')];
-  const plugin = join(env.cp.dir, 'credential-plugin.mjs');
-  writeFileSync(plugin, `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: ${JSON.stringify(env.cp.tokenFor('veneer-watcher'))} } }));\n`);
-  const viaPlugin = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: Record<string, unknown> }[] };
-  viaPlugin.users[0]!.user = { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], interactiveMode: 'Never' } };
-  const pluginKubeconfig = join(env.cp.dir, 'plugin-kubeconfig');
-  writeFileSync(pluginKubeconfig, JSON.stringify(viaPlugin));
-  for (const [what, extraEnv, loads] of [['a token', {}, false], ['a credential plugin', { KUBECONFIG: pluginKubeconfig }, true]] as const) {
-    const [healthPort, metricsPort] = [await freePort(), await freePort()];
-    const p = run(['serve', '--enabled', 'true', '--leader-election-enabled', 'false', '--metrics-secure', 'false', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--webhook-port', String(await freePort()), '--webhook-cert-file', env.certs.serving.certPath, '--webhook-key-file', env.certs.serving.keyPath], extraEnv, hook);
-    await waitReady(healthPort);
-    t.match(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), /^veneer_nodewatcher_cache_refresh_total [1-9]/m, `${what}: ready, with the overlays listed`);
-    t.equal(/@kubernetes\/client-node loaded/.test(p.output()), loads, `${what}: client-node ${loads ? 'loaded for the plugin' : 'never loaded'}`);
-    p.child.kill('SIGTERM');
-    t.equal(await p.exited, 0);
-  }
-});
+t.test(
+  "serve does not load @kubernetes/client-node, unless the kubeconfig's credentials come from a plugin",
+  async (t) => {
+    const hook = ['--import', join(import.meta.dirname, 'support', 'report-client-node.mjs')];
+    const plugin = join(env.cp.dir, 'credential-plugin.mjs');
+    writeFileSync(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: ${JSON.stringify(env.cp.tokenFor('veneer-watcher'))} } }));\n`,
+    );
+    const viaPlugin = JSON.parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: Record<string, unknown> }[] };
+    viaPlugin.users[0]!.user = {
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: process.execPath,
+        args: [plugin],
+        interactiveMode: 'Never',
+      },
+    };
+    const pluginKubeconfig = join(env.cp.dir, 'plugin-kubeconfig');
+    writeFileSync(pluginKubeconfig, JSON.stringify(viaPlugin));
+    for (const [what, extraEnv, loads] of [
+      ['a token', {}, false],
+      ['a credential plugin', { KUBECONFIG: pluginKubeconfig }, true],
+    ] as const) {
+      const [healthPort, metricsPort] = [await freePort(), await freePort()];
+      const p = run(
+        [
+          'serve',
+          '--enabled',
+          'true',
+          '--leader-election-enabled',
+          'false',
+          '--metrics-secure',
+          'false',
+          '--health-port',
+          String(healthPort),
+          '--metrics-port',
+          String(metricsPort),
+          '--webhook-port',
+          String(await freePort()),
+          '--webhook-cert-file',
+          env.certs.serving.certPath,
+          '--webhook-key-file',
+          env.certs.serving.keyPath,
+        ],
+        extraEnv,
+        hook,
+      );
+      await waitReady(healthPort);
+      t.match(
+        await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
+        /^veneer_nodewatcher_cache_refresh_total [1-9]/m,
+        `${what}: ready, with the overlays listed`,
+      );
+      t.equal(
+        /@kubernetes\/client-node loaded/.test(p.output()),
+        loads,
+        `${what}: client-node ${loads ? 'loaded for the plugin' : 'never loaded'}`,
+      );
+      p.child.kill('SIGTERM');
+      t.equal(await p.exited, 0);
+    }
+  },
+);
 
 t.test('a serving certificate that cannot be read stops start-up when metrics are secure', async (t) => {
-  const p = run(['serve', '--health-port', String(await freePort()), '--metrics-port', String(await freePort()), '--webhook-cert-file', '/nonexistent/tls.crt']);
+  const p = run([
+    'serve',
+    '--health-port',
+    String(await freePort()),
+    '--metrics-port',
+    String(await freePort()),
+    '--webhook-cert-file',
+    '/nonexistent/tls.crt',
+  ]);
   t.equal(await p.exited, 1);
   t.match(p.output(), /cannot read serving certificate \/nonexistent\/tls.crt: ENOENT/);
 });
@@ -83,11 +152,32 @@ t.test('a serving certificate that cannot be read stops start-up when metrics ar
 t.test('a bad configuration stops start-up with exit code 2 and says what is wrong', async (t) => {
   const p = run(['serve', '--max-concurrent-reconciles', '0'], { VENEER_NODE_WATCHER_LABEL_NAMESPACE: 'Not Valid' });
   t.equal(await p.exited, 2);
-  t.match(p.output(), /nodeWatcher\.labelNamespace = "Not Valid" \(from environment variable VENEER_NODE_WATCHER_LABEL_NAMESPACE\): must be a DNS subdomain/);
-  t.match(p.output(), /nodeWatcher\.maxConcurrentReconciles = 0 \(from flag --max-concurrent-reconciles\): must be >= 1/);
-  const nowhere = run(['serve', '--health-port', String(await freePort()), '--metrics-port', String(await freePort()), '--metrics-secure', 'false'], { KUBECONFIG: '', HOME: env.cp.dir });
+  t.match(
+    p.output(),
+    /nodeWatcher\.labelNamespace = "Not Valid" \(from environment variable VENEER_NODE_WATCHER_LABEL_NAMESPACE\): must be a DNS subdomain/,
+  );
+  t.match(
+    p.output(),
+    /nodeWatcher\.maxConcurrentReconciles = 0 \(from flag --max-concurrent-reconciles\): must be >= 1/,
+  );
+  const nowhere = run(
+    [
+      'serve',
+      '--health-port',
+      String(await freePort()),
+      '--metrics-port',
+      String(await freePort()),
+      '--metrics-secure',
+      'false',
+    ],
+    { KUBECONFIG: '', HOME: env.cp.dir },
+  );
   t.equal(await nowhere.exited, 1);
-  t.match(nowhere.output(), /no cluster to talk to: set KUBECONFIG, run in a pod, or create ~\/\.kube\/config/, 'no cluster configuration: says where it looked');
+  t.match(
+    nowhere.output(),
+    /no cluster to talk to: set KUBECONFIG, run in a pod, or create ~\/\.kube\/config/,
+    'no cluster configuration: says where it looked',
+  );
   const unknown = run(['launch']);
   t.equal(await unknown.exited, 2);
   t.match(unknown.output(), /unknown command "launch"/);

@@ -15,7 +15,18 @@ import * as k8s from '@kubernetes/client-node';
 import { DescribeInstanceTypesCommand, EC2Client, type _InstanceType } from '@aws-sdk/client-ec2';
 import { binary, type ControlPlane } from '../control-plane.ts';
 import { installCRDFiles } from '../karpenter-crds.ts';
-import { type CapacityType, type ControllerProcesses, createPods, inReq, KarpenterController, launchController, NODEPOOL_API, type NodeSelectorRequirement, type PendingPod, usageOf } from '../karpenter-controller.ts';
+import {
+  type CapacityType,
+  type ControllerProcesses,
+  createPods,
+  inReq,
+  KarpenterController,
+  launchController,
+  NODEPOOL_API,
+  type NodeSelectorRequirement,
+  type PendingPod,
+  usageOf,
+} from '../karpenter-controller.ts';
 import { until } from '../fleet.ts';
 import { sleep } from '../process.ts';
 import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from '../watcher-env.ts';
@@ -43,11 +54,19 @@ const SPOT_SHARE = [0.38, 0.35, 0.41];
  * The local EC2's offer: every size of `families`, priced on-demand from the controller's own static
  * table (so EC2 and Karpenter agree on list prices) and spot at a share of it per zone.
  */
-export function kitCatalog(families: readonly string[] = KIT_FAMILIES, share: readonly number[] = SPOT_SHARE): SpotCatalog {
+export function kitCatalog(
+  families: readonly string[] = KIT_FAMILIES,
+  share: readonly number[] = SPOT_SHARE,
+): SpotCatalog {
   const onDemand = [...staticOnDemandPrices(REGION)].filter(([type]) => families.includes(type.split('.')[0]!));
   return {
     offered: onDemand.map(([type]) => type),
-    prices: Object.fromEntries(onDemand.map(([type, price]) => [type, { onDemand: price, spot: Object.fromEntries(ZONES.map((z, i) => [z, Number((price * share[i]!).toFixed(5))])) }])),
+    prices: Object.fromEntries(
+      onDemand.map(([type, price]) => [
+        type,
+        { onDemand: price, spot: Object.fromEntries(ZONES.map((z, i) => [z, Number((price * share[i]!).toFixed(5))])) },
+      ]),
+    ),
   };
 }
 
@@ -74,7 +93,11 @@ export function awsNodePoolObject(p: AwsNodePool) {
     spec: {
       template: {
         metadata: { labels: p.labels ?? {} },
-        spec: { nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' }, requirements, expireAfter: 'Never' },
+        spec: {
+          nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+          requirements,
+          expireAfter: 'Never',
+        },
       },
       // moto's instances never carry the launch template's security group, so every NodeClaim turns
       // Drifted at once: no disruption at all keeps Karpenter from replacing what it launched.
@@ -96,7 +119,13 @@ export interface AwsKarpenterOptions {
 /** Installs the AWS controller's CRDs (from its own module version) and nothing else. */
 export async function installAwsCRDs(cp: ControlPlane): Promise<void> {
   const dir = binary('karpenterAwsCrds');
-  await installCRDFiles(cp, readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => join(dir, f)));
+  await installCRDFiles(
+    cp,
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort()
+      .map((f) => join(dir, f)),
+  );
 }
 
 export class AwsKarpenter extends KarpenterController {
@@ -110,7 +139,18 @@ export class AwsKarpenter extends KarpenterController {
   /** vCPUs of each instance type the local EC2 offers, for pods pinned to one. */
   readonly vcpus: Map<string, number>;
 
-  private constructor(cp: ControlPlane, processes: ControllerProcesses, parts: { moto: Moto; nodeMaker: NodeMaker; nodePools: AwsNodePool[]; catalog: SpotCatalog; vcpus: Map<string, number>; startup: Record<string, number> }) {
+  private constructor(
+    cp: ControlPlane,
+    processes: ControllerProcesses,
+    parts: {
+      moto: Moto;
+      nodeMaker: NodeMaker;
+      nodePools: AwsNodePool[];
+      catalog: SpotCatalog;
+      vcpus: Map<string, number>;
+      startup: Record<string, number>;
+    },
+  ) {
     super(cp, processes);
     this.startup = parts.startup;
     this.catalog = parts.catalog;
@@ -135,7 +175,10 @@ export class AwsKarpenter extends KarpenterController {
     const admin = cp.adminKubeConfig();
     await admin.makeApiClient(k8s.CoreV1Api).createNamespacedService({
       namespace: 'kube-system',
-      body: { metadata: { name: 'kube-dns' }, spec: { clusterIP: KUBE_DNS_IP, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] } },
+      body: {
+        metadata: { name: 'kube-dns' },
+        spec: { clusterIP: KUBE_DNS_IP, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] },
+      },
     });
     const custom = admin.makeApiClient(k8s.CustomObjectsApi);
     await custom.createClusterCustomObject({
@@ -157,7 +200,11 @@ export class AwsKarpenter extends KarpenterController {
     const nodePools = opts.nodePools ?? [{ name: 'default' }];
     for (const p of nodePools) await custom.createClusterCustomObject({ ...NODEPOOL_API, body: awsNodePoolObject(p) });
     step('objects');
-    const nodeMaker = await startNodeMaker(cp, { ec2Endpoint: moto.endpoint, bootDelayMs: opts.bootDelayMs ?? 0, region: REGION });
+    const nodeMaker = await startNodeMaker(cp, {
+      ec2Endpoint: moto.endpoint,
+      bootDelayMs: opts.bootDelayMs ?? 0,
+      region: REGION,
+    });
     const processes = await launchController(cp, {
       name: 'karpenter-aws',
       bin: binary('karpenterAws'),
@@ -170,7 +217,14 @@ export class AwsKarpenter extends KarpenterController {
       },
     });
     step('karpenter');
-    const karpenter = new AwsKarpenter(cp, processes, { moto, nodeMaker, nodePools, catalog, vcpus: await instanceVcpus(moto), startup });
+    const karpenter = new AwsKarpenter(cp, processes, {
+      moto,
+      nodeMaker,
+      nodePools,
+      catalog,
+      vcpus: await instanceVcpus(moto),
+      startup,
+    });
     await karpenter.waitForNodeClassReady();
     step('nodeclass');
     return karpenter;
@@ -180,22 +234,32 @@ export class AwsKarpenter extends KarpenterController {
   async waitForNodeClassReady(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const nc = (await this.custom.getClusterCustomObject({ ...EC2_NODECLASS_API, name: 'default' })) as { status?: { conditions?: { type: string; status: string; message?: string }[] } };
+      const nc = (await this.custom.getClusterCustomObject({ ...EC2_NODECLASS_API, name: 'default' })) as {
+        status?: { conditions?: { type: string; status: string; message?: string }[] };
+      };
       const ready = nc.status?.conditions?.find((c) => c.type === 'Ready');
       if (ready?.status === 'True') return;
       if (!this.controller.running) throw new Error(`karpenter-aws exited:\n${this.controller.logTail()}`);
-      if (Date.now() > deadline) throw new Error(`EC2NodeClass default not Ready after ${timeoutMs} ms (${ready?.message ?? 'no Ready condition'}):\n${this.controller.logTail()}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `EC2NodeClass default not Ready after ${timeoutMs} ms (${ready?.message ?? 'no Ready condition'}):\n${this.controller.logTail()}`,
+        );
       await sleep(250);
     }
   }
 
   /** Creates the pods at once, each pinned type's CPU request as the local EC2 describes the type. */
   async createPods(pods: PendingPod[], namespace = 'default'): Promise<void> {
-    await createPods(this.cp.adminKubeConfig(), pods, (type) => {
-      const n = this.vcpus.get(type);
-      if (n === undefined) throw new Error(`the local EC2 offers no instance type ${type}`);
-      return n;
-    }, namespace);
+    await createPods(
+      this.cp.adminKubeConfig(),
+      pods,
+      (type) => {
+        const n = this.vcpus.get(type);
+        if (n === undefined) throw new Error(`the local EC2 offers no instance type ${type}`);
+        return n;
+      },
+      namespace,
+    );
   }
 
   /** EC2's prices from the next DescribeSpotPriceHistory and CreateFleet on (Karpenter re-reads spot prices on its own schedule). */
@@ -216,7 +280,9 @@ async function instanceVcpus(moto: Moto): Promise<Map<string, number>> {
   let NextToken: string | undefined;
   do {
     const page = await ec2.send(new DescribeInstanceTypesCommand({ NextToken }));
-    for (const t of page.InstanceTypes ?? []) if (t.InstanceType && t.VCpuInfo?.DefaultVCpus) vcpus.set(t.InstanceType as _InstanceType, t.VCpuInfo.DefaultVCpus);
+    for (const t of page.InstanceTypes ?? [])
+      if (t.InstanceType && t.VCpuInfo?.DefaultVCpus)
+        vcpus.set(t.InstanceType as _InstanceType, t.VCpuInfo.DefaultVCpus);
     NextToken = page.NextToken;
   } while (NextToken);
   ec2.destroy();
@@ -232,19 +298,34 @@ export interface AwsKarpenterEnv extends ClusterEnv {
   karpenter: AwsKarpenter;
 }
 
-export function startAwsKarpenterEnv(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions } = {}): Promise<AwsKarpenterEnv> {
+export function startAwsKarpenterEnv(
+  opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions } = {},
+): Promise<AwsKarpenterEnv> {
   return startClusterEnvWith({ ...opts, installCRDs: installAwsCRDs }, (cp) => AwsKarpenter.start(cp, opts.karpenter));
 }
 
 /** An AWS Karpenter env with the watcher running and both webhooks registered; `stop` ends both. */
-export async function startAwsKarpenterWithWatcher(opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions; watcherFlags?: Record<string, string> } = {}): Promise<AwsKarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
+export async function startAwsKarpenterWithWatcher(
+  opts: WatcherEnvOptions & { karpenter?: AwsKarpenterOptions; watcherFlags?: Record<string, string> } = {},
+): Promise<AwsKarpenterEnv & { watcher: RunningWatcher; stop: () => Promise<void> }> {
   const env = await startAwsKarpenterEnv(opts);
   // The watcher reads prices as this Karpenter does (ISOLATED_VPC: its static on-demand table, spot
   // prices and offerings from EC2), from the local EC2: it runs in this process, whose AWS client
   // finds the endpoint (AWS_ENDPOINT_URL) and the keys (the SDK's credential chain) in the environment.
   Object.assign(process.env, env.karpenter.moto.env());
-  const withIt = await withWatcher(env, { '--prices-source': 'isolated', '--prices-region': REGION, ...opts.watcherFlags });
+  const withIt = await withWatcher(env, {
+    '--prices-source': 'isolated',
+    '--prices-region': REGION,
+    ...opts.watcherFlags,
+  });
   // Nodes decided before the first reading would get no spot prices: launches wait for it.
-  await until('the watcher read spot prices from the local EC2', async () => /^veneer_nodewatcher_price_refreshes_total\{kind="spot",result="ok"\} [1-9]/m.test(await withIt.watcher.metrics.registry.metrics()), 30_000);
+  await until(
+    'the watcher read spot prices from the local EC2',
+    async () =>
+      /^veneer_nodewatcher_price_refreshes_total\{kind="spot",result="ok"\} [1-9]/m.test(
+        await withIt.watcher.metrics.registry.metrics(),
+      ),
+    30_000,
+  );
   return withIt;
 }

@@ -88,10 +88,27 @@ export interface FleetRequest {
   totalTargetCapacity: number;
   onDemandAllocationStrategy: string | null;
   spotAllocationStrategy: string | null;
-  launchTemplateConfigs: { launchTemplateId: string; launchTemplateName: string | null; version: string | null; overrides: FleetOverride[] }[];
-  launched: { instanceId: string; instanceType: string; zone: string; subnetId: string | null; capacityType: CapacityType }[];
+  launchTemplateConfigs: {
+    launchTemplateId: string;
+    launchTemplateName: string | null;
+    version: string | null;
+    overrides: FleetOverride[];
+  }[];
+  launched: {
+    instanceId: string;
+    instanceType: string;
+    zone: string;
+    subnetId: string | null;
+    capacityType: CapacityType;
+  }[];
   /** The InsufficientInstanceCapacity pools tried before the one launched (or all of them, if none was). */
-  errors: { instanceType: string; zone: string | null; subnetId: string | null; capacityType: CapacityType; code: string }[];
+  errors: {
+    instanceType: string;
+    zone: string | null;
+    subnetId: string | null;
+    capacityType: CapacityType;
+    code: string;
+  }[];
 }
 
 export interface MotoOptions {
@@ -151,10 +168,27 @@ export async function startMoto(opts: MotoOptions): Promise<Moto> {
   // None of this process's own AWS settings (a profile, real keys) reaches moto's seed client;
   // no __pycache__ is left in the repo beside server.py.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_')));
-  const proc = new ManagedProcess('moto', python, [
-    SERVER, '--port', String(port), '--catalog', catalogPath, '--fleet-log', fleetLog,
-    '--cluster', opts.cluster, '--service-cidr', SERVICE_CIDR, '--seed-out', seedPath,
-  ], join(opts.dir, 'moto.log'), { ...inherited, ...awsEnv(endpoint), PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' });
+  const proc = new ManagedProcess(
+    'moto',
+    python,
+    [
+      SERVER,
+      '--port',
+      String(port),
+      '--catalog',
+      catalogPath,
+      '--fleet-log',
+      fleetLog,
+      '--cluster',
+      opts.cluster,
+      '--service-cidr',
+      SERVICE_CIDR,
+      '--seed-out',
+      seedPath,
+    ],
+    join(opts.dir, 'moto.log'),
+    { ...inherited, ...awsEnv(endpoint), PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
+  );
   proc.start();
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (!existsSync(seedPath)) {
@@ -171,9 +205,13 @@ export async function startMoto(opts: MotoOptions): Promise<Moto> {
     seed,
     process: proc,
     setCatalog,
-    fleetRequests: () => existsSync(fleetLog)
-      ? readFileSync(fleetLog, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as FleetRequest)
-      : [],
+    fleetRequests: () =>
+      existsSync(fleetLog)
+        ? readFileSync(fleetLog, 'utf8')
+            .split('\n')
+            .filter((l) => l !== '')
+            .map((l) => JSON.parse(l) as FleetRequest)
+        : [],
     env: () => awsEnv(endpoint),
     clientConfig: () => ({ endpoint, region: REGION, credentials: { ...CREDENTIALS } }),
     stop: () => proc.stop(),

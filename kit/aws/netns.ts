@@ -9,7 +9,9 @@ import { readFileSync } from 'node:fs';
  */
 export function networkInterfaces(): string[] {
   // Two header lines, then one `name: counters...` line per interface.
-  return readFileSync('/proc/self/net/dev', 'utf8').split('\n').slice(2)
+  return readFileSync('/proc/self/net/dev', 'utf8')
+    .split('\n')
+    .slice(2)
     .map((line) => line.split(':')[0]?.trim() ?? '')
     .filter((name) => name !== '');
 }
@@ -18,6 +20,8 @@ export function networkInterfaces(): string[] {
 export function assertLoopbackOnly(): void {
   const names = networkInterfaces();
   if (names.length !== 1 || names[0] !== 'lo') {
-    throw new Error(`refusing to speak an AWS API: this network namespace has interfaces ${names.join(', ')}; run inside one with only loopback (unshare --net, then ip link set lo up)`);
+    throw new Error(
+      `refusing to speak an AWS API: this network namespace has interfaces ${names.join(', ')}; run inside one with only loopback (unshare --net, then ip link set lo up)`,
+    );
   }
 }

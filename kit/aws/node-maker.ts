@@ -34,7 +34,13 @@ import type { Instance } from '@aws-sdk/client-ec2';
 import type { ControlPlane } from '../control-plane.ts';
 import type { NodeClaim } from '../karpenter.ts';
 import { sleep } from '../process.ts';
-import { alive, InstanceReader, instanceIdOf, resourcesFromInstanceType, type Resources } from './node-maker/instances.ts';
+import {
+  alive,
+  InstanceReader,
+  instanceIdOf,
+  resourcesFromInstanceType,
+  type Resources,
+} from './node-maker/instances.ts';
 import { kubeletNode, type Taint } from './node-maker/kubelet-node.ts';
 import { NodeApi, type Retry } from './node-maker/node-api.ts';
 import type { NodeMade, NodeMakerOptions, NodeMakerStats } from './node-maker/records.ts';
@@ -73,7 +79,10 @@ export type AwsNodeClaim = NodeClaim & {
   kind?: string;
   metadata: NodeClaim['metadata'] & { resourceVersion?: string; deletionTimestamp?: string };
   spec?: { taints?: Taint[]; startupTaints?: Taint[] };
-  status?: NonNullable<NodeClaim['status']> & { capacity?: Record<string, string>; allocatable?: Record<string, string> };
+  status?: NonNullable<NodeClaim['status']> & {
+    capacity?: Record<string, string>;
+    allocatable?: Record<string, string>;
+  };
 };
 
 export class NodeMaker {
@@ -92,7 +101,14 @@ export class NodeMaker {
   private readonly statusWrites: Limiter;
   /** Heartbeats, deletions, and the rest. */
   private readonly small = new Limiter(8);
-  private readonly counters = { nodeClaimsSeen: 0, nodesMade: 0, heartbeats: 0, heartbeatFailures: 0, retries: 0, informerRestarts: 0 };
+  private readonly counters = {
+    nodeClaimsSeen: 0,
+    nodesMade: 0,
+    heartbeats: 0,
+    heartbeatFailures: 0,
+    retries: 0,
+    informerRestarts: 0,
+  };
   private informer: k8s.Informer<k8s.KubernetesObject> | undefined;
   private nodeIndex = 0;
 
@@ -113,7 +129,12 @@ export class NodeMaker {
     };
     this.creates = new Limiter(this.opts.createConcurrency);
     this.statusWrites = new Limiter(this.opts.createConcurrency);
-    this.instances = new InstanceReader({ endpoint: opts.ec2Endpoint, region: this.opts.region, tasks: this.tasks, described: (ids, found) => this.described(ids, found) });
+    this.instances = new InstanceReader({
+      endpoint: opts.ec2Endpoint,
+      region: this.opts.region,
+      tasks: this.tasks,
+      described: (ids, found) => this.described(ids, found),
+    });
   }
 
   /** Starts watching NodeClaims as NODE_MAKER_USER; stops with the control plane. */
@@ -121,13 +142,18 @@ export class NodeMaker {
     const cert = await cp.clientCertificate(NODE_MAKER_USER, ['system:masters']);
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'test', server: cp.server, caData: Buffer.from(cp.caPem).toString('base64'), skipTLSVerify: false }],
+      clusters: [
+        { name: 'test', server: cp.server, caData: Buffer.from(cp.caPem).toString('base64'), skipTLSVerify: false },
+      ],
       users: [{ name: NODE_MAKER_USER, certFile: cert.certPath, keyFile: cert.keyPath }],
       contexts: [{ name: 'test', cluster: 'test', user: NODE_MAKER_USER }],
       currentContext: 'test',
     });
     // The kubelet reports the control plane's own release, as an EKS AMI of the cluster's version does.
-    const version = await cp.get('/version').then((r) => (JSON.parse(r.body) as { gitVersion?: string }).gitVersion, () => undefined);
+    const version = await cp.get('/version').then(
+      (r) => (JSON.parse(r.body) as { gitVersion?: string }).gitVersion,
+      () => undefined,
+    );
     const maker = new NodeMaker(kc, opts, `${version ?? 'v1.35.4'}-eks-4f4795d`);
     cp.onStop(() => maker.stop());
     await maker.startInformer();
@@ -139,7 +165,13 @@ export class NodeMaker {
   }
 
   stats(): NodeMakerStats {
-    return { ...this.counters, nodesDeleted: this.nodes.nodesDeleted, taintConflicts: this.nodes.taintConflicts, describeCalls: this.instances.calls, errors: this.tasks.errors };
+    return {
+      ...this.counters,
+      nodesDeleted: this.nodes.nodesDeleted,
+      taintConflicts: this.nodes.taintConflicts,
+      describeCalls: this.instances.calls,
+      errors: this.tasks.errors,
+    };
   }
 
   /** One entry per NodeClaim seen with a providerID, in the order they were seen. */
@@ -163,7 +195,10 @@ export class NodeMaker {
     for (;;) {
       const ready = this.records().filter((r) => r.settledAt !== undefined);
       if (ready.length >= count) return ready;
-      if (Date.now() > deadline) throw new Error(`node maker: ${ready.length} of ${count} nodes Ready after ${timeoutMs} ms; errors: ${this.errors().slice(-5).join(' | ') || 'none'}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `node maker: ${ready.length} of ${count} nodes Ready after ${timeoutMs} ms; errors: ${this.errors().slice(-5).join(' | ') || 'none'}`,
+        );
       await sleep(100);
     }
   }
@@ -181,7 +216,12 @@ export class NodeMaker {
 
   private async startInformer(): Promise<void> {
     const path = `/apis/${NODECLAIM_API.group}/${NODECLAIM_API.version}/${NODECLAIM_API.plural}`;
-    const informer = k8s.makeInformer(this.kc, path, () => this.custom.listClusterCustomObject(NODECLAIM_API) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>);
+    const informer = k8s.makeInformer(
+      this.kc,
+      path,
+      () =>
+        this.custom.listClusterCustomObject(NODECLAIM_API) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+    );
     let backoffMs = 500;
     const seen = (c: k8s.KubernetesObject) => {
       backoffMs = 500;
@@ -217,7 +257,10 @@ export class NodeMaker {
     if (!providerID) return;
     const instanceId = instanceIdOf(providerID);
     if (!instanceId) {
-      this.tasks.fail(`NodeClaim ${claim.metadata.name}`, new Error(`providerID ${providerID} is not aws:///<zone>/<instance-id>`));
+      this.tasks.fail(
+        `NodeClaim ${claim.metadata.name}`,
+        new Error(`providerID ${providerID} is not aws:///<zone>/<instance-id>`),
+      );
       return;
     }
     if (this.byInstance.has(instanceId)) return;
@@ -246,14 +289,16 @@ export class NodeMaker {
       const inst = found.get(id);
       if (!inst) {
         // EC2 is eventually consistent: a just-launched instance may not be listed yet.
-        if (++t.describeTries >= 20) this.failTracked(t, `instance ${id} not found after ${t.describeTries} DescribeInstances`);
+        if (++t.describeTries >= 20)
+          this.failTracked(t, `instance ${id} not found after ${t.describeTries} DescribeInstances`);
         else this.tasks.after(500, () => this.instances.enqueue(id));
         continue;
       }
       t.instance = inst;
       Object.assign(t.record, {
         describedAt: now,
-        nodeName: inst.PrivateDnsName || `ip-${(inst.PrivateIpAddress ?? '10.0.0.1').replaceAll('.', '-')}.ec2.internal`,
+        nodeName:
+          inst.PrivateDnsName || `ip-${(inst.PrivateIpAddress ?? '10.0.0.1').replaceAll('.', '-')}.ec2.internal`,
         instanceType: inst.InstanceType,
         zone: inst.Placement?.AvailabilityZone,
         capacityType: inst.InstanceLifecycle === 'spot' ? 'spot' : 'on-demand',
@@ -278,11 +323,16 @@ export class NodeMaker {
    * the listing" is not looked for.
    */
   private async pollInstances(): Promise<void> {
-    const watched = [...this.byInstance.values()].filter((t) => t.phase === 'booting' || t.phase === 'creating' || t.phase === 'running' || t.phase === 'stopped');
+    const watched = [...this.byInstance.values()].filter(
+      (t) => t.phase === 'booting' || t.phase === 'creating' || t.phase === 'running' || t.phase === 'stopped',
+    );
     if (watched.length === 0) return;
     const down = await this.instances.down();
     const stopped = watched.filter((t) => t.phase === 'stopped' && !down.has(t.record.instanceId));
-    const back = stopped.length > 0 ? await this.instances.describe(stopped.map((t) => t.record.instanceId)) : new Map<string, Instance>();
+    const back =
+      stopped.length > 0
+        ? await this.instances.describe(stopped.map((t) => t.record.instanceId))
+        : new Map<string, Instance>();
     for (const t of watched) {
       const inst = down.get(t.record.instanceId) ?? back.get(t.record.instanceId);
       const state = inst?.State?.Name;
@@ -302,7 +352,9 @@ export class NodeMaker {
   // Nodes
 
   private async resourcesOf(t: Tracked): Promise<Resources> {
-    const fromType = resourcesFromInstanceType(await this.instances.instanceType(t.record.instanceType).catch(() => undefined));
+    const fromType = resourcesFromInstanceType(
+      await this.instances.instanceType(t.record.instanceType).catch(() => undefined),
+    );
     const status = t.claim.status;
     // Karpenter's NodeClaim holds what it expects the kubelet to report; the standard keys always present.
     return {
@@ -379,24 +431,32 @@ export class NodeMaker {
   private heartbeatDue(): void {
     const now = Date.now();
     for (const t of this.byInstance.values()) {
-      if (t.phase !== 'running' || t.record.readyAt === undefined || t.heartbeatInFlight || now - t.lastHeartbeatAt < this.opts.heartbeatMs) continue;
+      if (
+        t.phase !== 'running' ||
+        t.record.readyAt === undefined ||
+        t.heartbeatInFlight ||
+        now - t.lastHeartbeatAt < this.opts.heartbeatMs
+      )
+        continue;
       t.heartbeatInFlight = true;
-      this.tasks.track(this.small.run(async () => {
-        try {
-          await this.nodes.heartbeat(t.record.nodeName!);
-          t.lastHeartbeatAt = Date.now();
-          t.record.heartbeats++;
-          this.counters.heartbeats++;
-        } catch (err) {
-          this.counters.heartbeatFailures++;
-          if (codeOf(err) === 404) this.lost(t);
-          else this.tasks.fail(`heartbeat of ${t.record.nodeName}`, err);
-          // A kubelet retries on its next period.
-          t.lastHeartbeatAt = Date.now();
-        } finally {
-          t.heartbeatInFlight = false;
-        }
-      }));
+      this.tasks.track(
+        this.small.run(async () => {
+          try {
+            await this.nodes.heartbeat(t.record.nodeName!);
+            t.lastHeartbeatAt = Date.now();
+            t.record.heartbeats++;
+            this.counters.heartbeats++;
+          } catch (err) {
+            this.counters.heartbeatFailures++;
+            if (codeOf(err) === 404) this.lost(t);
+            else this.tasks.fail(`heartbeat of ${t.record.nodeName}`, err);
+            // A kubelet retries on its next period.
+            t.lastHeartbeatAt = Date.now();
+          } finally {
+            t.heartbeatInFlight = false;
+          }
+        }),
+      );
     }
   }
 
@@ -413,15 +473,22 @@ export class NodeMaker {
     if (t.timer) clearTimeout(t.timer);
     // Never registered, or its CREATE is in flight (make() then removes it).
     if (before === 'describing' || before === 'booting' || before === 'creating') return;
-    this.tasks.track(this.small.run(() => this.nodes.removeIfOurs(t.record.nodeName!, t.record.providerID).catch((err) => this.tasks.fail(`deleting node ${t.record.nodeName}`, err))));
+    this.tasks.track(
+      this.small.run(() =>
+        this.nodes
+          .removeIfOurs(t.record.nodeName!, t.record.providerID)
+          .catch((err) => this.tasks.fail(`deleting node ${t.record.nodeName}`, err)),
+      ),
+    );
   }
 
   /** Retries of this Node's requests, counted on its record. */
   private retry(t: Tracked): Retry {
-    return (call) => this.tasks.retrying(call, () => {
-      t.record.retries = (t.record.retries ?? 0) + 1;
-      this.counters.retries++;
-    });
+    return (call) =>
+      this.tasks.retrying(call, () => {
+        t.record.retries = (t.record.retries ?? 0) + 1;
+        this.counters.retries++;
+      });
   }
 
   private failTracked(t: Tracked, why: string, final = true): void {

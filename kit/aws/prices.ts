@@ -26,9 +26,13 @@ export function parseGoPriceTable(source: string): Record<string, Record<string,
 }
 
 /** On-demand USD an hour per instance type, in `region`, as the controller's table has it. */
-export function staticOnDemandPrices(region: string, table = readFileSync(binary('karpenterAwsPrices'), 'utf8')): Map<string, number> {
+export function staticOnDemandPrices(
+  region: string,
+  table = readFileSync(binary('karpenterAwsPrices'), 'utf8'),
+): Map<string, number> {
   const prices = parseGoPriceTable(table)[region];
   if (prices === undefined) throw new Error(`the AWS controller's price table has no region ${region}`);
-  if (Object.keys(prices).length === 0) throw new Error(`the AWS controller's price table lists no instance type in ${region}`);
+  if (Object.keys(prices).length === 0)
+    throw new Error(`the AWS controller's price table lists no instance type in ${region}`);
   return new Map(Object.entries(prices));
 }

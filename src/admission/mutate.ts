@@ -1,12 +1,32 @@
 // The mutating webhook: writes the record inline, from the caches, or allows without a patch.
 // It never denies and never calls the API.
 import {
-  decide, jsonPatch, nodeClaimFor, recordTally, toNodeView, type Effect, type RecordTally, type EngineSettings, type LaunchKnowledge, type NodeClaimLookup, type NodeObject, type NodeView, type OverlayIndex,
+  decide,
+  jsonPatch,
+  nodeClaimFor,
+  recordTally,
+  toNodeView,
+  type Effect,
+  type RecordTally,
+  type EngineSettings,
+  type LaunchKnowledge,
+  type NodeClaimLookup,
+  type NodeObject,
+  type NodeView,
+  type OverlayIndex,
 } from '../engine/index.ts';
 import { allow, type AdmissionResponse, type AdmissionReview, isNodeReview } from './review.ts';
 
 export type MutateOutcome =
-  | 'patched' | 'recorded' | 'out_of_scope' | 'undetermined' | 'not_synced' | 'deadline' | 'exists' | 'ignored' | 'error';
+  | 'patched'
+  | 'recorded'
+  | 'out_of_scope'
+  | 'undetermined'
+  | 'not_synced'
+  | 'deadline'
+  | 'exists'
+  | 'ignored'
+  | 'error';
 
 export interface MutateDeps {
   index: OverlayIndex;
@@ -41,7 +61,18 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   const node = toNodeView(object);
   if (req.operation === 'CREATE' && deps.existingNode(node.name)) return { answer: allow(uid), outcome: 'exists' };
   const nodeClaim = nodeClaimFor(node, deps.nodeClaims);
-  const decision = decide({ node, nodeClaim, now: deps.now(), decidedBy: 'webhook', nodeClassGroups: deps.nodeClaims.groups, launch: deps.launch }, deps.index, deps.settings);
+  const decision = decide(
+    {
+      node,
+      nodeClaim,
+      now: deps.now(),
+      decidedBy: 'webhook',
+      nodeClassGroups: deps.nodeClaims.groups,
+      launch: deps.launch,
+    },
+    deps.index,
+    deps.settings,
+  );
   switch (decision.outcome) {
     case 'out-of-scope':
       return { answer: allow(uid), outcome: 'out_of_scope' };
@@ -55,6 +86,9 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   return {
     answer: allow(uid, patch),
     outcome: 'patched',
-    labeled: { ...recordTally(decision.record, deps.settings.keys), ...(decision.effect ? { effect: decision.effect } : {}) },
+    labeled: {
+      ...recordTally(decision.record, deps.settings.keys),
+      ...(decision.effect ? { effect: decision.effect } : {}),
+    },
   };
 }

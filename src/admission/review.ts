@@ -33,7 +33,10 @@ const metadataSchema = {
   },
 };
 
-const objectSchema = { type: ['object', 'null'], properties: { metadata: metadataSchema, spec: { type: ['object', 'null'] } } };
+const objectSchema = {
+  type: ['object', 'null'],
+  properties: { metadata: metadataSchema, spec: { type: ['object', 'null'] } },
+};
 
 const reviewSchema = {
   type: 'object',
@@ -73,7 +76,12 @@ export function parseReview(body: unknown): { review: AdmissionReview } | { erro
   if (check(body)) return { review: body };
   const e = check.errors?.[0];
   const where = e?.instancePath ? e.instancePath.replace(/^\//, '').replace(/\//g, '.') : 'body';
-  const what = e?.keyword === 'required' ? `must have ${String(e.params.missingProperty)}` : e?.keyword === 'const' ? `must be ${JSON.stringify(e.params.allowedValue)}` : e?.message ?? 'is invalid';
+  const what =
+    e?.keyword === 'required'
+      ? `must have ${String(e.params.missingProperty)}`
+      : e?.keyword === 'const'
+        ? `must be ${JSON.stringify(e.params.allowedValue)}`
+        : (e?.message ?? 'is invalid');
   return { error: `not an admission.k8s.io/v1 AdmissionReview: ${where} ${what}` };
 }
 
@@ -94,14 +102,19 @@ export function allow(uid: string, patch?: unknown[]): AdmissionResponse {
   return {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
-    response: patch && patch.length > 0
-      ? { uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') }
-      : { uid, allowed: true },
+    response:
+      patch && patch.length > 0
+        ? { uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') }
+        : { uid, allowed: true },
   };
 }
 
 export function deny(uid: string, message: string): AdmissionResponse {
-  return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: false, status: { code: 403, reason: 'Forbidden', message } } };
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: { uid, allowed: false, status: { code: 403, reason: 'Forbidden', message } },
+  };
 }
 
 export function isNodeReview(req: AdmissionRequest): boolean {

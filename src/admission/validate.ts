@@ -13,7 +13,10 @@ export interface ValidateDeps {
   allowedGroups: readonly string[];
 }
 
-type Meta = { metadata?: { labels?: Record<string, string> | null; annotations?: Record<string, string> | null } } | null | undefined;
+type Meta =
+  | { metadata?: { labels?: Record<string, string> | null; annotations?: Record<string, string> | null } }
+  | null
+  | undefined;
 
 function changes(field: 'labels' | 'annotations', owned: readonly string[], before: Meta, after: Meta): string[] {
   const old = before?.metadata?.[field] ?? {};
@@ -21,8 +24,14 @@ function changes(field: 'labels' | 'annotations', owned: readonly string[], befo
   const found: string[] = [];
   for (const key of owned) {
     if (!(key in old)) continue;
-    if (!(key in now)) found.push(`${field === 'labels' ? 'label' : 'annotation'} ${key} removed (was ${JSON.stringify(truncate(old[key]))})`);
-    else if (now[key] !== old[key]) found.push(`${field === 'labels' ? 'label' : 'annotation'} ${key} changed from ${JSON.stringify(truncate(old[key]))} to ${JSON.stringify(truncate(now[key]))}`);
+    if (!(key in now))
+      found.push(
+        `${field === 'labels' ? 'label' : 'annotation'} ${key} removed (was ${JSON.stringify(truncate(old[key]))})`,
+      );
+    else if (now[key] !== old[key])
+      found.push(
+        `${field === 'labels' ? 'label' : 'annotation'} ${key} changed from ${JSON.stringify(truncate(old[key]))} to ${JSON.stringify(truncate(now[key]))}`,
+      );
   }
   return found;
 }
@@ -31,7 +40,10 @@ function truncate(v: string | undefined): string {
   return v === undefined ? '' : v.length > 80 ? `${v.slice(0, 77)}...` : v;
 }
 
-export function validate(review: AdmissionReview, deps: ValidateDeps): { answer: AdmissionResponse; outcome: ValidateOutcome } {
+export function validate(
+  review: AdmissionReview,
+  deps: ValidateDeps,
+): { answer: AdmissionResponse; outcome: ValidateOutcome } {
   const req = review.request;
   if (!isNodeReview(req) || req.operation !== 'UPDATE') return { answer: allow(req.uid), outcome: 'ignored' };
   const found = [
@@ -41,7 +53,10 @@ export function validate(review: AdmissionReview, deps: ValidateDeps): { answer:
   if (found.length === 0) return { answer: allow(req.uid), outcome: 'allowed' };
   const user = req.userInfo?.username ?? '';
   const groups = req.userInfo?.groups ?? [];
-  if ((user !== '' && (user === deps.selfUsername() || deps.allowedUsers.includes(user))) || groups.some((g) => deps.allowedGroups.includes(g))) {
+  if (
+    (user !== '' && (user === deps.selfUsername() || deps.allowedUsers.includes(user))) ||
+    groups.some((g) => deps.allowedGroups.includes(g))
+  ) {
     return { answer: allow(req.uid), outcome: 'allowed' };
   }
   const message = `veneer-node-watcher: ${found.join('; ')}: the ${deps.keys.influenced.split('/')[0]} overlay record describes the node at provisioning time and is owned by veneer-node-watcher; it cannot be changed or removed (allowed identities are set in nodeWatcher.webhook.allowedUsers/allowedGroups)`;

@@ -4,9 +4,14 @@ import { describeSource, type LoadedConfig } from '../config/load.ts';
 import { SETTINGS, type SettingPath } from '../config/schema.ts';
 
 export function checkConfig(loaded: LoadedConfig): string {
-  const rows = (Object.keys(SETTINGS) as SettingPath[]).map((p) => [`nodeWatcher.${p}`, JSON.stringify(loaded.values[p]), describeSource(loaded.sources[p])]);
+  const rows = (Object.keys(SETTINGS) as SettingPath[]).map((p) => [
+    `nodeWatcher.${p}`,
+    JSON.stringify(loaded.values[p]),
+    describeSource(loaded.sources[p]),
+  ]);
   const width = [0, 1].map((c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
   const lines = ['configuration is valid'];
-  for (const [name, value, source] of rows) lines.push(`${(name ?? '').padEnd(width[0] ?? 0)}  ${(value ?? '').padEnd(width[1] ?? 0)}  ${source}`);
+  for (const [name, value, source] of rows)
+    lines.push(`${(name ?? '').padEnd(width[0] ?? 0)}  ${(value ?? '').padEnd(width[1] ?? 0)}  ${source}`);
   return lines.join('\n');
 }

@@ -3,7 +3,15 @@
 import { stringify } from 'yaml';
 import type { Config } from '../config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
-import { explainer, toNodeView, toOverlayView, nodeClaimFor, type Effect, type Explanation, type ProviderExplanation } from '../engine/index.ts';
+import {
+  explainer,
+  toNodeView,
+  toOverlayView,
+  nodeClaimFor,
+  type Effect,
+  type Explanation,
+  type ProviderExplanation,
+} from '../engine/index.ts';
 import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
 import { readPricesOnce } from '../prices/source.ts';
 
@@ -15,13 +23,19 @@ export interface ExplainArgs extends InputFiles {
 
 export async function runExplain(args: ExplainArgs, config: Config, now = Date.now()): Promise<string> {
   const at = args.at !== undefined ? Date.parse(args.at) : now;
-  if (Number.isNaN(at)) throw new Error(`--at ${JSON.stringify(args.at)} is not a time (use RFC 3339, e.g. 2026-01-12T15:30:00Z)`);
+  if (Number.isNaN(at))
+    throw new Error(`--at ${JSON.stringify(args.at)} is not a time (use RFC 3339, e.g. 2026-01-12T15:30:00Z)`);
   const inputs = args.nodeName ? await readLive(args.nodeName) : readInputFiles(args);
   const overlays = inputs.overlays.map((o) => toOverlayView(o));
   const claims = claimLookup(inputs.nodeClaims);
   const prices = await readPricesOnce(config);
   const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name) };
-  const explain = explainer({ overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups, launch }, { now: at, knownSince: at }, engineSettings(config), overlayPolicy(config));
+  const explain = explainer(
+    { overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups, launch },
+    { now: at, knownSince: at },
+    engineSettings(config),
+    overlayPolicy(config),
+  );
   const results = inputs.nodes.map((n) => {
     const node = toNodeView(n);
     return explain(node, nodeClaimFor(node, claims));
@@ -31,17 +45,23 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   return args.output === 'yaml' ? stringify(results).trimEnd() : results.map(table).join('\n\n');
 }
 
-function requirementText(r: { key: string; operator: string; values: readonly string[]; gte?: string; lte?: string }): string {
+function requirementText(r: {
+  key: string;
+  operator: string;
+  values: readonly string[];
+  gte?: string;
+  lte?: string;
+}): string {
   const bounds = [r.gte !== undefined ? ` >=${r.gte}` : '', r.lte !== undefined ? ` <=${r.lte}` : ''].join('');
   return `${r.key} ${r.operator}${r.values.length ? ` [${r.values.join(', ')}]` : ''}${bounds}`;
 }
 
 const FROM: Record<ProviderExplanation['from'], (p: ProviderExplanation) => string> = {
-  'setting': () => 'karpenterProvider',
-  'nodeclaim': (p) => `its NodeClaim's nodeClassRef.group ${p.group}`,
+  setting: () => 'karpenterProvider',
+  nodeclaim: (p) => `its NodeClaim's nodeClassRef.group ${p.group}`,
   'node-labels': () => 'the domain of its labels; its NodeClaim is unknown',
-  'cluster': () => 'most NodeClaims in the cluster',
-  'none': () => 'nothing names it',
+  cluster: () => 'most NodeClaims in the cluster',
+  none: () => 'nothing names it',
 };
 
 /** `provider: kwok (from its NodeClaim's nodeClassRef.group karpenter.kwok.sh)`, and a warning when in doubt. */
@@ -59,7 +79,10 @@ const EFFECT_SAYS: Record<Exclude<Effect['verdict'], 'unknown'>, string> = {
 
 /** The effect, and both worlds' launches side by side. */
 export function effectLines(effect: Effect): string[] {
-  const says = effect.verdict === 'unknown' ? effect.reason ?? 'unknown' : `${EFFECT_SAYS[effect.verdict]}${effect.reason ? `: ${effect.reason}` : ''}`;
+  const says =
+    effect.verdict === 'unknown'
+      ? (effect.reason ?? 'unknown')
+      : `${EFFECT_SAYS[effect.verdict]}${effect.reason ? `: ${effect.reason}` : ''}`;
   const lines = [`  effect: ${effect.verdict} (${says})`];
   const w = effect.with;
   const wo = effect.without;
@@ -75,33 +98,61 @@ export function effectLines(effect: Effect): string[] {
     const width = [0, 1].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
     for (const r of rows) lines.push(`    ${r[0]!.padEnd(width[0]!)}  ${r[1]!.padEnd(width[1]!)}  ${r[2]}`);
   }
-  if (effect.launched) lines.push(`    launched at list $${effect.launched.listPrice}/h, priced $${effect.launched.price}/h by the overlays`);
-  if (effect.overlays?.length) lines.push(`    selected overlays that priced a candidate: ${effect.overlays.join(', ')}`);
-  if (effect.prices) lines.push(`    prices: ${effect.prices.source}${effect.prices.asOf !== undefined ? `, read ${new Date(effect.prices.asOf).toISOString()}` : ''}`);
+  if (effect.launched)
+    lines.push(
+      `    launched at list $${effect.launched.listPrice}/h, priced $${effect.launched.price}/h by the overlays`,
+    );
+  if (effect.overlays?.length)
+    lines.push(`    selected overlays that priced a candidate: ${effect.overlays.join(', ')}`);
+  if (effect.prices)
+    lines.push(
+      `    prices: ${effect.prices.source}${effect.prices.asOf !== undefined ? `, read ${new Date(effect.prices.asOf).toISOString()}` : ''}`,
+    );
   return lines;
 }
 
 function table(e: Explanation): string {
-  const head = e.outcome === 'influenced'
-    ? `${e.node}: influenced by ${e.overlay} (launch ${e.evaluatedAt}, basis ${e.basis})`
-    : e.outcome === 'not-influenced'
-      ? `${e.node}: not influenced: no active overlay matched (launch ${e.evaluatedAt}, basis ${e.basis})`
-      : `${e.node}: ${e.outcome}: ${e.reason}`;
+  const head =
+    e.outcome === 'influenced'
+      ? `${e.node}: influenced by ${e.overlay} (launch ${e.evaluatedAt}, basis ${e.basis})`
+      : e.outcome === 'not-influenced'
+        ? `${e.node}: not influenced: no active overlay matched (launch ${e.evaluatedAt}, basis ${e.basis})`
+        : `${e.node}: ${e.outcome}: ${e.reason}`;
   const lines = [head];
   if (e.provider) lines.push(...providerLine(e.provider));
-  if (e.existingRecord) lines.push(`  existing record: ${Object.entries(e.existingRecord).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-  if (Object.keys(e.labels).length > 0) lines.push(`  labels: ${Object.entries(e.labels).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (e.existingRecord)
+    lines.push(
+      `  existing record: ${Object.entries(e.existingRecord)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
+  if (Object.keys(e.labels).length > 0)
+    lines.push(
+      `  labels: ${Object.entries(e.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   if (e.effect) lines.push(...effectLines(e.effect));
   for (const o of e.overlays) {
-    const state = o.winner ? 'WINS' : !o.active ? `inactive: ${o.inactiveReason}` : o.matched ? 'matches (outranked)' : 'no match';
+    const state = o.winner
+      ? 'WINS'
+      : !o.active
+        ? `inactive: ${o.inactiveReason}`
+        : o.matched
+          ? 'matches (outranked)'
+          : 'no match';
     lines.push(`  - ${o.name} (weight ${o.weight}): ${state}`);
     for (const r of o.requirements) {
-      lines.push(`      ${r.pass ? 'pass' : 'FAIL'}  ${requirementText(r)}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}${r.note ? ` (${r.note})` : ''}`);
+      lines.push(
+        `      ${r.pass ? 'pass' : 'FAIL'}  ${requirementText(r)}  node: ${r.nodeValue === null ? '(missing)' : JSON.stringify(r.nodeValue)}${r.note ? ` (${r.note})` : ''}`,
+      );
       // Say what was written when Karpenter compares something else: several requirements
       // on one key, or a deprecated key.
       const [only] = r.from;
       if (r.from.length > 1 || (only && only.key !== r.key)) {
-        lines.push(`            from: ${r.from.map((f) => requirementText({ key: f.key, operator: f.operator, values: f.values ?? [] })).join('; ')}`);
+        lines.push(
+          `            from: ${r.from.map((f) => requirementText({ key: f.key, operator: f.operator, values: f.values ?? [] })).join('; ')}`,
+        );
       }
     }
   }

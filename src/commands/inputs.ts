@@ -3,7 +3,14 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import {
-  toNodeClaimView, toNodePoolView, type NodeClaimLookup, type NodeClaimView, type NodeObject, type NodePoolObject, type NodePoolView, type OverlayObject,
+  toNodeClaimView,
+  toNodePoolView,
+  type NodeClaimLookup,
+  type NodeClaimView,
+  type NodeObject,
+  type NodePoolObject,
+  type NodePoolView,
+  type OverlayObject,
 } from '../engine/index.ts';
 import { NodeClaimIndex, nodeClassZones } from '../state/lookups.ts';
 
@@ -34,7 +41,12 @@ export interface Inputs {
  * that it launches into none.
  */
 function zonesByNodeClass(objects: readonly unknown[]): Map<string, ReadonlySet<string>> {
-  return new Map(objects.map(nodeClassZones).filter((c) => c.zones.size > 0).map((c) => [c.name, c.zones]));
+  return new Map(
+    objects
+      .map(nodeClassZones)
+      .filter((c) => c.zones.size > 0)
+      .map((c) => [c.name, c.zones]),
+  );
 }
 
 function asObjects(value: unknown): Record<string, unknown>[] {
@@ -79,8 +91,12 @@ export function readInputFiles(files: InputFiles): Inputs {
   return {
     nodes: readObjects(files.nodesFile ?? '', 'Node') as NodeObject[],
     overlays: readObjects(files.overlaysFile ?? '', 'NodeOverlay') as OverlayObject[],
-    nodeClaims: files.nodeClaimsFile ? readObjects(files.nodeClaimsFile, 'NodeClaim').map((c) => toNodeClaimView(c)) : [],
-    nodePools: files.nodePoolsFile ? readObjects(files.nodePoolsFile, 'NodePool').map((p) => toNodePoolView(p as NodePoolObject)) : [],
+    nodeClaims: files.nodeClaimsFile
+      ? readObjects(files.nodeClaimsFile, 'NodeClaim').map((c) => toNodeClaimView(c))
+      : [],
+    nodePools: files.nodePoolsFile
+      ? readObjects(files.nodePoolsFile, 'NodePool').map((p) => toNodePoolView(p as NodePoolObject))
+      : [],
     nodeClassZones: zonesByNodeClass(files.nodeClassesFile ? readObjects(files.nodeClassesFile, 'EC2NodeClass') : []),
   };
 }
@@ -97,16 +113,32 @@ export function claimLookup(claims: Iterable<NodeClaimView>): NodeClaimLookup {
  */
 export async function readLive(nodeName?: string): Promise<Inputs> {
   // Only commands that talk to a cluster load the HTTP client.
-  const [{ KubeClient }, { loadClusterAccess }, { listAll }, { httpStatus }, { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH }, { EC2_NODECLASSES_PATH }] = await Promise.all([
-    import('../kube/client.ts'), import('../kube/kubeconfig.ts'), import('../kube/list.ts'), import('../kube/failures.ts'), import('../state/caches.ts'), import('../state/launch-caches.ts'),
+  const [
+    { KubeClient },
+    { loadClusterAccess },
+    { listAll },
+    { httpStatus },
+    { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH },
+    { EC2_NODECLASSES_PATH },
+  ] = await Promise.all([
+    import('../kube/client.ts'),
+    import('../kube/kubeconfig.ts'),
+    import('../kube/list.ts'),
+    import('../kube/failures.ts'),
+    import('../state/caches.ts'),
+    import('../state/launch-caches.ts'),
   ]);
   const client = new KubeClient(loadClusterAccess());
   const all = (path: string) => listAll(client, path);
-  const node = (name: string) => client.call<NodeObject>('GET', `/api/v1/nodes/${encodeURIComponent(name)}`).catch((err: unknown) => {
-    // Say which cluster was asked: a node missing from the wrong one is otherwise a puzzle.
-    if (httpStatus(err) === 404) throw new Error(`node ${JSON.stringify(name)} not found at ${client.server} (${(err as Error).message})`, { cause: err });
-    throw err;
-  });
+  const node = (name: string) =>
+    client.call<NodeObject>('GET', `/api/v1/nodes/${encodeURIComponent(name)}`).catch((err: unknown) => {
+      // Say which cluster was asked: a node missing from the wrong one is otherwise a puzzle.
+      if (httpStatus(err) === 404)
+        throw new Error(`node ${JSON.stringify(name)} not found at ${client.server} (${(err as Error).message})`, {
+          cause: err,
+        });
+      throw err;
+    });
   try {
     const [nodes, overlays, pools, claims, classes] = await Promise.all([
       nodeName ? node(nodeName).then((n) => [n]) : all('/api/v1/nodes'),

@@ -3,7 +3,14 @@
 import { stringify } from 'yaml';
 import type { Config } from '../config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
-import { buildReport, toOverlayView, UNKNOWN_PROVIDER, type OverlayReport, type ProviderReport, type Report } from '../engine/index.ts';
+import {
+  buildReport,
+  toOverlayView,
+  UNKNOWN_PROVIDER,
+  type OverlayReport,
+  type ProviderReport,
+  type Report,
+} from '../engine/index.ts';
 import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
 
 export interface ReportArgs extends InputFiles {
@@ -29,47 +36,89 @@ const dash = (v: string | number | null) => (v === null ? '-' : String(v));
 
 function columns(rows: string[][]): string {
   const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(width[c]!))).join('  ')).join('\n');
+  return rows
+    .map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(width[c]!))).join('  '))
+    .join('\n');
 }
 
 const percent = (share: number) => `${Math.round(share * 100)}%`;
 
 function table(report: Report): string {
-  const head = ['OVERLAY', 'WEIGHT', 'CAPACITY-TYPE', 'FAMILY', 'TYPE', 'REGION', 'WON', 'LOST', 'FROM-SPOT', 'MOVED', 'NO-EFFECT', 'STEERED-$/H', 'NEWEST-WIN', 'VERDICT'];
+  const head = [
+    'OVERLAY',
+    'WEIGHT',
+    'CAPACITY-TYPE',
+    'FAMILY',
+    'TYPE',
+    'REGION',
+    'WON',
+    'LOST',
+    'FROM-SPOT',
+    'MOVED',
+    'NO-EFFECT',
+    'STEERED-$/H',
+    'NEWEST-WIN',
+    'VERDICT',
+  ];
   const row = (o: OverlayReport) => [
-    o.overlay, dash(o.weight), dash(o.capacityType), dash(o.instanceFamily), dash(o.instanceType), dash(o.region),
-    String(o.won), String(o.lost), String(o.effects.steeredFromSpot), String(o.effects.movedType), String(o.effects.none), o.effects.steeredListPricePerHour.toFixed(4),
-    dash(o.newestWin), o.verdict,
+    o.overlay,
+    dash(o.weight),
+    dash(o.capacityType),
+    dash(o.instanceFamily),
+    dash(o.instanceType),
+    dash(o.region),
+    String(o.won),
+    String(o.lost),
+    String(o.effects.steeredFromSpot),
+    String(o.effects.movedType),
+    String(o.effects.none),
+    o.effects.steeredListPricePerHour.toFixed(4),
+    dash(o.newestWin),
+    o.verdict,
   ];
   const lines = [columns([head, ...report.overlays.map(row)])];
   const notes: string[] = [];
   for (const o of report.overlays) {
     const lostTo = Object.entries(o.lostTo).map(([winner, n]) => `${n} to ${winner}`);
     if (lostTo.length > 0) notes.push(`${o.overlay}: lost ${lostTo.join(', ')}`);
-    if (o.wonWithoutRecord > 0) notes.push(`${o.overlay}: ${o.wonWithoutRecord} of its wins have no record yet (the decision explain gives)`);
+    if (o.wonWithoutRecord > 0)
+      notes.push(`${o.overlay}: ${o.wonWithoutRecord} of its wins have no record yet (the decision explain gives)`);
     if (o.note) notes.push(`${o.overlay}: ${o.verdict}: ${o.note}`);
   }
   if (notes.length > 0) lines.push('', ...notes);
   const t = report.totals;
-  const inline = t.inlineShare === null ? 'no records yet' : `${t.recordedInline} of ${t.records} records written inline (${percent(t.inlineShare)})`;
+  const inline =
+    t.inlineShare === null
+      ? 'no records yet'
+      : `${t.recordedInline} of ${t.records} records written inline (${percent(t.inlineShare)})`;
   lines.push(
     '',
     `${t.onDemandNodes} on-demand Karpenter nodes: ${t.influenced} influenced, ${t.notInfluenced} not influenced, ${t.pending} pending; ${inline}; ${t.approximate} with basis approximate`,
   );
   const e = t.effects;
-  lines.push(`Effects of the selected overlays on recorded launches: ${e.steeredFromSpot} steered from spot to on-demand, ${e.movedType} moved to another instance type, ${e.none} the same without them, ${e.unknown} unknown; on-demand list price of the nodes steered or moved: $${e.steeredListPricePerHour.toFixed(4)}/h`);
-  if (t.inactiveOverlays > 0) lines.push(`${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`);
+  lines.push(
+    `Effects of the selected overlays on recorded launches: ${e.steeredFromSpot} steered from spot to on-demand, ${e.movedType} moved to another instance type, ${e.none} the same without them, ${e.unknown} unknown; on-demand list price of the nodes steered or moved: $${e.steeredListPricePerHour.toFixed(4)}/h`,
+  );
+  if (t.inactiveOverlays > 0)
+    lines.push(
+      `${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`,
+    );
   lines.push(...providerLines(report.provider));
   return lines.join('\n');
 }
 
 /** `Karpenter provider: auto, from each NodeClaim's nodeClassRef.group (NodeClaims: kwok 12)`, each warning, and the nodes in doubt. */
 export function providerLines(p: ProviderReport): string[] {
-  const note = (c: ProviderReport['nodeClaims'][number]) => (c.matchesSetting ? '' : c.provider === UNKNOWN_PROVIDER ? ' (keys unknown)' : ' (not karpenterProvider)');
+  const note = (c: ProviderReport['nodeClaims'][number]) =>
+    c.matchesSetting ? '' : c.provider === UNKNOWN_PROVIDER ? ' (keys unknown)' : ' (not karpenterProvider)';
   const shown = p.nodeClaims.filter((c) => c.nodeClaims > 0).map((c) => `${c.provider} ${c.nodeClaims}${note(c)}`);
-  const how = p.setting === 'auto' ? 'auto, from each NodeClaim\'s nodeClassRef.group' : `${p.setting}, set by karpenterProvider`;
+  const how =
+    p.setting === 'auto' ? "auto, from each NodeClaim's nodeClassRef.group" : `${p.setting}, set by karpenterProvider`;
   const lines = [`Karpenter provider: ${how} (NodeClaims: ${shown.length > 0 ? shown.join(', ') : 'none'})`];
   for (const w of p.warnings) lines.push(`WARNING: ${w}`);
-  if (p.nodesInDoubt > 0) lines.push(`WARNING: ${p.nodesInDoubt} on-demand Karpenter node${p.nodesInDoubt === 1 ? ' is' : 's are'} judged with a provider in doubt (basis approximate): explain NODE says why`);
+  if (p.nodesInDoubt > 0)
+    lines.push(
+      `WARNING: ${p.nodesInDoubt} on-demand Karpenter node${p.nodesInDoubt === 1 ? ' is' : 's are'} judged with a provider in doubt (basis approximate): explain NODE says why`,
+    );
   return lines;
 }

@@ -58,13 +58,19 @@ async function ownUsername(client: KubeClient, log: Logger): Promise<string | un
   try {
     return await whoAmI(client);
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'could not learn the watcher\'s own identity; only configured identities may change records');
+    log.warn(
+      { err: (err as Error).message },
+      "could not learn the watcher's own identity; only configured identities may change records",
+    );
     return undefined;
   }
 }
 
 /** A listener as a part of the Manager: bound at start (a port in use stops start-up), closed at stop. */
-function listener<T extends { close(): Promise<void> }>(name: string, bind: () => Promise<T>): Runnable & { bound(): T } {
+function listener<T extends { close(): Promise<void> }>(
+  name: string,
+  bind: () => Promise<T>,
+): Runnable & { bound(): T } {
   let server: T | undefined;
   return {
     name,
@@ -84,16 +90,29 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   let stopping = false;
 
   // The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too.
-  const loadTls = () => new CertificateReloader({ certFile: config.webhook.certFile, keyFile: config.webhook.keyFile }, metrics, log, o.certPollMs);
+  const loadTls = () =>
+    new CertificateReloader(
+      { certFile: config.webhook.certFile, keyFile: config.webhook.keyFile },
+      metrics,
+      log,
+      o.certPollMs,
+    );
   const opsOptions = { host, config, client: o.client, metrics, log };
 
   if (!config.enabled) {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
-    const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, ready: () => !stopping }));
+    const ops = listener<OpsListeners>('ops listeners', () =>
+      startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, ready: () => !stopping }),
+    );
     const manager = new Manager([ops]);
     await manager.start();
     return {
-      metrics, caches: undefined, reconciler: undefined, webhookPort: undefined, metricsPort: ops.bound().metricsPort, healthPort: ops.bound().healthPort,
+      metrics,
+      caches: undefined,
+      reconciler: undefined,
+      webhookPort: undefined,
+      metricsPort: ops.bound().metricsPort,
+      healthPort: ops.bound().healthPort,
       stop: () => {
         stopping = true;
         return manager.stop();
@@ -114,22 +133,49 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   // Gauges: each family computed from the caches at scrape time.
   exportNodeCounts(metrics, caches.nodes, caches.nodeClaims, settings.keys);
   exportWatchAges(metrics, caches.watches());
-  exportOverlayNodes(metrics, {
-    nodes: () => caches.nodes.nodes(),
-    active: () => caches.overlays.index.activeVersionsAt(now()).filter((v) => v.ineligible === undefined && v.selected).map((v) => v.overlay),
-  }, settings.keys, config.metrics.maxOverlaySeries);
+  exportOverlayNodes(
+    metrics,
+    {
+      nodes: () => caches.nodes.nodes(),
+      active: () =>
+        caches.overlays.index
+          .activeVersionsAt(now())
+          .filter((v) => v.ineligible === undefined && v.selected)
+          .map((v) => v.overlay),
+    },
+    settings.keys,
+    config.metrics.maxOverlaySeries,
+  );
   // The overlays of the selector's: the watch also brings the others, which only outrank them.
-  exportOverlayStates(metrics, () => [...caches.overlays.reflector.store.values()].filter((ov) => policy.selector.matches(ov.labels)));
+  exportOverlayStates(metrics, () =>
+    [...caches.overlays.reflector.store.values()].filter((ov) => policy.selector.matches(ov.labels)),
+  );
   const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));
 
   const prices = new PriceSource({ ...priceSettings(config), metrics, log, now });
   const launch = caches.launchKnowledge(() => prices.current());
-  const reconciler = new Reconciler({ caches, client: o.client, settings, launch, concurrency: config.maxConcurrentReconciles, metrics, log, now });
+  const reconciler = new Reconciler({
+    caches,
+    client: o.client,
+    settings,
+    launch,
+    concurrency: config.maxConcurrentReconciles,
+    metrics,
+    log,
+    now,
+  });
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
   const events = new EventRecorder({
-    post: async (body) => void (await o.client.call('POST', `/apis/events.k8s.io/v1/namespaces/${EVENT_NAMESPACE}/events`, { body })),
-    keys: settings.keys, enabled: config.events.enabled, ratePerSecond: config.events.ratePerSecond, instance: identity, metrics, log, now,
+    post: async (body) =>
+      void (await o.client.call('POST', `/apis/events.k8s.io/v1/namespaces/${EVENT_NAMESPACE}/events`, { body })),
+    keys: settings.keys,
+    enabled: config.events.enabled,
+    ratePerSecond: config.events.ratePerSecond,
+    instance: identity,
+    metrics,
+    log,
+    now,
   });
   caches.nodes.onMetadata((node) => events.seen(node));
 
@@ -141,8 +187,15 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const le = config.leaderElection;
   const elector = le.enabled
     ? new LeaderElector({
-        client: o.client, namespace: le.leaseNamespace, name: le.leaseName, identity,
-        leaseDurationMs: le.leaseDurationMs, renewDeadlineMs: le.renewDeadlineMs, retryPeriodMs: le.retryPeriodMs, metrics, log,
+        client: o.client,
+        namespace: le.leaseNamespace,
+        name: le.leaseName,
+        identity,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        metrics,
+        log,
         onStartedLeading: lead,
         onStoppedLeading: () => {
           events.follow();
@@ -153,12 +206,34 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 
   let selfUsername: string | undefined;
   // Ready when the webhook listens and every cache has synced, until shutdown begins.
-  const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions, tls, ready: () => !stopping && webhook.bound() !== undefined && caches.ready }));
-  const webhook = listener<RunningServer>('webhooks', () => startWebhookServer({
-    host, port: config.webhook.port, deadlineMs: config.webhook.deadlineMs, tls, metrics, log,
-    mutate: { index: caches.overlays.index, nodeClaims: caches.nodeClaims, existingNode: (name) => caches.nodes.get(name), ready: () => caches.ready, settings, launch, now },
-    validate: { keys: settings.keys, selfUsername: () => selfUsername, allowedUsers: config.webhook.allowedUsers, allowedGroups: config.webhook.allowedGroups },
-  }));
+  const ops = listener<OpsListeners>('ops listeners', () =>
+    startOpsListeners({ ...opsOptions, tls, ready: () => !stopping && webhook.bound() !== undefined && caches.ready }),
+  );
+  const webhook = listener<RunningServer>('webhooks', () =>
+    startWebhookServer({
+      host,
+      port: config.webhook.port,
+      deadlineMs: config.webhook.deadlineMs,
+      tls,
+      metrics,
+      log,
+      mutate: {
+        index: caches.overlays.index,
+        nodeClaims: caches.nodeClaims,
+        existingNode: (name) => caches.nodes.get(name),
+        ready: () => caches.ready,
+        settings,
+        launch,
+        now,
+      },
+      validate: {
+        keys: settings.keys,
+        selfUsername: () => selfUsername,
+        allowedUsers: config.webhook.allowedUsers,
+        allowedGroups: config.webhook.allowedGroups,
+      },
+    }),
+  );
   // Listeners first: a port that cannot be bound stops start-up before anything watches or
   // writes. Stopped in reverse: leadership is released first (a successor takes over at once,
   // not after leaseDuration), the webhooks answer to the last.
@@ -188,7 +263,17 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     throw err;
   }
   void ownUsername(o.client, log).then((u) => (selfUsername = u));
-  log.info({ webhookPort: webhook.bound().port, metricsPort: ops.bound().metricsPort, metricsSecure: config.metrics.secure, healthPort: ops.bound().healthPort, labelNamespace: config.labelNamespace, karpenterProvider: config.karpenterProvider }, 'node watcher started');
+  log.info(
+    {
+      webhookPort: webhook.bound().port,
+      metricsPort: ops.bound().metricsPort,
+      metricsSecure: config.metrics.secure,
+      healthPort: ops.bound().healthPort,
+      labelNamespace: config.labelNamespace,
+      karpenterProvider: config.karpenterProvider,
+    },
+    'node watcher started',
+  );
 
   return {
     metrics,

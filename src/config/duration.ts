@@ -5,7 +5,8 @@ const DURATION = /^(\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
 export function parseDuration(text: string): number | undefined {
   if (!DURATION.test(text)) return undefined;
   let total = 0;
-  for (const [, n, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(n) * (UNIT_MS[unit ?? ''] ?? 0);
+  for (const [, n, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g))
+    total += Number(n) * (UNIT_MS[unit ?? ''] ?? 0);
   return total;
 }
 

@@ -26,11 +26,25 @@ export interface Config {
   historyRetentionMs: number;
   shutdownDelayMs: number;
   logLevel: string;
-  webhook: { port: number; certFile: string; keyFile: string; deadlineMs: number; allowedUsers: string[]; allowedGroups: string[] };
+  webhook: {
+    port: number;
+    certFile: string;
+    keyFile: string;
+    deadlineMs: number;
+    allowedUsers: string[];
+    allowedGroups: string[];
+  };
   metrics: { port: number; secure: boolean; authCacheTTLMs: number; maxOverlaySeries: number };
   events: { enabled: boolean; ratePerSecond: number };
   health: { port: number };
-  leaderElection: { enabled: boolean; leaseName: string; leaseNamespace: string; leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  leaderElection: {
+    enabled: boolean;
+    leaseName: string;
+    leaseNamespace: string;
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+  };
   prices: { source: string; region: string; refreshIntervalMs: number; timeoutMs: number };
 }
 
@@ -79,12 +93,14 @@ function coerce(schema: SettingSchema, raw: string): unknown {
     case 'integer':
       return /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw;
     case 'string-list':
-      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+      return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     default:
       return raw;
   }
 }
-
 
 interface FileValues {
   values: Map<string, { value: unknown; line: number }>;
@@ -113,7 +129,11 @@ function readFile(file: string): FileValues {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
       const path = prefix ? `${prefix}.${key}` : key;
       if (isMap(pair.value)) walk(pair.value, path);
-      else out.values.set(path, { value: (pair.value as YamlNode | null)?.toJSON?.() ?? (isScalar(pair.value) ? pair.value.value : null), line: lineOf(pair.value as YamlNode) || lineOf(pair.key as YamlNode) });
+      else
+        out.values.set(path, {
+          value: (pair.value as YamlNode | null)?.toJSON?.() ?? (isScalar(pair.value) ? pair.value.value : null),
+          line: lineOf(pair.value as YamlNode) || lineOf(pair.key as YamlNode),
+        });
     }
   };
   walk(doc.contents, '');
@@ -138,7 +158,8 @@ function setPath(obj: Tree, path: string, value: unknown): void {
 /** The value at a dotted path, or undefined where the path leaves the tree. */
 function valueAt(doc: Tree, path: string): unknown {
   let node: unknown = doc;
-  for (const part of path.split('.')) node = node !== null && typeof node === 'object' ? (node as Tree)[part] : undefined;
+  for (const part of path.split('.'))
+    node = node !== null && typeof node === 'object' ? (node as Tree)[part] : undefined;
   return node;
 }
 
@@ -178,13 +199,21 @@ export function loadConfig(input: LoadInput): LoadedConfig {
   if (!validate(doc)) {
     for (const e of validate.errors ?? []) {
       const pointer = e.instancePath.slice(1).replace(/\//g, '.');
-      const path = e.keyword === 'additionalProperties' ? `${pointer ? `${pointer}.` : ''}${String(e.params.additionalProperty)}` : pointer;
-      const source = origin.get(path) ?? [...origin.entries()].find(([p]) => p.startsWith(`${path}.`))?.[1] ?? { kind: 'default' };
+      const path =
+        e.keyword === 'additionalProperties'
+          ? `${pointer ? `${pointer}.` : ''}${String(e.params.additionalProperty)}`
+          : pointer;
+      const source = origin.get(path) ??
+        [...origin.entries()].find(([p]) => p.startsWith(`${path}.`))?.[1] ?? { kind: 'default' };
       const value = e.keyword === 'additionalProperties' ? '' : ` = ${JSON.stringify(valueAt(doc, path))}`;
-      const rule = e.keyword === 'additionalProperties' ? 'is not a known setting'
-        : e.keyword === 'format' ? FORMAT_RULES[String(e.params.format)] ?? e.message
-        : e.keyword === 'enum' ? `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`
-        : e.message ?? e.keyword;
+      const rule =
+        e.keyword === 'additionalProperties'
+          ? 'is not a known setting'
+          : e.keyword === 'format'
+            ? (FORMAT_RULES[String(e.params.format)] ?? e.message)
+            : e.keyword === 'enum'
+              ? `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`
+              : (e.message ?? e.keyword);
       problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
     }
   }
@@ -223,8 +252,14 @@ function leaderElectionProblems(get: Effective): string[] {
   const renew = ms('leaderElection.renewDeadline');
   const retry = ms('leaderElection.retryPeriod');
   const out: string[] = [];
-  if (lease.ms <= renew.ms) out.push(`nodeWatcher.leaderElection.leaseDuration (${formatDuration(lease.ms)}, from ${lease.from}) must be longer than renewDeadline (${formatDuration(renew.ms)}, from ${renew.from})`);
-  if (renew.ms <= retry.ms) out.push(`nodeWatcher.leaderElection.renewDeadline (${formatDuration(renew.ms)}, from ${renew.from}) must be longer than retryPeriod (${formatDuration(retry.ms)}, from ${retry.from})`);
+  if (lease.ms <= renew.ms)
+    out.push(
+      `nodeWatcher.leaderElection.leaseDuration (${formatDuration(lease.ms)}, from ${lease.from}) must be longer than renewDeadline (${formatDuration(renew.ms)}, from ${renew.from})`,
+    );
+  if (renew.ms <= retry.ms)
+    out.push(
+      `nodeWatcher.leaderElection.renewDeadline (${formatDuration(renew.ms)}, from ${renew.from}) must be longer than retryPeriod (${formatDuration(retry.ms)}, from ${retry.from})`,
+    );
   return out;
 }
 
@@ -234,7 +269,10 @@ function portProblems(get: Effective): string[] {
   const out: string[] = [];
   for (const [i, a] of ports.entries()) {
     for (const b of ports.slice(i + 1)) {
-      if (a.value === b.value) out.push(`nodeWatcher.${a.path} (${a.value}, from ${a.from}) and nodeWatcher.${b.path} (${b.value}, from ${b.from}) must differ`);
+      if (a.value === b.value)
+        out.push(
+          `nodeWatcher.${a.path} (${a.value}, from ${a.from}) and nodeWatcher.${b.path} (${b.value}, from ${b.from}) must differ`,
+        );
     }
   }
   return out;
@@ -263,7 +301,12 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       allowedUsers: v['webhook.allowedUsers'] as string[],
       allowedGroups: v['webhook.allowedGroups'] as string[],
     },
-    metrics: { port: v['metrics.port'] as number, secure: v['metrics.secure'] as boolean, authCacheTTLMs: ms('metrics.authCacheTTL'), maxOverlaySeries: v['metrics.maxOverlaySeries'] as number },
+    metrics: {
+      port: v['metrics.port'] as number,
+      secure: v['metrics.secure'] as boolean,
+      authCacheTTLMs: ms('metrics.authCacheTTL'),
+      maxOverlaySeries: v['metrics.maxOverlaySeries'] as number,
+    },
     events: { enabled: v['events.enabled'] as boolean, ratePerSecond: v['events.ratePerSecond'] as number },
     health: { port: v['health.port'] as number },
     leaderElection: {
@@ -274,7 +317,12 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       renewDeadlineMs: ms('leaderElection.renewDeadline'),
       retryPeriodMs: ms('leaderElection.retryPeriod'),
     },
-    prices: { source: v['prices.source'] as string, region: v['prices.region'] as string, refreshIntervalMs: ms('prices.refreshInterval'), timeoutMs: ms('prices.timeout') },
+    prices: {
+      source: v['prices.source'] as string,
+      region: v['prices.region'] as string,
+      refreshIntervalMs: ms('prices.refreshInterval'),
+      timeoutMs: ms('prices.timeout'),
+    },
   };
 }
 

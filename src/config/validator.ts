@@ -17,9 +17,19 @@ function jsonSchemaFor(s: SettingSchema): object {
     case 'string-list':
       return { type: 'array', items: { type: 'string', minLength: 1 } };
     case 'duration':
-      return { type: 'string', durationMs: { minimum: s.minimumMs ?? 0, maximum: s.maximumMs ?? Number.MAX_SAFE_INTEGER } };
+      return {
+        type: 'string',
+        durationMs: { minimum: s.minimumMs ?? 0, maximum: s.maximumMs ?? Number.MAX_SAFE_INTEGER },
+      };
     case 'string':
-      return { type: 'string', minLength: 1, ...(s.maxLength ? { maxLength: s.maxLength } : {}), ...(s.enum ? { enum: s.enum } : {}), ...(s.format ? { format: s.format } : {}), ...(s.pattern ? { pattern: s.pattern } : {}) };
+      return {
+        type: 'string',
+        minLength: 1,
+        ...(s.maxLength ? { maxLength: s.maxLength } : {}),
+        ...(s.enum ? { enum: s.enum } : {}),
+        ...(s.format ? { format: s.format } : {}),
+        ...(s.pattern ? { pattern: s.pattern } : {}),
+      };
   }
 }
 
@@ -47,7 +57,8 @@ export function configJsonSchema(): object {
 }
 
 export const FORMAT_RULES: Record<string, string> = {
-  'dns-subdomain': 'must be a DNS subdomain (lowercase letters, digits, "-" and "."; starting and ending with a letter or digit)',
+  'dns-subdomain':
+    'must be a DNS subdomain (lowercase letters, digits, "-" and "."; starting and ending with a letter or digit)',
   'label-selector': 'must be a label selector such as "app.kubernetes.io/managed-by=veneer" or "tier in (a,b)"',
 };
 
@@ -76,7 +87,13 @@ ajv.addKeyword({
       return false;
     }
     if (ms < bounds.minimum || ms > bounds.maximum) {
-      self.errors = [{ keyword: 'durationMs', message: `must be between ${formatDuration(bounds.minimum)} and ${formatDuration(bounds.maximum)}`, params: {} }];
+      self.errors = [
+        {
+          keyword: 'durationMs',
+          message: `must be between ${formatDuration(bounds.minimum)} and ${formatDuration(bounds.maximum)}`,
+          params: {},
+        },
+      ];
       return false;
     }
     return true;

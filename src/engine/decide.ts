@@ -77,15 +77,29 @@ export function launchTime(node: NodeView, nodeClaim: NodeClaimView | undefined,
 }
 
 /** The cloud provider whose keys Karpenter compared for this launch, and how the watcher knows. */
-export function providerOf(node: NodeView, nodeClaim: NodeClaimView | undefined, settings: EngineSettings, nodeClassGroups?: ReadonlyMap<string, number>): ProviderChoice {
-  return chooseProvider(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, { labels: characteristics(node, nodeClaim), nodeClaim, clusterGroups: nodeClassGroups });
+export function providerOf(
+  node: NodeView,
+  nodeClaim: NodeClaimView | undefined,
+  settings: EngineSettings,
+  nodeClassGroups?: ReadonlyMap<string, number>,
+): ProviderChoice {
+  return chooseProvider(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, {
+    labels: characteristics(node, nodeClaim),
+    nodeClaim,
+    clusterGroups: nodeClassGroups,
+  });
 }
 
 /**
  * What Karpenter compared for this launch: its NodePool as of then and its provider's keys, or,
  * either unknown, the node's labels.
  */
-export function karpenterView(labels: Labels, at: number, index: OverlayIndex, provider: ProviderChoice): KarpenterView {
+export function karpenterView(
+  labels: Labels,
+  at: number,
+  index: OverlayIndex,
+  provider: ProviderChoice,
+): KarpenterView {
   return new KarpenterView(labels, index.nodePools.at(labels[NODEPOOL_LABEL], at), provider.keys);
 }
 
@@ -95,7 +109,12 @@ export function karpenterView(labels: Labels, at: number, index: OverlayIndex, p
  * wins is the same at every moment of that window (it can change only where an overlay began or
  * ceased to count).
  */
-function launchUncertain(input: DecisionInput, view: KarpenterView, index: OverlayIndex, winner: Match['version']): boolean {
+function launchUncertain(
+  input: DecisionInput,
+  view: KarpenterView,
+  index: OverlayIndex,
+  winner: Match['version'],
+): boolean {
   if (input.nodeClaim) return false;
   const createdAt = input.node.createdAt ?? input.now;
   const from = createdAt - LAUNCH_BEFORE_NODE_MS;
@@ -103,7 +122,15 @@ function launchUncertain(input: DecisionInput, view: KarpenterView, index: Overl
   return changes.length > 0 && [from, ...changes].some((t) => index.match(view, t).version !== winner);
 }
 
-function readiness(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, grace: number, launchUnknown: boolean, provider: ProviderChoice): string | undefined {
+function readiness(
+  input: DecisionInput,
+  view: KarpenterView,
+  at: number,
+  index: OverlayIndex,
+  grace: number,
+  launchUnknown: boolean,
+  provider: ProviderChoice,
+): string | undefined {
   if (input.nodeClaim) return undefined;
   if (view.labels[REGISTERED_LABEL] === 'true') return undefined;
   const createdAt = input.node.createdAt ?? input.now;
@@ -111,8 +138,10 @@ function readiness(input: DecisionInput, view: KarpenterView, at: number, index:
   for (const key of index.keysNamedAt(at)) {
     if (view.missing(key)) return `label ${key} not yet on the node and its NodeClaim is unknown`;
   }
-  if (provider.guessed) return 'its NodeClaim, whose nodeClassRef.group names the cloud provider, is unknown, and its labels name no provider';
-  if (launchUnknown) return 'the overlay that wins changed in the 15 minutes before the node was created, and its NodeClaim, which dates the launch, is unknown';
+  if (provider.guessed)
+    return 'its NodeClaim, whose nodeClassRef.group names the cloud provider, is unknown, and its labels name no provider';
+  if (launchUnknown)
+    return 'the overlay that wins changed in the 15 minutes before the node was created, and its NodeClaim, which dates the launch, is unknown';
   return undefined;
 }
 
@@ -138,13 +167,29 @@ function verdictsInDoubt(active: readonly OverlayVersion[]): OverlayView[] {
 }
 
 /** What the selected overlays changed about this launch: Karpenter's launch replayed without them. */
-export function effectOf(input: DecisionInput, view: KarpenterView, at: number, index: OverlayIndex, provider: ProviderChoice): Effect {
+export function effectOf(
+  input: DecisionInput,
+  view: KarpenterView,
+  at: number,
+  index: OverlayIndex,
+  provider: ProviderChoice,
+): Effect {
   const claim = input.nodeClaim;
   const keys = provider.warning === undefined ? provider.keys : undefined;
   const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
   // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
   if (keys?.name !== 'aws' || claim?.launch === undefined) {
-    return launchEffect({ provider: keys, launched, claim: claim?.launch, nodeClaimFound: claim !== undefined, pool: view.pool, counted: [], conflicted: [], prices: undefined, zones: undefined });
+    return launchEffect({
+      provider: keys,
+      launched,
+      claim: claim?.launch,
+      nodeClaimFound: claim !== undefined,
+      pool: view.pool,
+      counted: [],
+      conflicted: [],
+      prices: undefined,
+      zones: undefined,
+    });
   }
   const active = index.activeVersionsAt(at);
   return launchEffect({
@@ -152,7 +197,9 @@ export function effectOf(input: DecisionInput, view: KarpenterView, at: number, 
     launched,
     claim: claim.launch,
     pool: view.pool,
-    counted: active.filter((v) => v.ineligible === undefined).map((v) => ({ overlay: v.overlay, selected: v.selected })),
+    counted: active
+      .filter((v) => v.ineligible === undefined)
+      .map((v) => ({ overlay: v.overlay, selected: v.selected })),
     conflicted: verdictsInDoubt(active),
     prices: input.launch?.prices,
     zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
@@ -172,7 +219,12 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   const launchUnknown = launchUncertain(input, view, index, match.version);
   const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs, launchUnknown, provider);
   if (waiting !== undefined) {
-    return { outcome: 'undetermined', reason: waiting, retryAt: (node.createdAt ?? now) + settings.gracePeriodMs, provider };
+    return {
+      outcome: 'undetermined',
+      reason: waiting,
+      retryAt: (node.createdAt ?? now) + settings.gracePeriodMs,
+      provider,
+    };
   }
   // A record names only an overlay of the selector's; another's win leaves the node not influenced.
   const overlay = match.version?.selected ? match.version.overlay : undefined;

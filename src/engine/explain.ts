@@ -80,7 +80,12 @@ export interface ProviderExplanation {
  * built once for every node explained.
  */
 export function explainer(
-  known: { overlays: readonly OverlayView[]; nodePools: readonly NodePoolView[]; nodeClassGroups?: ReadonlyMap<string, number>; launch?: LaunchKnowledge },
+  known: {
+    overlays: readonly OverlayView[];
+    nodePools: readonly NodePoolView[];
+    nodeClassGroups?: ReadonlyMap<string, number>;
+    launch?: LaunchKnowledge;
+  },
   time: { now: number; knownSince: number },
   settings: EngineSettings,
   policy: OverlayPolicy,
@@ -89,32 +94,50 @@ export function explainer(
   const index = OverlayIndex.ofCurrent(overlays, policy, time.knownSince, known.nodePools);
   const owned = new Set([...settings.keys.ownedLabels]);
   // What does not depend on the node is worked out once.
-  const shown = overlays.map((o): ShownOverlay => ({
-    overlay: o,
-    ineligible: ineligibility(o, policy),
-    requirements: o.requirements.map((r) => ({
-      requirement: r,
-      fixed: {
-        key: r.key,
-        operator: combinedOperator(r),
-        values: [...r.values].sort(),
-        ...(r.gte !== undefined ? { gte: String(r.gte) } : {}),
-        ...(r.lte !== undefined ? { lte: String(r.lte) } : {}),
-        from: r.from.map((f) => ({ key: f.key, operator: f.operator, values: [...(f.values ?? [])] })),
-      },
-    })),
-  }));
-  return (node, nodeClaim) => explainOne({ node, nodeClaim, now: time.now, nodeClassGroups: known.nodeClassGroups, launch: known.launch }, shown, index, owned, settings);
+  const shown = overlays.map(
+    (o): ShownOverlay => ({
+      overlay: o,
+      ineligible: ineligibility(o, policy),
+      requirements: o.requirements.map((r) => ({
+        requirement: r,
+        fixed: {
+          key: r.key,
+          operator: combinedOperator(r),
+          values: [...r.values].sort(),
+          ...(r.gte !== undefined ? { gte: String(r.gte) } : {}),
+          ...(r.lte !== undefined ? { lte: String(r.lte) } : {}),
+          from: r.from.map((f) => ({ key: f.key, operator: f.operator, values: [...(f.values ?? [])] })),
+        },
+      })),
+    }),
+  );
+  return (node, nodeClaim) =>
+    explainOne(
+      { node, nodeClaim, now: time.now, nodeClassGroups: known.nodeClassGroups, launch: known.launch },
+      shown,
+      index,
+      owned,
+      settings,
+    );
 }
 
 interface ShownOverlay {
   overlay: OverlayView;
   ineligible: string | undefined;
-  requirements: { requirement: Requirement; fixed: Omit<RequirementExplanation, 'nodeValue' | 'comparedAs' | 'note' | 'pass'> }[];
+  requirements: {
+    requirement: Requirement;
+    fixed: Omit<RequirementExplanation, 'nodeValue' | 'comparedAs' | 'note' | 'pass'>;
+  }[];
 }
 
 function explainOne(
-  input: { node: NodeView; nodeClaim: NodeClaimView | undefined; now: number; nodeClassGroups: ReadonlyMap<string, number> | undefined; launch: LaunchKnowledge | undefined },
+  input: {
+    node: NodeView;
+    nodeClaim: NodeClaimView | undefined;
+    now: number;
+    nodeClassGroups: ReadonlyMap<string, number> | undefined;
+    launch: LaunchKnowledge | undefined;
+  },
   shown: readonly ShownOverlay[],
   index: OverlayIndex,
   owned: ReadonlySet<string>,
@@ -122,16 +145,36 @@ function explainOne(
 ): Explanation {
   const existing = Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => owned.has(k)));
   // An existing record is shown as it is, and the decision is made as if it were not there.
-  const bare: NodeView = { ...input.node, labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))) };
-  const decision = decide({ node: bare, nodeClaim: input.nodeClaim, now: input.now, decidedBy: 'cli', nodeClassGroups: input.nodeClassGroups, launch: input.launch }, index, settings);
+  const bare: NodeView = {
+    ...input.node,
+    labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))),
+  };
+  const decision = decide(
+    {
+      node: bare,
+      nodeClaim: input.nodeClaim,
+      now: input.now,
+      decidedBy: 'cli',
+      nodeClassGroups: input.nodeClassGroups,
+      launch: input.launch,
+    },
+    index,
+    settings,
+  );
   const at = launchTime(bare, input.nodeClaim, input.now);
-  const provider = decision.outcome === 'out-of-scope' || decision.outcome === 'recorded' ? providerOf(bare, input.nodeClaim, settings, input.nodeClassGroups) : decision.provider;
+  const provider =
+    decision.outcome === 'out-of-scope' || decision.outcome === 'recorded'
+      ? providerOf(bare, input.nodeClaim, settings, input.nodeClassGroups)
+      : decision.provider;
   const view = karpenterView(characteristics(bare, input.nodeClaim), at, index, provider);
   const winner = decision.outcome === 'influenced' ? decision.overlay?.name : undefined;
   const overlays = shown.map(({ overlay: o, ineligible, requirements: reqs }): OverlayExplanation => {
-    const inactive = ineligible
-      ?? (o.createdAt !== undefined && o.createdAt > at ? `created after the launch (${rfc3339(o.createdAt)})` : undefined)
-      ?? (o.deletingAt !== undefined && o.deletingAt <= at ? `being deleted since ${rfc3339(o.deletingAt)}` : undefined);
+    const inactive =
+      ineligible ??
+      (o.createdAt !== undefined && o.createdAt > at
+        ? `created after the launch (${rfc3339(o.createdAt)})`
+        : undefined) ??
+      (o.deletingAt !== undefined && o.deletingAt <= at ? `being deleted since ${rfc3339(o.deletingAt)}` : undefined);
     const requirements = reqs.map(({ requirement, fixed }): RequirementExplanation => {
       const nodeValue = labelValue(view.labels, requirement.key);
       const comparedAs = view.role(requirement.key);
@@ -156,24 +199,43 @@ function explainOne(
   const rest = {
     evaluatedAt: rfc3339(at),
     ...(Object.keys(existing).length > 0 ? { existingRecord: existing } : {}),
-    ...(decision.outcome === 'out-of-scope' ? {} : {
-      provider: {
-        name: provider.name, from: provider.from,
-        ...(provider.group !== undefined ? { group: provider.group } : {}),
-        ...(provider.warning !== undefined ? { warning: provider.warning } : {}),
-      },
-    }),
+    ...(decision.outcome === 'out-of-scope'
+      ? {}
+      : {
+          provider: {
+            name: provider.name,
+            from: provider.from,
+            ...(provider.group !== undefined ? { group: provider.group } : {}),
+            ...(provider.warning !== undefined ? { warning: provider.warning } : {}),
+          },
+        }),
   };
   switch (decision.outcome) {
     case 'out-of-scope':
     case 'undetermined':
-      return { node: input.node.name, outcome: decision.outcome, reason: decision.reason, overlay: null, ...rest, labels: {}, annotations: {}, overlays };
+      return {
+        node: input.node.name,
+        outcome: decision.outcome,
+        reason: decision.reason,
+        overlay: null,
+        ...rest,
+        labels: {},
+        annotations: {},
+        overlays,
+      };
     case 'recorded':
       throw new Error('unreachable: the record was removed before deciding');
     default:
       return {
-        node: input.node.name, outcome: decision.outcome, overlay: decision.overlay?.name ?? null, basis: decision.basis, ...rest,
-        effect: decision.effect, labels: decision.record.labels, annotations: decision.record.annotations, overlays,
+        node: input.node.name,
+        outcome: decision.outcome,
+        overlay: decision.overlay?.name ?? null,
+        basis: decision.basis,
+        ...rest,
+        effect: decision.effect,
+        labels: decision.record.labels,
+        annotations: decision.record.annotations,
+        overlays,
       };
   }
 }

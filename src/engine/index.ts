@@ -1,25 +1,112 @@
 // The decision engine's public surface: everything the webhook, the reconciler and the CLI use.
-export { decide, launchTime, karpenterView, providerOf, REGISTERED_LABEL, type Decision, type EngineSettings, type LaunchKnowledge } from './decide.ts';
 export {
-  scope, characteristics, needsRecord, undecidedSelector, mutatingMatchConditions, validatingMatchConditions, SCOPE, CAPACITY_TYPE_LABEL, CAPACITY_TYPES, type Scope, type CapacityType, type MatchCondition,
+  decide,
+  launchTime,
+  karpenterView,
+  providerOf,
+  REGISTERED_LABEL,
+  type Decision,
+  type EngineSettings,
+  type LaunchKnowledge,
+} from './decide.ts';
+export {
+  scope,
+  characteristics,
+  needsRecord,
+  undecidedSelector,
+  mutatingMatchConditions,
+  validatingMatchConditions,
+  SCOPE,
+  CAPACITY_TYPE_LABEL,
+  CAPACITY_TYPES,
+  type Scope,
+  type CapacityType,
+  type MatchCondition,
 } from './scope.ts';
 export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
-export { toOverlayView, ineligibility, awaitingValidation, overlayState, OVERLAY_STATES, NOT_VALIDATED, type OverlayState, type OverlayObject, type OverlayView, type OverlayPolicy } from './overlay.ts';
+export {
+  toOverlayView,
+  ineligibility,
+  awaitingValidation,
+  overlayState,
+  OVERLAY_STATES,
+  NOT_VALIDATED,
+  type OverlayState,
+  type OverlayObject,
+  type OverlayView,
+  type OverlayPolicy,
+} from './overlay.ts';
 export { toNodePoolView, NodePoolHistory, type NodePoolObject, type NodePoolView } from './nodepool.ts';
 export { KarpenterView, type KeyRole } from './karpenter-view.ts';
 export { AWS_KEYS, KWOK_KEYS, PROVIDERS, KNOWN_PROVIDERS, withExtraKeys, type ProviderKeys } from './providers.ts';
-export { UNKNOWN_PROVIDER, chooseProvider, mostCommonGroup, type ProviderChoice, type ProviderFrom, type ProviderSetting } from './provider-choice.ts';
-export { MAX_UNKNOWN_GROUPS, providerCensus, countGroups, matchesSetting, type ProviderCensus, type ProviderCount } from './provider-census.ts';
-export { toNodeView, toNodeClaimView, nodeClaimFor, type NodeObject, type NodeClaimObject, type NodeView, type NodeClaimView, type NodeClaimLookup } from './node.ts';
-export { recordKeys, readStory, recordTally, type RecordKeys, type RecordTally, type NodeRecord, type DecisionStory, type DecidedBy } from './record.ts';
+export {
+  UNKNOWN_PROVIDER,
+  chooseProvider,
+  mostCommonGroup,
+  type ProviderChoice,
+  type ProviderFrom,
+  type ProviderSetting,
+} from './provider-choice.ts';
+export {
+  MAX_UNKNOWN_GROUPS,
+  providerCensus,
+  countGroups,
+  matchesSetting,
+  type ProviderCensus,
+  type ProviderCount,
+} from './provider-census.ts';
+export {
+  toNodeView,
+  toNodeClaimView,
+  nodeClaimFor,
+  type NodeObject,
+  type NodeClaimObject,
+  type NodeView,
+  type NodeClaimView,
+  type NodeClaimLookup,
+} from './node.ts';
+export {
+  recordKeys,
+  readStory,
+  recordTally,
+  type RecordKeys,
+  type RecordTally,
+  type NodeRecord,
+  type DecisionStory,
+  type DecidedBy,
+} from './record.ts';
 export { jsonPatch, mergePatch, type JsonPatchOp } from './patch.ts';
 export { parseSelector, type LabelSelector } from './selector.ts';
-export { explainer, type Explanation, type OverlayExplanation, type ProviderExplanation, type RequirementExplanation } from './explain.ts';
+export {
+  explainer,
+  type Explanation,
+  type OverlayExplanation,
+  type ProviderExplanation,
+  type RequirementExplanation,
+} from './explain.ts';
 export { launchEffect } from './effect/effect.ts';
-export { EFFECTS, UNKNOWN_REASONS, MAX_CANDIDATES, type Effect, type EffectVerdict, type UnknownReason, type ClaimForEffect, type CountedOverlay, type WorldLaunch } from './effect/types.ts';
+export {
+  EFFECTS,
+  UNKNOWN_REASONS,
+  MAX_CANDIDATES,
+  type Effect,
+  type EffectVerdict,
+  type UnknownReason,
+  type ClaimForEffect,
+  type CountedOverlay,
+  type WorldLaunch,
+} from './effect/types.ts';
 export type { PriceBook } from './effect/prices.ts';
 export type { Labels } from './requirements.ts';
 export { awsNameLabels } from './effect/candidates.ts';
-export { buildReport, NO_OVERLAY, type Report, type OverlayReport, type ProviderReport, type ReportTotals, type Verdict } from './report.ts';
+export {
+  buildReport,
+  NO_OVERLAY,
+  type Report,
+  type OverlayReport,
+  type ProviderReport,
+  type ReportTotals,
+  type Verdict,
+} from './report.ts';
 export { isValidDnsSubdomain, isValidLabelValue, toLabelValue, basicTimestamp, fromBasicTimestamp } from './labels.ts';
 export type { RequirementSpec } from './requirements.ts';

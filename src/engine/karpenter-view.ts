@@ -50,10 +50,14 @@ export class KarpenterView {
   value(key: string): string | undefined {
     const role = this.role(key);
     switch (role) {
-      case 'nodepool': return this.pool?.name;
-      case 'template': return this.pool?.templateLabels[key];
-      case 'undefined': return undefined;
-      default: return labelValue(this.labels, key);
+      case 'nodepool':
+        return this.pool?.name;
+      case 'template':
+        return this.pool?.templateLabels[key];
+      case 'undefined':
+        return undefined;
+      default:
+        return labelValue(this.labels, key);
     }
   }
 
@@ -69,7 +73,8 @@ export class KarpenterView {
     const fixed = this.role(req.key) === 'fixed' ? this.provider?.fixedValues?.get(req.key) : undefined;
     if (fixed) return fixed.some((v) => requirementPasses(req, v));
     const value = this.value(req.key);
-    if (value !== undefined && this.role(req.key) === 'offering') return combinedOperator(req) === 'NotIn' && requirementPasses(req, value);
+    if (value !== undefined && this.role(req.key) === 'offering')
+      return combinedOperator(req) === 'NotIn' && requirementPasses(req, value);
     return requirementPasses(req, value);
   }
 
@@ -81,6 +86,9 @@ export class KarpenterView {
   /** A key Karpenter defines for this launch that the node does not carry yet (its labels are not final). */
   missing(key: string): boolean {
     const role = this.role(key);
-    return (role === 'instance-type' || role === 'offering' || role === 'label') && labelValue(this.labels, key) === undefined;
+    return (
+      (role === 'instance-type' || role === 'offering' || role === 'label') &&
+      labelValue(this.labels, key) === undefined
+    );
   }
 }

@@ -36,8 +36,15 @@ export function toLabelValue(value: string): string {
  * the last two seconds formatted: formatting was a measurable share of a decision. The memo is
  * a value cache, not state: same input, same output.
  */
-interface Formatted { second: number; rfc3339: string; basic: string }
-let recent: [Formatted, Formatted] = [{ second: Number.NaN, rfc3339: '', basic: '' }, { second: Number.NaN, rfc3339: '', basic: '' }];
+interface Formatted {
+  second: number;
+  rfc3339: string;
+  basic: string;
+}
+let recent: [Formatted, Formatted] = [
+  { second: Number.NaN, rfc3339: '', basic: '' },
+  { second: Number.NaN, rfc3339: '', basic: '' },
+];
 
 function formatted(epochMs: number): Formatted {
   const second = Math.floor(epochMs / 1000);

@@ -157,7 +157,7 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.status?.providerID ?? undefined),
     ...optional('nodeName', obj.status?.nodeName ?? undefined),
-    ...optional('nodeClassGroup', group === undefined ? undefined : SHARED_GROUPS.get(group) ?? group),
+    ...optional('nodeClassGroup', group === undefined ? undefined : (SHARED_GROUPS.get(group) ?? group)),
     ...optional('nodeClass', obj.spec?.nodeClassRef?.name ?? undefined),
     ...optional('launch', claimLaunch(obj)),
   };
@@ -181,13 +181,19 @@ export interface NodeClaimLookup {
  * provider that names no other instance.
  */
 export function nodeClaimFor(node: NodeView, claims: NodeClaimLookup): NodeClaimView | undefined {
-  const linked = (node.providerID ? claims.byProviderID(node.providerID) : undefined)
-    ?? (node.ownerNodeClaim ? claims.byName(node.ownerNodeClaim) : undefined);
+  const linked =
+    (node.providerID ? claims.byProviderID(node.providerID) : undefined) ??
+    (node.ownerNodeClaim ? claims.byName(node.ownerNodeClaim) : undefined);
   if (linked) return linked;
   for (const provider of KNOWN_PROVIDERS) {
     const name = provider.nodeClaimNameOf?.(node);
     const claim = name === undefined ? undefined : claims.byName(name);
-    if (claim && claim.nodeClassGroup === provider.group && (claim.providerID === undefined || claim.providerID === node.providerID)) return claim;
+    if (
+      claim &&
+      claim.nodeClassGroup === provider.group &&
+      (claim.providerID === undefined || claim.providerID === node.providerID)
+    )
+      return claim;
   }
   return undefined;
 }

@@ -53,7 +53,10 @@ export class NodePoolHistory {
     if (pool.deletingAt !== undefined) {
       // Karpenter launches nothing more for a NodePool being deleted.
       if (open) open.to = Math.max(open.from, Math.min(at, pool.deletingAt));
-      else if (versions.length === 0) this.history.set(pool.name, [{ pool, labelsKey, from: Math.min(pool.createdAt ?? pool.deletingAt, pool.deletingAt), to: pool.deletingAt }]);
+      else if (versions.length === 0)
+        this.history.set(pool.name, [
+          { pool, labelsKey, from: Math.min(pool.createdAt ?? pool.deletingAt, pool.deletingAt), to: pool.deletingAt },
+        ]);
       return;
     }
     if (open?.labelsKey === labelsKey) return;

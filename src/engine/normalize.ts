@@ -17,7 +17,8 @@ export const NORMALIZED_LABEL_VALUES: ReadonlyMap<string, ReadonlyMap<string, st
 /** Stable key -> the deprecated keys that Karpenter reads as it. */
 const ALIASES: ReadonlyMap<string, readonly string[]> = (() => {
   const aliases = new Map<string, string[]>();
-  for (const [deprecated, stable] of NORMALIZED_LABELS) aliases.set(stable, [...(aliases.get(stable) ?? []), deprecated]);
+  for (const [deprecated, stable] of NORMALIZED_LABELS)
+    aliases.set(stable, [...(aliases.get(stable) ?? []), deprecated]);
   return aliases;
 })();
 

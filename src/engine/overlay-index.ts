@@ -56,7 +56,12 @@ export class OverlayIndex {
    * Overlays known only as they are now (files, a live read): each counts from its
    * creationTimestamp, and launches before `knownSince` are judged approximately.
    */
-  static ofCurrent(overlays: readonly OverlayView[], policy: OverlayPolicy, knownSince: number, nodePools: readonly NodePoolView[] = []): OverlayIndex {
+  static ofCurrent(
+    overlays: readonly OverlayView[],
+    policy: OverlayPolicy,
+    knownSince: number,
+    nodePools: readonly NodePoolView[] = [],
+  ): OverlayIndex {
     const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
     index.replaceAll(overlays, knownSince);
     index.nodePools.replaceAll(nodePools, knownSince);
@@ -74,7 +79,13 @@ export class OverlayIndex {
       if (open) open.to = Math.min(at, Math.max(open.from, overlay.deletingAt));
       else if (!current && overlay.createdAt !== undefined && overlay.createdAt < overlay.deletingAt) {
         // First seen while being deleted (a finalizer holds it): it was active until then.
-        versions.push({ overlay, ineligible: unapplied({ ...overlay, deletingAt: undefined }, this.policy), selected: this.policy.selector.matches(overlay.labels), from: overlay.createdAt, to: overlay.deletingAt });
+        versions.push({
+          overlay,
+          ineligible: unapplied({ ...overlay, deletingAt: undefined }, this.policy),
+          selected: this.policy.selector.matches(overlay.labels),
+          from: overlay.createdAt,
+          to: overlay.deletingAt,
+        });
         this.history.set(overlay.name, versions);
         this.dirty = true;
       }
@@ -83,7 +94,13 @@ export class OverlayIndex {
     if (open && open.overlay.fingerprint === overlay.fingerprint) return;
     if (open) open.to = at;
     const ineligible = unapplied(overlay, this.policy);
-    versions.push({ overlay, ineligible, selected: this.policy.selector.matches(overlay.labels), from: this.countsFrom(overlay, ineligible, open, at), to: undefined });
+    versions.push({
+      overlay,
+      ineligible,
+      selected: this.policy.selector.matches(overlay.labels),
+      from: this.countsFrom(overlay, ineligible, open, at),
+      to: undefined,
+    });
     this.history.set(overlay.name, versions);
     this.dirty = true;
   }
@@ -93,10 +110,17 @@ export class OverlayIndex {
    * Ready condition turned True. A first sighting: at creation (or that validation), even if we
    * were not watching; whether that is exact is the business of exactSince.
    */
-  private countsFrom(overlay: OverlayView, ineligible: string | undefined, open: OverlayVersion | undefined, at: number): number {
+  private countsFrom(
+    overlay: OverlayView,
+    ineligible: string | undefined,
+    open: OverlayVersion | undefined,
+    at: number,
+  ): number {
     const validatedAt = this.policy.requireOverlayReady && ineligible === undefined ? overlay.ready?.since : undefined;
     if (open) {
-      return validatedAt !== undefined && open.overlay.ready?.status !== 'True' ? Math.min(at, Math.max(open.from, validatedAt)) : at;
+      return validatedAt !== undefined && open.overlay.ready?.status !== 'True'
+        ? Math.min(at, Math.max(open.from, validatedAt))
+        : at;
     }
     const since = validatedAt ?? overlay.createdAt;
     return since === undefined ? at : Math.min(at, since);
@@ -137,7 +161,8 @@ export class OverlayIndex {
     for (const [name, versions] of this.history) {
       const kept = versions.filter((v) => v.to === undefined || v.to >= horizon);
       if (kept.length === versions.length) continue;
-      for (const v of versions) if (v.to !== undefined && v.to < horizon) this.exactSince = Math.max(this.exactSince, v.to);
+      for (const v of versions)
+        if (v.to !== undefined && v.to < horizon) this.exactSince = Math.max(this.exactSince, v.to);
       if (kept.length === 0) this.history.delete(name);
       else this.history.set(name, kept);
       this.dirty = true;
@@ -235,7 +260,8 @@ export class OverlayIndex {
     for (const v of eligible) {
       for (const r of v.overlay.requirements) {
         if (combinedOperator(r) !== 'In') continue;
-        for (const value of r.values) frequency.set(pairKey(r.key, value), (frequency.get(pairKey(r.key, value)) ?? 0) + 1);
+        for (const value of r.values)
+          frequency.set(pairKey(r.key, value), (frequency.get(pairKey(r.key, value)) ?? 0) + 1);
       }
     }
     this.buckets = new Map();

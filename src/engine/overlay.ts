@@ -104,10 +104,22 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
     ready: condition(obj, 'Ready'),
     validation: condition(obj, 'ValidationSucceeded'),
   };
-  const fingerprint = createHash('sha256').update(JSON.stringify([
-    view.labels, view.weight, view.price, view.priceAdjustment, requirementSpecs,
-    view.deletingAt, view.generation, view.ready?.status, view.ready?.observedGeneration, view.validation?.status,
-  ])).digest('base64');
+  const fingerprint = createHash('sha256')
+    .update(
+      JSON.stringify([
+        view.labels,
+        view.weight,
+        view.price,
+        view.priceAdjustment,
+        requirementSpecs,
+        view.deletingAt,
+        view.generation,
+        view.ready?.status,
+        view.ready?.observedGeneration,
+        view.validation?.status,
+      ]),
+    )
+    .digest('base64');
   return { ...view, fingerprint };
 }
 
@@ -125,7 +137,8 @@ export function unapplied(view: OverlayView, policy: OverlayPolicy): string | un
   if (view.validation?.status === 'False') {
     return `${REJECTED} (ValidationSucceeded=False${view.validation.reason ? `, ${view.validation.reason}` : ''})`;
   }
-  if (view.ready?.status === 'False') return `${REJECTED} (Ready=False${view.ready.reason ? `, ${view.ready.reason}` : ''})`;
+  if (view.ready?.status === 'False')
+    return `${REJECTED} (Ready=False${view.ready.reason ? `, ${view.ready.reason}` : ''})`;
   if (policy.requireOverlayReady) {
     const pending = awaitingValidation(view);
     if (pending !== undefined) return pending;
@@ -144,7 +157,11 @@ export function awaitingValidation(view: OverlayView): string | undefined {
   const ready = view.ready;
   if (ready === undefined) return `${NOT_VALIDATED}: is its NodeOverlay feature gate on?`;
   if (ready.status !== 'True') return `${NOT_VALIDATED} yet (Ready=${ready.status})`;
-  if (view.generation !== undefined && ready.observedGeneration !== undefined && ready.observedGeneration < view.generation) {
+  if (
+    view.generation !== undefined &&
+    ready.observedGeneration !== undefined &&
+    ready.observedGeneration < view.generation
+  ) {
     return `${NOT_VALIDATED} in generation ${view.generation} yet (it validated ${ready.observedGeneration})`;
   }
   return undefined;
@@ -157,7 +174,14 @@ export const REJECTED = 'rejected by Karpenter';
 export const NOT_VALIDATED = 'not validated by Karpenter';
 
 /** Karpenter's verdict on an overlay, for counting overlays by state (never by name). */
-export const OVERLAY_STATES = ['counted', 'rejected_conflict', 'rejected_validation', 'unvalidated', 'capacity_only', 'deleting'] as const;
+export const OVERLAY_STATES = [
+  'counted',
+  'rejected_conflict',
+  'rejected_validation',
+  'unvalidated',
+  'capacity_only',
+  'deleting',
+] as const;
 export type OverlayState = (typeof OVERLAY_STATES)[number];
 
 /**

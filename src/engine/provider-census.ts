@@ -31,7 +31,11 @@ export function matchesSetting(setting: ProviderSetting, provider: string): bool
   return provider !== UNKNOWN_PROVIDER && (setting === 'auto' || setting.name === provider);
 }
 
-export function providerCensus(setting: ProviderSetting, known: readonly ProviderKeys[], groups: ReadonlyMap<string, number>): ProviderCensus {
+export function providerCensus(
+  setting: ProviderSetting,
+  known: readonly ProviderKeys[],
+  groups: ReadonlyMap<string, number>,
+): ProviderCensus {
   const counts = new Map<string, number>([...known.map((p): [string, number] => [p.name, 0]), [UNKNOWN_PROVIDER, 0]]);
   const unknown: { group: string; nodeClaims: number }[] = [];
   for (const [group, n] of groups) {
@@ -48,21 +52,34 @@ export function providerCensus(setting: ProviderSetting, known: readonly Provide
   const warnings: string[] = [];
   const claims = (n: number, verb: string) => (n === 1 ? `1 NodeClaim ${verb}s` : `${n} NodeClaims ${verb}`);
   for (const u of unknown.slice(0, MAX_UNKNOWN_GROUPS)) {
-    warnings.push(`${claims(u.nodeClaims, 'name')} nodeClassRef.group ${u.group}, a provider the watcher does not know (${knownList(known)}): their nodes are recorded with basis approximate`);
+    warnings.push(
+      `${claims(u.nodeClaims, 'name')} nodeClassRef.group ${u.group}, a provider the watcher does not know (${knownList(known)}): their nodes are recorded with basis approximate`,
+    );
   }
-  if (unknown.length > MAX_UNKNOWN_GROUPS) warnings.push(`${unknown.length - MAX_UNKNOWN_GROUPS} more unknown nodeClassRef groups`);
+  if (unknown.length > MAX_UNKNOWN_GROUPS)
+    warnings.push(`${unknown.length - MAX_UNKNOWN_GROUPS} more unknown nodeClassRef groups`);
   if (setting !== 'auto') {
     for (const p of known) {
       const n = counts.get(p.name) ?? 0;
-      if (p.name !== setting.name && n > 0) warnings.push(`karpenterProvider is ${setting.name}, but ${claims(n, 'belong')} to ${p.name} (nodeClassRef.group ${p.group}): their nodes are recorded with basis approximate; set karpenterProvider to auto or ${p.name}`);
+      if (p.name !== setting.name && n > 0)
+        warnings.push(
+          `karpenterProvider is ${setting.name}, but ${claims(n, 'belong')} to ${p.name} (nodeClassRef.group ${p.group}): their nodes are recorded with basis approximate; set karpenterProvider to auto or ${p.name}`,
+        );
     }
   }
   const common = mostCommonGroup(groups);
   return {
     setting: settingName,
-    nodeClaims: [...counts].map(([provider, nodeClaims]) => ({ provider, nodeClaims, matchesSetting: matchesSetting(setting, provider) })),
+    nodeClaims: [...counts].map(([provider, nodeClaims]) => ({
+      provider,
+      nodeClaims,
+      matchesSetting: matchesSetting(setting, provider),
+    })),
     unknownGroups: unknown.slice(0, MAX_UNKNOWN_GROUPS),
-    assumed: setting === 'auto' && common !== undefined ? known.find((p) => p.group === common)?.name ?? UNKNOWN_PROVIDER : null,
+    assumed:
+      setting === 'auto' && common !== undefined
+        ? (known.find((p) => p.group === common)?.name ?? UNKNOWN_PROVIDER)
+        : null,
     warnings,
   };
 }
@@ -70,6 +87,7 @@ export function providerCensus(setting: ProviderSetting, known: readonly Provide
 /** NodeClaims by spec.nodeClassRef.group (those without one are not counted). */
 export function countGroups(claims: Iterable<{ readonly nodeClassGroup?: string }>): Map<string, number> {
   const groups = new Map<string, number>();
-  for (const c of claims) if (c.nodeClassGroup !== undefined) groups.set(c.nodeClassGroup, (groups.get(c.nodeClassGroup) ?? 0) + 1);
+  for (const c of claims)
+    if (c.nodeClassGroup !== undefined) groups.set(c.nodeClassGroup, (groups.get(c.nodeClassGroup) ?? 0) + 1);
   return groups;
 }

@@ -65,13 +65,18 @@ export function mostCommonGroup(groups: ReadonlyMap<string, number> | undefined)
   return tie ? undefined : best;
 }
 
-export function chooseProvider(setting: ProviderSetting, known: readonly ProviderKeys[], ev: ProviderEvidence): ProviderChoice {
+export function chooseProvider(
+  setting: ProviderSetting,
+  known: readonly ProviderKeys[],
+  ev: ProviderEvidence,
+): ProviderChoice {
   const group = ev.nodeClaim?.nodeClassGroup;
   const claim = ev.nodeClaim?.name ?? '';
   const byGroup = group === undefined ? undefined : known.find((p) => p.group === group);
-  const unknownGroup = group !== undefined && byGroup === undefined
-    ? `NodeClaim ${claim}'s nodeClassRef.group ${group} is not a provider the watcher knows (${knownList(known)}), so which keys Karpenter compared is unknown`
-    : undefined;
+  const unknownGroup =
+    group !== undefined && byGroup === undefined
+      ? `NodeClaim ${claim}'s nodeClassRef.group ${group} is not a provider the watcher knows (${knownList(known)}), so which keys Karpenter compared is unknown`
+      : undefined;
   // Without a NodeClaim that names its group, the node's own labels: a provider writes its
   // instance-type labels (and its NodeClass's name) under its own domain, karpenter.k8s.aws/* on
   // AWS nodes, karpenter.kwok.sh/* on KWOK ones, and both Karpenter (KWOK) and the kubelet (AWS,
@@ -80,15 +85,35 @@ export function chooseProvider(setting: ProviderSetting, known: readonly Provide
   const byLabels = inLabels.length === 1 ? inLabels[0] : undefined;
 
   if (setting !== 'auto') {
-    const base = { keys: setting, name: setting.name, from: 'setting' as const, guessed: false, ...(group !== undefined ? { group } : {}) };
-    if (unknownGroup) return { ...base, warning: `${unknownGroup}; judged with karpenterProvider ${setting.name}'s keys` };
+    const base = {
+      keys: setting,
+      name: setting.name,
+      from: 'setting' as const,
+      guessed: false,
+      ...(group !== undefined ? { group } : {}),
+    };
+    if (unknownGroup)
+      return { ...base, warning: `${unknownGroup}; judged with karpenterProvider ${setting.name}'s keys` };
     const shown = byGroup ?? byLabels;
     if (shown === undefined || shown.name === setting.name) return base;
-    const evidence = byGroup ? `NodeClaim ${claim} belongs to ${shown.name} (nodeClassRef.group ${group})` : `the node's labels are ${shown.name}'s (${shown.group}/...) and its NodeClaim is unknown`;
-    return { ...base, warning: `karpenterProvider is ${setting.name}, but ${evidence}: Karpenter compared ${shown.name}'s keys, this decision used ${setting.name}'s` };
+    const evidence = byGroup
+      ? `NodeClaim ${claim} belongs to ${shown.name} (nodeClassRef.group ${group})`
+      : `the node's labels are ${shown.name}'s (${shown.group}/...) and its NodeClaim is unknown`;
+    return {
+      ...base,
+      warning: `karpenterProvider is ${setting.name}, but ${evidence}: Karpenter compared ${shown.name}'s keys, this decision used ${setting.name}'s`,
+    };
   }
   if (byGroup) return { keys: byGroup, name: byGroup.name, from: 'nodeclaim', group: group!, guessed: false };
-  if (unknownGroup) return { keys: undefined, name: UNKNOWN_PROVIDER, from: 'nodeclaim', group: group!, guessed: false, warning: `${unknownGroup}; judged on all the node's labels` };
+  if (unknownGroup)
+    return {
+      keys: undefined,
+      name: UNKNOWN_PROVIDER,
+      from: 'nodeclaim',
+      group: group!,
+      guessed: false,
+      warning: `${unknownGroup}; judged on all the node's labels`,
+    };
   if (byLabels) return { keys: byLabels, name: byLabels.name, from: 'node-labels', guessed: false };
   // Nothing about the node names its provider (a NodeClaim not seen yet, labels of no known
   // domain). The caller waits for the NodeClaim for the grace period; past it, the provider most
@@ -96,8 +121,24 @@ export function chooseProvider(setting: ProviderSetting, known: readonly Provide
   // It is still an assumption about this node, so the decision is approximate.
   const common = mostCommonGroup(ev.clusterGroups);
   const assumed = common === undefined ? undefined : known.find((p) => p.group === common);
-  const none = 'no NodeClaim names the node\'s provider and its labels name none';
-  if (assumed) return { keys: assumed, name: assumed.name, from: 'cluster', guessed: true, warning: `${none}: assumed ${assumed.name}, the provider most NodeClaims in the cluster show` };
-  const cluster = common === undefined ? 'nor does any NodeClaim in the cluster' : `and most NodeClaims in the cluster name ${common}, a provider the watcher does not know`;
-  return { keys: undefined, name: UNKNOWN_PROVIDER, from: 'none', guessed: true, warning: `${none}, ${cluster}: judged on all the node's labels` };
+  const none = "no NodeClaim names the node's provider and its labels name none";
+  if (assumed)
+    return {
+      keys: assumed,
+      name: assumed.name,
+      from: 'cluster',
+      guessed: true,
+      warning: `${none}: assumed ${assumed.name}, the provider most NodeClaims in the cluster show`,
+    };
+  const cluster =
+    common === undefined
+      ? 'nor does any NodeClaim in the cluster'
+      : `and most NodeClaims in the cluster name ${common}, a provider the watcher does not know`;
+  return {
+    keys: undefined,
+    name: UNKNOWN_PROVIDER,
+    from: 'none',
+    guessed: true,
+    warning: `${none}, ${cluster}: judged on all the node's labels`,
+  };
 }

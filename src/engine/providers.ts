@@ -114,7 +114,8 @@ export const KWOK_KEYS: ProviderKeys = {
   // KWOK creates the Node itself, before the NodeClaim shows its providerID: a `kwok://` node
   // carries the NodeClaim's labels, whose kubernetes.io/hostname is the NodeClaim's name
   // (kwok/cloudprovider toNode), so the launch is known at CREATE.
-  nodeClaimNameOf: (node) => (node.providerID?.startsWith('kwok://') ? node.labels['kubernetes.io/hostname'] : undefined),
+  nodeClaimNameOf: (node) =>
+    node.providerID?.startsWith('kwok://') ? node.labels['kubernetes.io/hostname'] : undefined,
 };
 
 export const PROVIDERS: Readonly<Record<string, ProviderKeys>> = { aws: AWS_KEYS, kwok: KWOK_KEYS };

@@ -72,7 +72,10 @@ export interface RecordTally {
 }
 
 export function recordTally(record: NodeRecord, keys: RecordKeys): RecordTally {
-  return { capacityType: record.labels[keys.copied['capacity-type']] ?? 'none', instanceFamily: record.labels[keys.copied['instance-family']] ?? 'none' };
+  return {
+    capacityType: record.labels[keys.copied['capacity-type']] ?? 'none',
+    instanceFamily: record.labels[keys.copied['instance-family']] ?? 'none',
+  };
 }
 
 /** The story behind the labels, as stored (JSON) in the decision annotation. */
@@ -139,7 +142,12 @@ export function buildRecord(input: RecordInput): NodeRecord {
 
 function effectStory(e: Effect): EffectStory {
   const { prices, ...rest } = e;
-  return { ...rest, ...(prices ? { prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: rfc3339(prices.asOf) } : {}) } } : {}) };
+  return {
+    ...rest,
+    ...(prices
+      ? { prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: rfc3339(prices.asOf) } : {}) } }
+      : {}),
+  };
 }
 
 /** The story in a decision annotation, or undefined when it is missing or not ours to read. */

@@ -18,7 +18,15 @@ import { KNOWN_PROVIDERS } from './providers.ts';
  * selected overlays; `rejected`: Karpenter's validation failed (its reason in the note);
  * `unvalidated`: Karpenter has not validated it.
  */
-export type Verdict = 'steering' | 'no-effect' | 'outranked' | 'idle' | 'rejected' | 'unvalidated' | 'inactive' | 'gone';
+export type Verdict =
+  | 'steering'
+  | 'no-effect'
+  | 'outranked'
+  | 'idle'
+  | 'rejected'
+  | 'unvalidated'
+  | 'inactive'
+  | 'gone';
 
 /** Recorded nodes by what the selected overlays changed about their launch (a record's effect). */
 export interface EffectCounts {
@@ -108,14 +116,28 @@ interface Tally {
   effects: EffectCounts;
 }
 
-const noEffects = (): EffectCounts => ({ steeredFromSpot: 0, movedType: 0, none: 0, unknown: 0, steeredListPricePerHour: 0 });
+const noEffects = (): EffectCounts => ({
+  steeredFromSpot: 0,
+  movedType: 0,
+  none: 0,
+  unknown: 0,
+  steeredListPricePerHour: 0,
+});
 
 function countEffect(c: EffectCounts, effect: EffectStory): void {
   switch (effect.verdict) {
-    case 'capacity-type': c.steeredFromSpot++; break;
-    case 'instance-type': c.movedType++; break;
-    case 'none': c.none++; return;
-    default: c.unknown++; return;
+    case 'capacity-type':
+      c.steeredFromSpot++;
+      break;
+    case 'instance-type':
+      c.movedType++;
+      break;
+    case 'none':
+      c.none++;
+      return;
+    default:
+      c.unknown++;
+      return;
   }
   c.steeredListPricePerHour += effect.launched?.listPrice ?? 0;
 }
@@ -134,7 +156,18 @@ export function buildReport(input: ReportInput): Report {
     }
     return t;
   };
-  const totals: ReportTotals = { onDemandNodes: 0, influenced: 0, notInfluenced: 0, pending: 0, records: 0, recordedInline: 0, inlineShare: null, approximate: 0, inactiveOverlays: 0, effects: noEffects() };
+  const totals: ReportTotals = {
+    onDemandNodes: 0,
+    influenced: 0,
+    notInfluenced: 0,
+    pending: 0,
+    records: 0,
+    recordedInline: 0,
+    inlineShare: null,
+    approximate: 0,
+    inactiveOverlays: 0,
+    effects: noEffects(),
+  };
   const groups = input.nodeClaims.groups ?? new Map<string, number>();
   let nodesInDoubt = 0;
 
@@ -207,13 +240,30 @@ export function buildReport(input: ReportInput): Report {
       continue;
     }
     const row = reportRow(o.name, o.weight, (k) => o.labels[`veneer.io/${k}`], t);
-    const noEffect = row.verdict === 'no-effect' ? { note: `won ${row.won} node${row.won === 1 ? '' : 's'}, and each launch would have been the same without the selected overlays` } : {};
-    rows.push(karpenter ? { ...row, ...karpenter } : why === undefined ? { ...row, ...noEffect } : { ...row, verdict: 'inactive', note: why });
+    const noEffect =
+      row.verdict === 'no-effect'
+        ? {
+            note: `won ${row.won} node${row.won === 1 ? '' : 's'}, and each launch would have been the same without the selected overlays`,
+          }
+        : {};
+    rows.push(
+      karpenter
+        ? { ...row, ...karpenter }
+        : why === undefined
+          ? { ...row, ...noEffect }
+          : { ...row, verdict: 'inactive', note: why },
+    );
   }
-  const gone = [...tallies.entries()].filter(([name]) => !present.has(name) && name !== NO_OVERLAY).sort(([a], [b]) => a.localeCompare(b));
+  const gone = [...tallies.entries()]
+    .filter(([name]) => !present.has(name) && name !== NO_OVERLAY)
+    .sort(([a], [b]) => a.localeCompare(b));
   for (const [name, t] of gone) {
     const row = reportRow(name, null, (k) => t.recordLabels?.[keys.copied[k]], t);
-    rows.push({ ...row, verdict: 'gone', note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}` });
+    rows.push({
+      ...row,
+      verdict: 'gone',
+      note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}`,
+    });
   }
   const census = providerCensus(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, groups);
   return { generatedAt: rfc3339(now), overlays: rows, totals, provider: { ...census, nodesInDoubt } };
@@ -224,16 +274,26 @@ function changedNone(e: EffectCounts | undefined): boolean {
   return e !== undefined && e.none > 0 && e.steeredFromSpot === 0 && e.movedType === 0 && e.unknown === 0;
 }
 
-function karpenterVerdict(o: OverlayView, why: string | undefined, now: number): { verdict: Verdict; note: string } | undefined {
+function karpenterVerdict(
+  o: OverlayView,
+  why: string | undefined,
+  now: number,
+): { verdict: Verdict; note: string } | undefined {
   if (why?.startsWith(REJECTED)) return { verdict: 'rejected', note: why };
   if (why?.startsWith(NOT_VALIDATED)) {
-    const age = o.createdAt !== undefined ? ` (created ${Math.max(0, Math.round((now - o.createdAt) / 60_000))} min ago)` : '';
+    const age =
+      o.createdAt !== undefined ? ` (created ${Math.max(0, Math.round((now - o.createdAt) / 60_000))} min ago)` : '';
     return { verdict: 'unvalidated', note: `${why}${age}` };
   }
   return undefined;
 }
 
-function reportRow(name: string, weight: number | null, label: (k: 'capacity-type' | 'instance-family' | 'instance-type' | 'region') => string | undefined, t: Tally | undefined): OverlayReport {
+function reportRow(
+  name: string,
+  weight: number | null,
+  label: (k: 'capacity-type' | 'instance-family' | 'instance-type' | 'region') => string | undefined,
+  t: Tally | undefined,
+): OverlayReport {
   const won = t?.won ?? 0;
   const lost = t?.lost ?? 0;
   return {
@@ -248,7 +308,10 @@ function reportRow(name: string, weight: number | null, label: (k: 'capacity-typ
     lost,
     lostTo: Object.fromEntries([...(t?.lostTo ?? [])].sort(([, a], [, b]) => b - a)),
     newestWin: t?.newestWin !== undefined ? rfc3339(t.newestWin) : null,
-    effects: { ...(t?.effects ?? noEffects()), steeredListPricePerHour: Math.round((t?.effects.steeredListPricePerHour ?? 0) * 10_000) / 10_000 },
+    effects: {
+      ...(t?.effects ?? noEffects()),
+      steeredListPricePerHour: Math.round((t?.effects.steeredListPricePerHour ?? 0) * 10_000) / 10_000,
+    },
     verdict: won > 0 ? (changedNone(t?.effects) ? 'no-effect' : 'steering') : lost > 0 ? 'outranked' : 'idle',
   };
 }

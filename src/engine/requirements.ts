@@ -51,7 +51,12 @@ function isOperator(op: string): op is Operator {
   return (OPERATORS as readonly string[]).includes(op);
 }
 
-const doesNotExist = (key: string, from: readonly RequirementSpec[]): Requirement => ({ key, complement: false, values: new Set(), from });
+const doesNotExist = (key: string, from: readonly RequirementSpec[]): Requirement => ({
+  key,
+  complement: false,
+  values: new Set(),
+  from,
+});
 
 /** One requirement as written (`NewRequirementWithFlexibility`). */
 function fromSpec(spec: RequirementSpec): Requirement {
@@ -71,14 +76,19 @@ function fromSpec(spec: RequirementSpec): Requirement {
       return doesNotExist(key, from);
     default: {
       const bound = values.length === 1 ? parseInteger(values[0] ?? '') : undefined;
-      if (bound === undefined || bound < 0n) return invalid(`${spec.operator} needs exactly one non-negative integer value`);
+      if (bound === undefined || bound < 0n)
+        return invalid(`${spec.operator} needs exactly one non-negative integer value`);
       const any = { key, complement: true, values: new Set<string>(), from };
       switch (spec.operator) {
         // Nothing is greater than the largest int: Karpenter makes that DoesNotExist.
-        case 'Gt': return bound === INT64_MAX ? doesNotExist(key, from) : { ...any, gte: bound + 1n };
-        case 'Lt': return { ...any, lte: bound - 1n };
-        case 'Gte': return { ...any, gte: bound };
-        default: return { ...any, lte: bound };
+        case 'Gt':
+          return bound === INT64_MAX ? doesNotExist(key, from) : { ...any, gte: bound + 1n };
+        case 'Lt':
+          return { ...any, lte: bound - 1n };
+        case 'Gte':
+          return { ...any, gte: bound };
+        default:
+          return { ...any, lte: bound };
       }
     }
   }
@@ -111,7 +121,10 @@ function intersect(a: Requirement, b: Requirement): Requirement {
   else values = new Set([...a.values].filter((v) => b.values.has(v)));
   for (const v of values) if (!withinBounds(v, gte, lte)) values.delete(v);
   return {
-    key: a.key, complement, values, from,
+    key: a.key,
+    complement,
+    values,
+    from,
     // A concrete set has had its bounds applied to its values.
     ...(complement && gte !== undefined ? { gte } : {}),
     ...(complement && lte !== undefined ? { lte } : {}),

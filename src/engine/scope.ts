@@ -17,7 +17,11 @@ export type CapacityType = (typeof CAPACITY_TYPES)[number];
  * The rule: a node of a NodePool, launched at this capacity type (on the node, or on its
  * NodeClaim until registration copies it over), is the watcher's to record.
  */
-export const SCOPE = { nodePoolLabel: NODEPOOL_LABEL, capacityTypeLabel: CAPACITY_TYPE_LABEL, capacityType: 'on-demand' } as const satisfies {
+export const SCOPE = {
+  nodePoolLabel: NODEPOOL_LABEL,
+  capacityTypeLabel: CAPACITY_TYPE_LABEL,
+  capacityType: 'on-demand',
+} as const satisfies {
   nodePoolLabel: string;
   capacityTypeLabel: string;
   capacityType: CapacityType;
@@ -28,10 +32,14 @@ export type Scope = { inScope: false; reason: string } | { inScope: true; record
 /** Karpenter nodes that run on-demand are ours to decide; a record, once written, is final. */
 export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): Scope {
   const labels = characteristics(node, nodeClaim);
-  if (labels[SCOPE.nodePoolLabel] === undefined) return { inScope: false, reason: `not a Karpenter node (no ${SCOPE.nodePoolLabel} label)` };
+  if (labels[SCOPE.nodePoolLabel] === undefined)
+    return { inScope: false, reason: `not a Karpenter node (no ${SCOPE.nodePoolLabel} label)` };
   const capacityType = labels[SCOPE.capacityTypeLabel];
   if (capacityType !== SCOPE.capacityType) {
-    return { inScope: false, reason: `capacity type is ${capacityType === undefined ? 'unknown' : JSON.stringify(capacityType)}, not ${SCOPE.capacityType}` };
+    return {
+      inScope: false,
+      reason: `capacity type is ${capacityType === undefined ? 'unknown' : JSON.stringify(capacityType)}, not ${SCOPE.capacityType}`,
+    };
   }
   return { inScope: true, recorded: node.labels[keys.influenced] !== undefined };
 }
@@ -76,7 +84,10 @@ export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced'>): M
   const capacityType = quoted(SCOPE.capacityTypeLabel);
   return [
     { name: 'karpenter-node', expression: `has(${labels}) && ${quoted(SCOPE.nodePoolLabel)} in ${labels}` },
-    { name: SCOPE.capacityType, expression: `!(${capacityType} in ${labels}) || ${labels}[${capacityType}] == ${quoted(SCOPE.capacityType)}` },
+    {
+      name: SCOPE.capacityType,
+      expression: `!(${capacityType} in ${labels}) || ${labels}[${capacityType}] == ${quoted(SCOPE.capacityType)}`,
+    },
     { name: 'no-record-yet', expression: `!(${quoted(keys.influenced)} in ${labels})` },
   ];
 }
@@ -87,10 +98,17 @@ export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced'>): M
  * never wait on it (an apiserver that retries a conflicting PATCH would otherwise call it on
  * every retry).
  */
-export function validatingMatchConditions(keys: Pick<RecordKeys, 'ownedLabels' | 'ownedAnnotations'>): MatchCondition[] {
+export function validatingMatchConditions(
+  keys: Pick<RecordKeys, 'ownedLabels' | 'ownedAnnotations'>,
+): MatchCondition[] {
   const altered = (field: 'labels' | 'annotations', owned: readonly string[]) => {
     const [before, after] = [`oldObject.metadata.${field}`, `object.metadata.${field}`];
     return `[${owned.map(quoted).join(', ')}].exists(k, has(${before}) && k in ${before} && !(has(${after}) && k in ${after} && ${after}[k] == ${before}[k]))`;
   };
-  return [{ name: 'record-altered', expression: `${altered('labels', keys.ownedLabels)} || ${altered('annotations', keys.ownedAnnotations)}` }];
+  return [
+    {
+      name: 'record-altered',
+      expression: `${altered('labels', keys.ownedLabels)} || ${altered('annotations', keys.ownedAnnotations)}`,
+    },
+  ];
 }

@@ -3,9 +3,7 @@
 import { isValidLabelValue } from './labels.ts';
 import type { Labels } from './requirements.ts';
 
-type Clause =
-  | { key: string; op: 'in' | 'notin'; values: Set<string> }
-  | { key: string; op: 'exists' | 'doesnotexist' };
+type Clause = { key: string; op: 'in' | 'notin'; values: Set<string> } | { key: string; op: 'exists' | 'doesnotexist' };
 
 export interface LabelSelector {
   readonly source: string;
@@ -39,7 +37,10 @@ export function parseSelector(source: string): LabelSelector {
   if (source.trim() !== '') {
     for (const part of splitClauses(source)) {
       const m = CLAUSE.exec(part);
-      if (!m) throw new Error(`invalid label selector ${JSON.stringify(source)}: cannot parse ${JSON.stringify(part.trim())}`);
+      if (!m)
+        throw new Error(
+          `invalid label selector ${JSON.stringify(source)}: cannot parse ${JSON.stringify(part.trim())}`,
+        );
       const [, bang, notKey, key, eqOp, eqValue, setOp, setValues] = m;
       if (bang && notKey) clauses.push({ key: notKey, op: 'doesnotexist' });
       else if (key && eqOp) clauses.push({ key, op: eqOp === '!=' ? 'notin' : 'in', values: new Set([eqValue ?? '']) });
@@ -47,7 +48,9 @@ export function parseSelector(source: string): LabelSelector {
         const values = (setValues ?? '').split(',').map((v) => v.trim());
         // As the apiserver: a set needs at least one value, each a valid label value.
         if (values.some((v) => v === '' || !isValidLabelValue(v))) {
-          throw new Error(`invalid label selector ${JSON.stringify(source)}: bad value set in ${JSON.stringify(part.trim())}`);
+          throw new Error(
+            `invalid label selector ${JSON.stringify(source)}: bad value set in ${JSON.stringify(part.trim())}`,
+          );
         }
         clauses.push({ key, op: setOp as 'in' | 'notin', values: new Set(values) });
       } else if (key) clauses.push({ key, op: 'exists' });

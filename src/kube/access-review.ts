@@ -24,18 +24,41 @@ export interface AccessReviews {
  */
 export const REVIEW_TIMEOUT_MS = 5_000;
 
-interface TokenReviewStatus { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } }
-interface SubjectAccessReviewStatus { allowed?: boolean; denied?: boolean }
+interface TokenReviewStatus {
+  authenticated?: boolean;
+  user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+}
+interface SubjectAccessReviewStatus {
+  allowed?: boolean;
+  denied?: boolean;
+}
 
 /** Creates a review (a kind whose plural is its lower-cased name plus "s") and returns its status. */
-async function review<S>(client: KubeClient, group: string, kind: string, spec: object, timeoutMs = REVIEW_TIMEOUT_MS): Promise<S | undefined> {
-  const answer = await client.call<{ status?: S }>('POST', `/apis/${group}/v1/${kind.toLowerCase()}s`, { body: { apiVersion: `${group}/v1`, kind, spec }, timeoutMs });
+async function review<S>(
+  client: KubeClient,
+  group: string,
+  kind: string,
+  spec: object,
+  timeoutMs = REVIEW_TIMEOUT_MS,
+): Promise<S | undefined> {
+  const answer = await client.call<{ status?: S }>('POST', `/apis/${group}/v1/${kind.toLowerCase()}s`, {
+    body: { apiVersion: `${group}/v1`, kind, spec },
+    timeoutMs,
+  });
   return answer.status;
 }
 
 /** The user the client itself authenticates as (SelfSubjectReview). */
 export async function whoAmI(client: KubeClient): Promise<string | undefined> {
-  return (await review<{ userInfo?: { username?: string } }>(client, 'authentication.k8s.io', 'SelfSubjectReview', {}, API_CALL_TIMEOUT_MS))?.userInfo?.username;
+  return (
+    await review<{ userInfo?: { username?: string } }>(
+      client,
+      'authentication.k8s.io',
+      'SelfSubjectReview',
+      {},
+      API_CALL_TIMEOUT_MS,
+    )
+  )?.userInfo?.username;
 }
 
 export function accessReviews(client: KubeClient): AccessReviews {
@@ -45,11 +68,20 @@ export function accessReviews(client: KubeClient): AccessReviews {
       const status = await review<TokenReviewStatus>(client, 'authentication.k8s.io', 'TokenReview', { token });
       const user = status?.user;
       if (status?.authenticated !== true || !user?.username) return undefined;
-      return { username: user.username, ...(user.uid ? { uid: user.uid } : {}), ...(user.groups ? { groups: user.groups } : {}), ...(user.extra ? { extra: user.extra } : {}) };
+      return {
+        username: user.username,
+        ...(user.uid ? { uid: user.uid } : {}),
+        ...(user.groups ? { groups: user.groups } : {}),
+        ...(user.extra ? { extra: user.extra } : {}),
+      };
     },
     async authorize(user, verb, path) {
       const status = await review<SubjectAccessReviewStatus>(client, 'authorization.k8s.io', 'SubjectAccessReview', {
-        user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, nonResourceAttributes: { path, verb },
+        user: user.username,
+        uid: user.uid,
+        groups: user.groups,
+        extra: user.extra,
+        nonResourceAttributes: { path, verb },
       });
       return status?.allowed === true && status.denied !== true;
     },

@@ -15,7 +15,10 @@ export interface CacheDeps {
 }
 
 /** What a cache's Reflector says of itself; the client, metrics, log and clock come from the cache's deps. */
-export type CacheReflectorOptions<T> = Omit<ReflectorOptions<T>, 'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs'> & {
+export type CacheReflectorOptions<T> = Omit<
+  ReflectorOptions<T>,
+  'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs'
+> & {
   /** The list's Accept header, where it differs from the watch's (a metadata-only view lists a List). */
   listAccept?: string;
 };
@@ -28,7 +31,10 @@ export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflect
     ...own,
     client: deps.client,
     watchPath: path,
-    listPage: lister(deps.client, path, { ...(accept ? { accept } : {}), ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}) }),
+    listPage: lister(deps.client, path, {
+      ...(accept ? { accept } : {}),
+      ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
+    }),
     metrics: deps.metrics,
     log: deps.log,
     now: deps.now,

@@ -33,7 +33,11 @@ export const HTTP2_PING_INTERVAL_MS = 10_000;
  * 20 KB node events stopped the apiserver's sender. undici 8.13 reads the stream window from
  * `h2Options.initialWindowSize`, not from `h2Options.settings.initialWindowSize` as its typings say.
  */
-export const H2_OPTIONS = { pingInterval: HTTP2_PING_INTERVAL_MS, connectionWindowSize: 1 << 30, initialWindowSize: 4 << 20 };
+export const H2_OPTIONS = {
+  pingInterval: HTTP2_PING_INTERVAL_MS,
+  connectionWindowSize: 1 << 30,
+  initialWindowSize: 4 << 20,
+};
 /**
  * The deadline of every API call. A call on a connection that went silent (no FIN) would hang
  * for good, and with it the work-queue key or the relist waiting on it; the PING catches a dead
@@ -115,7 +119,11 @@ export class KubeClient {
     const body = o.body === undefined ? undefined : JSON.stringify(o.body);
     if (body !== undefined) headers['content-type'] = o.contentType ?? 'application/json';
     const res = await request(url, {
-      method, headers, body, dispatcher: this.connections().calls, signal: AbortSignal.timeout(o.timeoutMs ?? API_CALL_TIMEOUT_MS),
+      method,
+      headers,
+      body,
+      dispatcher: this.connections().calls,
+      signal: AbortSignal.timeout(o.timeoutMs ?? API_CALL_TIMEOUT_MS),
     });
     const text = await res.body.text();
     if (res.statusCode < 200 || res.statusCode > 299) throw new ApiError(res.statusCode, text);
@@ -123,7 +131,12 @@ export class KubeClient {
   }
 
   /** A streamed GET (a watch): the response once its status is 200, on a connection of its own. */
-  async stream(path: string, query: Query, accept: string, signal: AbortSignal): Promise<NodeJS.ReadableStream & { destroy(err?: unknown): void }> {
+  async stream(
+    path: string,
+    query: Query,
+    accept: string,
+    signal: AbortSignal,
+  ): Promise<NodeJS.ReadableStream & { destroy(err?: unknown): void }> {
     const { url, headers } = await this.prepare(path, query, accept);
     const { watches, calls } = this.connections();
     if (!watches) {
@@ -150,10 +163,12 @@ export class KubeClient {
     const all = [...this.retiring, ...(this.current ? [this.current] : [])];
     this.current = undefined;
     this.retiring.clear();
-    await Promise.all(all.map(async (c) => {
-      c.watches?.destroy();
-      await c.calls.destroy().catch(() => {});
-    }));
+    await Promise.all(
+      all.map(async (c) => {
+        c.watches?.destroy();
+        await c.calls.destroy().catch(() => {});
+      }),
+    );
   }
 
   private async prepare(path: string, query: Query | undefined, accept = 'application/json') {

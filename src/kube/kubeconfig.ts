@@ -18,8 +18,16 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
 export const REREAD_MS = 60_000;
 
 type Fields = Record<string, unknown>;
-interface Named { name?: string; [entry: string]: unknown }
-interface KubeconfigDoc { clusters?: Named[]; users?: Named[]; contexts?: Named[]; 'current-context'?: string }
+interface Named {
+  name?: string;
+  [entry: string]: unknown;
+}
+interface KubeconfigDoc {
+  clusters?: Named[];
+  users?: Named[];
+  contexts?: Named[];
+  'current-context'?: string;
+}
 
 type Reader = () => Buffer;
 
@@ -42,24 +50,39 @@ function fileReader(path: string, now: () => number): Reader {
   };
 }
 
-function tlsReader(parts: { ca?: Reader; cert?: Reader; key?: Reader }, rejectUnauthorized: boolean, servername?: string): () => TlsMaterial {
+function tlsReader(
+  parts: { ca?: Reader; cert?: Reader; key?: Reader },
+  rejectUnauthorized: boolean,
+  servername?: string,
+): () => TlsMaterial {
   let current: TlsMaterial | undefined;
   return () => {
     const ca = parts.ca?.();
     const cert = parts.cert?.();
     const key = parts.key?.();
     if (!current || current.ca !== ca || current.cert !== cert || current.key !== key) {
-      current = { rejectUnauthorized, ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(servername ? { servername } : {}) };
+      current = {
+        rejectUnauthorized,
+        ...(ca ? { ca } : {}),
+        ...(cert ? { cert } : {}),
+        ...(key ? { key } : {}),
+        ...(servername ? { servername } : {}),
+      };
     }
     return current;
   };
 }
 
 /** The pod's own ServiceAccount, as rest.InClusterConfig reads it. */
-export function inClusterAccess(env: NodeJS.ProcessEnv, dir = SERVICE_ACCOUNT_DIR, now: () => number = Date.now): ClusterAccess {
+export function inClusterAccess(
+  env: NodeJS.ProcessEnv,
+  dir = SERVICE_ACCOUNT_DIR,
+  now: () => number = Date.now,
+): ClusterAccess {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) throw new Error('not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set');
+  if (!host || !port)
+    throw new Error('not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set');
   const token = fileReader(join(dir, 'token'), now);
   token();
   return {
@@ -71,7 +94,11 @@ export function inClusterAccess(env: NodeJS.ProcessEnv, dir = SERVICE_ACCOUNT_DI
 
 /** Merges kubeconfig files as kubectl does; relative paths are taken from the file that holds them. */
 export function mergeKubeconfigs(files: { path: string; text: string }[]): KubeconfigDoc {
-  const merged: Required<Pick<KubeconfigDoc, 'clusters' | 'users' | 'contexts'>> & KubeconfigDoc = { clusters: [], users: [], contexts: [] };
+  const merged: Required<Pick<KubeconfigDoc, 'clusters' | 'users' | 'contexts'>> & KubeconfigDoc = {
+    clusters: [],
+    users: [],
+    contexts: [],
+  };
   for (const { path, text } of files) {
     const doc = (parse(text) ?? {}) as KubeconfigDoc;
     const base = dirname(resolve(path));
@@ -91,7 +118,8 @@ const PATH_FIELDS = ['certificate-authority', 'client-certificate', 'client-key'
 function absolutePaths(entry: Named, base: string): Named {
   const inner = (entry.cluster ?? entry.user ?? {}) as Fields;
   const fixed: Fields = { ...inner };
-  for (const f of PATH_FIELDS) if (typeof inner[f] === 'string' && inner[f] && !isAbsolute(inner[f])) fixed[f] = join(base, inner[f]);
+  for (const f of PATH_FIELDS)
+    if (typeof inner[f] === 'string' && inner[f] && !isAbsolute(inner[f])) fixed[f] = join(base, inner[f]);
   return entry.cluster ? { ...entry, cluster: fixed } : { ...entry, user: fixed };
 }
 
@@ -103,11 +131,14 @@ export function kubeconfigAccess(doc: KubeconfigDoc, context?: string, now: () =
   const ctx = find('contexts', contextName)?.context as Fields | undefined;
   if (!ctx) throw new Error(`the kubeconfig has no context ${JSON.stringify(contextName)}`);
   const cluster = find('clusters', ctx.cluster)?.cluster as Fields | undefined;
-  if (!cluster || typeof cluster.server !== 'string') throw new Error(`the kubeconfig has no cluster ${JSON.stringify(ctx.cluster)} with a server`);
+  if (!cluster || typeof cluster.server !== 'string')
+    throw new Error(`the kubeconfig has no cluster ${JSON.stringify(ctx.cluster)} with a server`);
   const user = (ctx.user === undefined ? {} : (find('users', ctx.user)?.user as Fields | undefined)) ?? {};
   const proxyUrl = cluster['proxy-url'] as string | undefined;
-  if (proxyUrl && !/^https?:/.test(proxyUrl)) throw new Error(`proxy-url ${JSON.stringify(proxyUrl)}: only http and https proxies are supported`);
-  if (user.as || user['as-groups']) throw new Error('impersonation (as, as-groups) in a kubeconfig is not supported by serve, explain or report');
+  if (proxyUrl && !/^https?:/.test(proxyUrl))
+    throw new Error(`proxy-url ${JSON.stringify(proxyUrl)}: only http and https proxies are supported`);
+  if (user.as || user['as-groups'])
+    throw new Error('impersonation (as, as-groups) in a kubeconfig is not supported by serve, explain or report');
   const source = (data: unknown, file: unknown): Reader | undefined => {
     if (typeof data === 'string' && data) {
       const bytes = Buffer.from(data, 'base64');
@@ -116,15 +147,29 @@ export function kubeconfigAccess(doc: KubeconfigDoc, context?: string, now: () =
     return typeof file === 'string' && file ? fileReader(file, now) : undefined;
   };
   const tls = tlsReader(
-    { ca: source(cluster['certificate-authority-data'], cluster['certificate-authority']), cert: source(user['client-certificate-data'], user['client-certificate']), key: source(user['client-key-data'], user['client-key']) },
+    {
+      ca: source(cluster['certificate-authority-data'], cluster['certificate-authority']),
+      cert: source(user['client-certificate-data'], user['client-certificate']),
+      key: source(user['client-key-data'], user['client-key']),
+    },
     cluster['insecure-skip-tls-verify'] !== true,
     cluster['tls-server-name'] as string | undefined,
   );
   tls();
-  return { server: cluster.server, ...(proxyUrl ? { proxyUrl } : {}), tls, authorization: authorization(user, doc, contextName, now) };
+  return {
+    server: cluster.server,
+    ...(proxyUrl ? { proxyUrl } : {}),
+    tls,
+    authorization: authorization(user, doc, contextName, now),
+  };
 }
 
-function authorization(user: Fields, doc: KubeconfigDoc, context: string, now: () => number): ClusterAccess['authorization'] {
+function authorization(
+  user: Fields,
+  doc: KubeconfigDoc,
+  context: string,
+  now: () => number,
+): ClusterAccess['authorization'] {
   if (user.exec || user['auth-provider']) return pluginAuthorization(doc, context);
   if (typeof user.token === 'string' && user.token) {
     const header = `Bearer ${user.token}`;
@@ -160,8 +205,13 @@ function pluginAuthorization(doc: KubeconfigDoc, context: string): ClusterAccess
 }
 
 /** What `serve` and the CLI's live reads connect with: KUBECONFIG's files, else the pod's ServiceAccount, else ~/.kube/config. */
-export function loadClusterAccess(env: NodeJS.ProcessEnv = process.env, home = homedir(), serviceAccountDir = SERVICE_ACCOUNT_DIR): ClusterAccess {
-  const fromFiles = (paths: string[]) => kubeconfigAccess(mergeKubeconfigs(paths.map((path) => ({ path, text: readFileSync(path, 'utf8') }))));
+export function loadClusterAccess(
+  env: NodeJS.ProcessEnv = process.env,
+  home = homedir(),
+  serviceAccountDir = SERVICE_ACCOUNT_DIR,
+): ClusterAccess {
+  const fromFiles = (paths: string[]) =>
+    kubeconfigAccess(mergeKubeconfigs(paths.map((path) => ({ path, text: readFileSync(path, 'utf8') }))));
   const listed = (env.KUBECONFIG ?? '').split(':').filter(Boolean);
   if (listed.length > 0) {
     const present = listed.filter((p) => existsSync(p));

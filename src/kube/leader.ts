@@ -36,7 +36,10 @@ interface LeaseSpec {
   renewTime?: string;
   leaseTransitions?: number;
 }
-interface Lease { metadata?: { name?: string; namespace?: string; resourceVersion?: string }; spec?: LeaseSpec }
+interface Lease {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+  spec?: LeaseSpec;
+}
 
 export class LeaderElector {
   private readonly o: LeaderElectionOptions;
@@ -67,16 +70,23 @@ export class LeaderElector {
     await this.loop;
     if (this.leading) {
       await this.setLeading(false);
-      await this.release().catch((err: unknown) => this.o.log.warn({ err: (err as Error).message }, 'could not release the lease'));
+      await this.release().catch((err: unknown) =>
+        this.o.log.warn({ err: (err as Error).message }, 'could not release the lease'),
+      );
     }
   }
 
   /** A Lease call that hangs must not keep a leader leading past its renew deadline. */
   private async attempt(budgetMs: number): Promise<'leader' | 'follower' | 'error'> {
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'error'>((resolve) => (timer = setTimeout(() => resolve('error'), Math.max(1, budgetMs))));
+    const timeout = new Promise<'error'>(
+      (resolve) => (timer = setTimeout(() => resolve('error'), Math.max(1, budgetMs))),
+    );
     try {
-      return await Promise.race([this.tryAcquireOrRenew().then((ok): 'leader' | 'follower' => (ok ? 'leader' : 'follower')), timeout]);
+      return await Promise.race([
+        this.tryAcquireOrRenew().then((ok): 'leader' | 'follower' => (ok ? 'leader' : 'follower')),
+        timeout,
+      ]);
     } catch (err) {
       this.o.log.warn({ err: (err as Error).message }, 'lease update failed');
       return 'error';
@@ -100,7 +110,10 @@ export class LeaderElector {
         this.o.log.warn('another replica holds the lease; stepping down');
         void this.setLeading(false);
       } else if (this.leading && Date.now() - this.lastRenew > this.o.renewDeadlineMs) {
-        this.o.log.warn({ renewDeadlineMs: this.o.renewDeadlineMs }, 'could not renew the lease in time; stepping down');
+        this.o.log.warn(
+          { renewDeadlineMs: this.o.renewDeadlineMs },
+          'could not renew the lease in time; stepping down',
+        );
         void this.setLeading(false);
       }
       await sleep(this.o.retryPeriodMs, this.stopController.signal);
@@ -110,7 +123,10 @@ export class LeaderElector {
   private async setLeading(leading: boolean): Promise<void> {
     this.leading = leading;
     this.o.metrics.leader.set(leading ? 1 : 0);
-    this.o.log.info({ identity: this.o.identity, lease: `${this.o.namespace}/${this.o.name}` }, leading ? 'became leader' : 'no longer leader');
+    this.o.log.info(
+      { identity: this.o.identity, lease: `${this.o.namespace}/${this.o.name}` },
+      leading ? 'became leader' : 'no longer leader',
+    );
     if (leading) this.o.onStartedLeading();
     else await this.o.onStoppedLeading();
   }
@@ -119,7 +135,7 @@ export class LeaderElector {
     return {
       holderIdentity: this.o.identity,
       leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
-      acquireTime: acquire ? microTime(now) : previous?.acquireTime ?? microTime(now),
+      acquireTime: acquire ? microTime(now) : (previous?.acquireTime ?? microTime(now)),
       renewTime: microTime(now),
       leaseTransitions: transitions,
     };
@@ -133,7 +149,14 @@ export class LeaderElector {
       lease = await this.read();
     } catch (err) {
       if (httpStatus(err) !== 404) throw err;
-      await this.o.client.call('POST', this.path, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: this.spec(now, 0, true) } });
+      await this.o.client.call('POST', this.path, {
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace },
+          spec: this.spec(now, 0, true),
+        },
+      });
       return true;
     }
     const spec = lease.spec ?? {};
@@ -160,6 +183,9 @@ export class LeaderElector {
   private async release(): Promise<void> {
     const lease = await this.read();
     if (lease.spec?.holderIdentity !== this.o.identity) return;
-    await this.replace({ ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(Date.now()) } });
+    await this.replace({
+      ...lease,
+      spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(Date.now()) },
+    });
   }
 }

@@ -18,10 +18,21 @@ interface ListBody {
 }
 
 /** Pages of `path`'s list, as the apiserver serves them (`accept` may ask for metadata only). */
-export function lister(client: KubeClient, path: string, o: { accept?: string; labelSelector?: string } = {}): (continueToken: string | undefined) => Promise<ListPage> {
+export function lister(
+  client: KubeClient,
+  path: string,
+  o: { accept?: string; labelSelector?: string } = {},
+): (continueToken: string | undefined) => Promise<ListPage> {
   return async (token) => {
-    const body = await client.call<ListBody>('GET', path, { query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector: o.labelSelector }, ...(o.accept ? { accept: o.accept } : {}) });
-    return { items: body.items ?? [], resourceVersion: body.metadata?.resourceVersion ?? '', continueToken: body.metadata?.continue || undefined };
+    const body = await client.call<ListBody>('GET', path, {
+      query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector: o.labelSelector },
+      ...(o.accept ? { accept: o.accept } : {}),
+    });
+    return {
+      items: body.items ?? [],
+      resourceVersion: body.metadata?.resourceVersion ?? '',
+      continueToken: body.metadata?.continue || undefined,
+    };
   };
 }
 

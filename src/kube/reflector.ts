@@ -134,8 +134,16 @@ export class Reflector<T> {
         const code = httpStatus(err);
         if (this.o.optional && (code === 404 || code === 403)) {
           if (!this.hasSynced) {
-            if (code === 404) this.o.log.info({ resource: this.o.resource }, 'not served by this cluster; looked for again every few minutes');
-            else this.o.log.warn({ resource: this.o.resource }, 'not allowed to list it (403): what needs it stays unknown; asked again every few minutes');
+            if (code === 404)
+              this.o.log.info(
+                { resource: this.o.resource },
+                'not served by this cluster; looked for again every few minutes',
+              );
+            else
+              this.o.log.warn(
+                { resource: this.o.resource },
+                'not allowed to list it (403): what needs it stays unknown; asked again every few minutes',
+              );
             this.hasSynced = true;
             this.syncedResolve();
           }
@@ -145,7 +153,10 @@ export class Reflector<T> {
         if (this.hasSynced) this.gapSince ??= this.lastEventAt;
         const delay = backoffDelay(failures++, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000);
         this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'error' });
-        this.o.log.warn({ resource: this.o.resource, err: describe(err), retryInMs: delay }, 'list/watch failed; retrying');
+        this.o.log.warn(
+          { resource: this.o.resource, err: describe(err), retryInMs: delay },
+          'list/watch failed; retrying',
+        );
         await sleep(delay, this.stopController.signal);
       }
     }
@@ -196,11 +207,19 @@ export class Reflector<T> {
         return end;
       }
       this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: end });
-      if (end === 'idle') this.o.log.debug({ resource: this.o.resource }, 'no event or bookmark within the watchdog period; watch restarted');
+      if (end === 'idle')
+        this.o.log.debug(
+          { resource: this.o.resource },
+          'no event or bookmark within the watchdog period; watch restarted',
+        );
       // A watch that keeps ending without delivering anything (an ERROR event, an immediate
       // close) is retried with back-off, never in a tight loop against the apiserver.
       fruitless = events > 0 || end === 'idle' ? 0 : fruitless + 1;
-      if (fruitless > 0) await sleep(backoffDelay(fruitless - 1, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000), this.stopController.signal);
+      if (fruitless > 0)
+        await sleep(
+          backoffDelay(fruitless - 1, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000),
+          this.stopController.signal,
+        );
     }
   }
 
@@ -262,14 +281,27 @@ export class Reflector<T> {
         handle(line);
       } catch (err) {
         // A relist repairs whatever this event would have changed.
-        this.o.log.error({ resource: this.o.resource, err: (err as Error).message }, 'handling a watch event failed; relisting');
+        this.o.log.error(
+          { resource: this.o.resource, err: (err as Error).message },
+          'handling a watch event failed; relisting',
+        );
         this.relistDue = true;
         controller.abort();
       }
     };
     let failure: unknown;
     try {
-      await streamLines(this.o.client, { path: this.o.watchPath, query, accept: this.o.accept, signal: controller.signal, inactivityMs: this.o.watchdogMs ?? 2 * 60_000 }, onLine);
+      await streamLines(
+        this.o.client,
+        {
+          path: this.o.watchPath,
+          query,
+          accept: this.o.accept,
+          signal: controller.signal,
+          inactivityMs: this.o.watchdogMs ?? 2 * 60_000,
+        },
+        onLine,
+      );
     } catch (err) {
       failure = err;
     } finally {

@@ -26,13 +26,21 @@ export interface StreamRequest {
  * arrives for `inactivityMs`. Plain 'data' events and a coarse inactivity check keep the cost per
  * event low: at kubelet heartbeat rates a promise and a timer per chunk showed in profiles.
  */
-export async function streamLines(client: KubeClient, req: StreamRequest, onLine: (line: Buffer) => void): Promise<void> {
+export async function streamLines(
+  client: KubeClient,
+  req: StreamRequest,
+  onLine: (line: Buffer) => void,
+): Promise<void> {
   const inactivity = new AbortController();
   const signal = AbortSignal.any([req.signal, inactivity.signal]);
   let lastData = Date.now();
-  const check = setInterval(() => {
-    if (Date.now() - lastData >= req.inactivityMs) inactivity.abort(new DOMException('no watch event within the watchdog period', 'TimeoutError'));
-  }, Math.max(10, Math.min(1000, req.inactivityMs / 4)));
+  const check = setInterval(
+    () => {
+      if (Date.now() - lastData >= req.inactivityMs)
+        inactivity.abort(new DOMException('no watch event within the watchdog period', 'TimeoutError'));
+    },
+    Math.max(10, Math.min(1000, req.inactivityMs / 4)),
+  );
   check.unref();
   try {
     const body = await client.stream(req.path, req.query, req.accept ?? 'application/json', signal);
@@ -79,6 +87,9 @@ export interface ParsedEvent {
 }
 
 export function parseEvent(line: Buffer): ParsedEvent {
-  const event = JSON.parse(line.toString('utf8')) as { type: string; object?: { metadata?: { resourceVersion?: string } } };
+  const event = JSON.parse(line.toString('utf8')) as {
+    type: string;
+    object?: { metadata?: { resourceVersion?: string } };
+  };
   return { type: event.type, object: event.object, resourceVersion: event.object?.metadata?.resourceVersion };
 }

@@ -16,7 +16,9 @@ const term = (Field: string, Value: string): Filter => ({ Field, Type: 'TERM_MAT
 
 interface PriceItem {
   product?: { attributes?: { instanceType?: string } };
-  terms?: { OnDemand?: Record<string, { priceDimensions?: Record<string, { pricePerUnit?: Record<string, string> }> }> };
+  terms?: {
+    OnDemand?: Record<string, { priceDimensions?: Record<string, { pricePerUnit?: Record<string, string> }> }>;
+  };
 }
 
 /** One GetProducts page's prices (onDemandPage): items without an instance type or a price are skipped. */
@@ -42,14 +44,34 @@ export function onDemandPage(priceList: readonly unknown[], currency: string): M
 }
 
 /** On-demand USD (CNY in China) an hour per instance type in `region`. */
-export async function fetchOnDemand(client: AwsClient, region: string, signal: AbortSignal): Promise<Map<string, number>> {
+export async function fetchOnDemand(
+  client: AwsClient,
+  region: string,
+  signal: AbortSignal,
+): Promise<Map<string, number>> {
   const currency = region.startsWith('cn-') ? 'CNY' : 'USD';
-  const base = [term('regionCode', region), term('serviceCode', 'AmazonEC2'), term('preInstalledSw', 'NA'), term('operatingSystem', 'Linux'), term('capacitystatus', 'Used'), term('marketoption', 'OnDemand')];
+  const base = [
+    term('regionCode', region),
+    term('serviceCode', 'AmazonEC2'),
+    term('preInstalledSw', 'NA'),
+    term('operatingSystem', 'Linux'),
+    term('capacitystatus', 'Used'),
+    term('marketoption', 'OnDemand'),
+  ];
   const query = async (extra: Filter[]) => {
     const prices = new Map<string, number>();
     let next: string | undefined;
     do {
-      const page = (await client.pricing('GetProducts', { ServiceCode: 'AmazonEC2', Filters: [...base, ...extra], MaxResults: 100, ...(next ? { NextToken: next } : {}) }, signal)) as { PriceList?: unknown[]; NextToken?: string };
+      const page = (await client.pricing(
+        'GetProducts',
+        {
+          ServiceCode: 'AmazonEC2',
+          Filters: [...base, ...extra],
+          MaxResults: 100,
+          ...(next ? { NextToken: next } : {}),
+        },
+        signal,
+      )) as { PriceList?: unknown[]; NextToken?: string };
       for (const [type, price] of onDemandPage(page.PriceList ?? [], currency)) prices.set(type, price);
       next = page.NextToken || undefined;
     } while (next);
@@ -64,7 +86,13 @@ export async function fetchOnDemand(client: AwsClient, region: string, signal: A
 }
 
 /** Every item of an EC2 list action's `set`, following nextToken. */
-async function* ec2Items(client: AwsClient, action: string, params: Record<string, string>, set: string, signal: AbortSignal): AsyncGenerator<XmlElement> {
+async function* ec2Items(
+  client: AwsClient,
+  action: string,
+  params: Record<string, string>,
+  set: string,
+  signal: AbortSignal,
+): AsyncGenerator<XmlElement> {
   let next: string | undefined;
   do {
     const page = await client.ec2(action, { ...params, ...(next ? { NextToken: next } : {}) }, signal);
@@ -74,9 +102,18 @@ async function* ec2Items(client: AwsClient, action: string, params: Record<strin
 }
 
 /** Spot USD an hour per instance type and zone: EC2's latest record of each. */
-export async function fetchSpot(client: AwsClient, now: Date, signal: AbortSignal): Promise<Map<string, Map<string, number>>> {
+export async function fetchSpot(
+  client: AwsClient,
+  now: Date,
+  signal: AbortSignal,
+): Promise<Map<string, Map<string, number>>> {
   const prices = new Map<string, Map<string, number>>();
-  const params = { 'ProductDescription.1': 'Linux/UNIX', 'ProductDescription.2': 'Linux/UNIX (Amazon VPC)', StartTime: now.toISOString(), MaxResults: '1000' };
+  const params = {
+    'ProductDescription.1': 'Linux/UNIX',
+    'ProductDescription.2': 'Linux/UNIX (Amazon VPC)',
+    StartTime: now.toISOString(),
+    MaxResults: '1000',
+  };
   for await (const r of ec2Items(client, 'DescribeSpotPriceHistory', params, 'spotPriceHistorySet', signal)) {
     const price = Number.parseFloat(text(r, 'spotPrice') ?? '');
     const type = text(r, 'instanceType');
@@ -96,7 +133,13 @@ export async function fetchSpot(client: AwsClient, now: Date, signal: AbortSigna
 /** The availability zones EC2 offers each instance type in. */
 export async function fetchOfferedZones(client: AwsClient, signal: AbortSignal): Promise<Map<string, Set<string>>> {
   const zones = new Map<string, Set<string>>();
-  for await (const o of ec2Items(client, 'DescribeInstanceTypeOfferings', { LocationType: 'availability-zone', MaxResults: '1000' }, 'instanceTypeOfferingSet', signal)) {
+  for await (const o of ec2Items(
+    client,
+    'DescribeInstanceTypeOfferings',
+    { LocationType: 'availability-zone', MaxResults: '1000' },
+    'instanceTypeOfferingSet',
+    signal,
+  )) {
     const type = text(o, 'instanceType');
     const location = text(o, 'location');
     if (!type || !location) continue;

@@ -34,7 +34,9 @@ class Sha256 {
 
 function bytes(data: SourceData): string | Uint8Array {
   if (typeof data === 'string') return data;
-  return ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
+  return ArrayBuffer.isView(data)
+    ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    : new Uint8Array(data);
 }
 
 export class AwsError extends Error {
@@ -78,31 +80,61 @@ export interface AwsClient {
   pricing(action: string, body: unknown, signal: AbortSignal): Promise<unknown>;
 }
 
-const RETRYABLE = new Set(['Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'InternalError', 'InternalErrorException', 'ServiceUnavailable', 'Unavailable']);
+const RETRYABLE = new Set([
+  'Throttling',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalError',
+  'InternalErrorException',
+  'ServiceUnavailable',
+  'Unavailable',
+]);
 
 export function awsClient(o: AwsClientOptions): AwsClient {
   const env = o.env ?? process.env;
   const credentials = o.credentials ?? defaultProvider();
   const maxAttempts = o.maxAttempts ?? 3;
   const pricing = pricingRegion(o.region);
-  const ec2Url = new URL(env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL ?? `https://ec2.${o.region}.${dnsSuffix(o.region)}`);
-  const pricingUrl = new URL(env.AWS_ENDPOINT_URL_PRICING ?? env.AWS_ENDPOINT_URL ?? `https://api.pricing.${pricing}.${dnsSuffix(pricing)}`);
+  const ec2Url = new URL(
+    env.AWS_ENDPOINT_URL_EC2 ?? env.AWS_ENDPOINT_URL ?? `https://ec2.${o.region}.${dnsSuffix(o.region)}`,
+  );
+  const pricingUrl = new URL(
+    env.AWS_ENDPOINT_URL_PRICING ?? env.AWS_ENDPOINT_URL ?? `https://api.pricing.${pricing}.${dnsSuffix(pricing)}`,
+  );
   const signers = {
     ec2: new SignatureV4({ service: 'ec2', region: o.region, credentials, sha256: Sha256, applyChecksum: true }),
     pricing: new SignatureV4({ service: 'pricing', region: pricing, credentials, sha256: Sha256, applyChecksum: true }),
   };
 
   /** Signs and sends one POST, retrying throttling, 5xx and network errors with back-off. */
-  async function send(service: keyof typeof signers, url: URL, headers: Record<string, string>, body: string, signal: AbortSignal, errorOf: (status: number, text: string) => AwsError): Promise<string> {
+  async function send(
+    service: keyof typeof signers,
+    url: URL,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+    errorOf: (status: number, text: string) => AwsError,
+  ): Promise<string> {
     for (let attempt = 1; ; attempt++) {
       const request = {
-        method: 'POST', protocol: url.protocol, hostname: url.hostname, ...(url.port ? { port: Number(url.port) } : {}), path: url.pathname, query: {},
-        headers: { host: url.host, ...headers }, body,
+        method: 'POST',
+        protocol: url.protocol,
+        hostname: url.hostname,
+        ...(url.port ? { port: Number(url.port) } : {}),
+        path: url.pathname,
+        query: {},
+        headers: { host: url.host, ...headers },
+        body,
       };
       const signed = await signers[service].sign(request);
       let failure: Error;
       try {
-        const res = await fetch(url, { method: 'POST', headers: signed.headers as Record<string, string>, body, signal });
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: signed.headers as Record<string, string>,
+          body,
+          signal,
+        });
         const text = await res.text();
         if (res.ok) return text;
         const error = errorOf(res.status, text);
@@ -113,32 +145,53 @@ export function awsClient(o: AwsClientOptions): AwsClient {
         failure = err as Error;
       }
       if (attempt >= maxAttempts) throw failure;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2000) * (0.5 + Math.random() / 2)));
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(100 * 2 ** attempt, 2000) * (0.5 + Math.random() / 2)),
+      );
     }
   }
 
   return {
     async ec2(action, params, signal) {
       const body = new URLSearchParams({ Action: action, Version: '2016-11-15', ...params }).toString();
-      const text = await send('ec2', ec2Url, { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }, body, signal, (status, xml) => {
-        const error = /<Code>([^<]*)<\/Code>[\s\S]*?<Message>([^<]*)<\/Message>/.exec(xml);
-        return new AwsError('EC2', status, error?.[1] ?? 'Unknown', error?.[2] ?? xml.slice(0, 200));
-      });
+      const text = await send(
+        'ec2',
+        ec2Url,
+        { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+        body,
+        signal,
+        (status, xml) => {
+          const error = /<Code>([^<]*)<\/Code>[\s\S]*?<Message>([^<]*)<\/Message>/.exec(xml);
+          return new AwsError('EC2', status, error?.[1] ?? 'Unknown', error?.[2] ?? xml.slice(0, 200));
+        },
+      );
       const parsed = parseXML(text) as Record<string, XmlElement>;
       const root = parsed[`${action}Response`];
       if (root === undefined) throw new AwsError('EC2', 200, 'UnexpectedAnswer', `no ${action}Response in the answer`);
       return root;
     },
     async pricing(action, request, signal) {
-      const text = await send('pricing', pricingUrl, { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `AWSPriceListService.${action}` }, JSON.stringify(request), signal, (status, json) => {
-        let answer: { __type?: string; message?: string; Message?: string } = {};
-        try {
-          answer = JSON.parse(json) as typeof answer;
-        } catch {
-          // not JSON: the status says enough
-        }
-        return new AwsError('Pricing', status, answer.__type?.split('#').at(-1) ?? 'Unknown', answer.message ?? answer.Message ?? json.slice(0, 200));
-      });
+      const text = await send(
+        'pricing',
+        pricingUrl,
+        { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `AWSPriceListService.${action}` },
+        JSON.stringify(request),
+        signal,
+        (status, json) => {
+          let answer: { __type?: string; message?: string; Message?: string } = {};
+          try {
+            answer = JSON.parse(json) as typeof answer;
+          } catch {
+            // not JSON: the status says enough
+          }
+          return new AwsError(
+            'Pricing',
+            status,
+            answer.__type?.split('#').at(-1) ?? 'Unknown',
+            answer.message ?? answer.Message ?? json.slice(0, 200),
+          );
+        },
+      );
       return JSON.parse(text) as unknown;
     },
   };

@@ -13,7 +13,14 @@ export class Prices implements PriceBook {
   private readonly offered: ReadonlyMap<string, ReadonlySet<string>> | undefined;
 
   /** `spot` undefined: the source has no spot prices at all; `offered` undefined: it does not say where types are offered. */
-  constructor(o: { source: string; asOf?: number; region?: string; onDemand: ReadonlyMap<string, number>; spot?: ReadonlyMap<string, ReadonlyMap<string, number>>; offered?: ReadonlyMap<string, ReadonlySet<string>> }) {
+  constructor(o: {
+    source: string;
+    asOf?: number;
+    region?: string;
+    onDemand: ReadonlyMap<string, number>;
+    spot?: ReadonlyMap<string, ReadonlyMap<string, number>>;
+    offered?: ReadonlyMap<string, ReadonlySet<string>>;
+  }) {
     this.source = o.source;
     this.asOf = o.asOf;
     this.region = o.region;
@@ -24,7 +31,8 @@ export class Prices implements PriceBook {
     if (this.offered === undefined) this.offeredZones = undefined;
   }
 
-  offeredZones?: (instanceType: string) => ReadonlySet<string> | undefined = (instanceType) => this.offered?.get(instanceType) ?? EMPTY;
+  offeredZones?: (instanceType: string) => ReadonlySet<string> | undefined = (instanceType) =>
+    this.offered?.get(instanceType) ?? EMPTY;
 
   get hasSpot(): boolean {
     return this.spotPrices !== undefined;

@@ -43,10 +43,13 @@ export class PriceSource {
     this.o = opts;
     if (opts.mode !== 'off') this.onDemand = { prices: staticOnDemand(opts.region), source: STATIC_SOURCE };
     if (opts.mode === 'aws' || opts.mode === 'isolated') {
-      if (opts.region === undefined) throw new Error(`prices.source ${opts.mode} needs a region (prices.region, or AWS_REGION)`);
+      if (opts.region === undefined)
+        throw new Error(`prices.source ${opts.mode} needs a region (prices.region, or AWS_REGION)`);
       const region = opts.region;
       // Loaded only where AWS is read: static and off modes carry no signer or credential chain.
-      this.client = opts.client ? Promise.resolve(opts.client) : import('./aws-client.ts').then((m) => m.awsClient({ region }));
+      this.client = opts.client
+        ? Promise.resolve(opts.client)
+        : import('./aws-client.ts').then((m) => m.awsClient({ region }));
     }
     this.rebuild();
     opts.metrics.atScrape.prices = () => this.exportGauges();
@@ -91,11 +94,25 @@ export class PriceSource {
     ]);
     if (offered.status === 'fulfilled') this.offered = offered.value;
     const at = this.o.now();
-    if (od.status === 'fulfilled' && od.value) this.onDemand = { prices: new Map([...this.onDemand!.prices, ...od.value]), source: 'aws', at };
+    if (od.status === 'fulfilled' && od.value)
+      this.onDemand = { prices: new Map([...this.onDemand!.prices, ...od.value]), source: 'aws', at };
     if (spot.status === 'fulfilled') this.spot = { prices: mergeZonal(this.spot?.prices, spot.value), at };
-    for (const [kind, result] of (isolated ? [['spot', spot], ['offerings', offered]] : [['on_demand', od], ['spot', spot], ['offerings', offered]]) as [string, PromiseSettledResult<unknown>][]) {
+    for (const [kind, result] of (isolated
+      ? [
+          ['spot', spot],
+          ['offerings', offered],
+        ]
+      : [
+          ['on_demand', od],
+          ['spot', spot],
+          ['offerings', offered],
+        ]) as [string, PromiseSettledResult<unknown>][]) {
       this.o.metrics.priceRefreshes.inc({ kind, result: result.status === 'fulfilled' ? 'ok' : 'error' });
-      if (result.status === 'rejected') this.o.log.warn({ kind, err: (result.reason as Error).message }, 'reading prices from AWS failed; keeping the prices known');
+      if (result.status === 'rejected')
+        this.o.log.warn(
+          { kind, err: (result.reason as Error).message },
+          'reading prices from AWS failed; keeping the prices known',
+        );
     }
     this.rebuild();
   }
@@ -105,7 +122,11 @@ export class PriceSource {
       this.book = undefined;
       return;
     }
-    const source = this.spot ? (this.onDemand.source === 'aws' ? 'aws' : `${this.onDemand.source}+ec2-spot`) : this.onDemand.source;
+    const source = this.spot
+      ? this.onDemand.source === 'aws'
+        ? 'aws'
+        : `${this.onDemand.source}+ec2-spot`
+      : this.onDemand.source;
     const asOf = Math.min(this.onDemand.at ?? Number.POSITIVE_INFINITY, this.spot?.at ?? Number.POSITIVE_INFINITY);
     this.book = new Prices({
       source,
@@ -121,7 +142,8 @@ export class PriceSource {
     const m = this.o.metrics;
     m.pricesKnown.reset();
     m.pricesAge.reset();
-    if (this.onDemand) m.pricesKnown.set({ kind: 'on_demand', source: this.onDemand.source }, this.onDemand.prices.size);
+    if (this.onDemand)
+      m.pricesKnown.set({ kind: 'on_demand', source: this.onDemand.source }, this.onDemand.prices.size);
     if (this.book && this.spot) m.pricesKnown.set({ kind: 'spot', source: 'aws' }, this.book.spotCount);
     const now = this.o.now();
     if (this.onDemand?.at !== undefined) m.pricesAge.set({ kind: 'on_demand' }, (now - this.onDemand.at) / 1000);
@@ -130,7 +152,10 @@ export class PriceSource {
 }
 
 /** combineZonalPricing: the new records over the old, zones the new ones lack kept. */
-function mergeZonal(old: Map<string, Map<string, number>> | undefined, fresh: Map<string, Map<string, number>>): Map<string, Map<string, number>> {
+function mergeZonal(
+  old: Map<string, Map<string, number>> | undefined,
+  fresh: Map<string, Map<string, number>>,
+): Map<string, Map<string, number>> {
   const merged = new Map(old ?? []);
   for (const [type, zones] of fresh) merged.set(type, new Map([...(old?.get(type) ?? []), ...zones]));
   return merged;
@@ -146,7 +171,9 @@ export async function readPricesOnce(config: Config): Promise<PriceBook | undefi
   const { createLogger } = await import('../log.ts');
   const source = new PriceSource({
     ...priceSettings(config),
-    metrics: createMetrics(new Registry()), log: createLogger('error'), now: Date.now,
+    metrics: createMetrics(new Registry()),
+    log: createLogger('error'),
+    now: Date.now,
   });
   await source.refresh();
   await source.stop();

@@ -23,5 +23,9 @@ export function staticOnDemand(region: string | undefined): Map<string, number> 
 
 /** The static table alone: on-demand prices, no spot prices. */
 export function staticPrices(region: string | undefined): Prices {
-  return new Prices({ source: STATIC_SOURCE, ...(region !== undefined ? { region } : {}), onDemand: staticOnDemand(region) });
+  return new Prices({
+    source: STATIC_SOURCE,
+    ...(region !== undefined ? { region } : {}),
+    onDemand: staticOnDemand(region),
+  });
 }

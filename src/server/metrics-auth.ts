@@ -151,18 +151,23 @@ export class MetricsAuth {
     try {
       const user = await this.o.reviews.authenticate(token);
       if (!user) verdict = { result: 'unauthenticated' };
-      else if (await this.o.reviews.authorize(user, 'get', METRICS_PATH)) verdict = { result: 'allowed', user: user.username };
+      else if (await this.o.reviews.authorize(user, 'get', METRICS_PATH))
+        verdict = { result: 'allowed', user: user.username };
       else verdict = { result: 'forbidden', user: user.username };
     } catch (err) {
       // Only the kind of failure: an error from a TokenReview call is no place to look for a token.
       const code = httpStatus(err);
-      this.o.log.warn({ kind: failureKind(err), code }, code === 403
-        ? 'cannot check a metrics scrape: the watcher may not create tokenreviews or subjectaccessreviews (see the chart\'s ClusterRole)'
-        : 'cannot check a metrics scrape with the Kubernetes API; answering 503');
+      this.o.log.warn(
+        { kind: failureKind(err), code },
+        code === 403
+          ? "cannot check a metrics scrape: the watcher may not create tokenreviews or subjectaccessreviews (see the chart's ClusterRole)"
+          : 'cannot check a metrics scrape with the Kubernetes API; answering 503',
+      );
       return { result: 'error' };
     }
     const now = this.now();
-    if (verdict.result === 'allowed') this.allowed.set(key, verdict, Math.min(now + this.o.allowTTLMs, jwtExpiryMs(token) ?? Infinity));
+    if (verdict.result === 'allowed')
+      this.allowed.set(key, verdict, Math.min(now + this.o.allowTTLMs, jwtExpiryMs(token) ?? Infinity));
     else this.denied.set(key, verdict, now + Math.min(this.o.allowTTLMs, DENY_TTL_MS));
     return verdict;
   }

@@ -57,11 +57,31 @@ async function startHealthServer(o: OpsListenersOptions): Promise<RunningServer>
 }
 
 /** What each refusal answers; `error` is not the caller's fault, and says so. */
-const REFUSALS: Record<Exclude<Verdict['result'], 'allowed'>, { status: number; headers: Record<string, string>; body: (v: Verdict) => string }> = {
-  unauthenticated: { status: 401, headers: { 'www-authenticate': 'Bearer realm="veneer-node-watcher"' }, body: () => 'Unauthorized: send a bearer token the Kubernetes API accepts (a ServiceAccount token)\n' },
-  forbidden: { status: 403, headers: {}, body: (v) => `Forbidden: ${'user' in v ? JSON.stringify(v.user) : 'the user'} may not get ${METRICS_PATH} (bind it to the metrics-reader ClusterRole)\n` },
-  throttled: { status: 429, headers: { 'retry-after': '1' }, body: () => 'Too Many Requests: too many unknown tokens to check at once\n' },
-  error: { status: 503, headers: { 'retry-after': '5' }, body: () => 'Service Unavailable: the Kubernetes API could not check the token\n' },
+const REFUSALS: Record<
+  Exclude<Verdict['result'], 'allowed'>,
+  { status: number; headers: Record<string, string>; body: (v: Verdict) => string }
+> = {
+  unauthenticated: {
+    status: 401,
+    headers: { 'www-authenticate': 'Bearer realm="veneer-node-watcher"' },
+    body: () => 'Unauthorized: send a bearer token the Kubernetes API accepts (a ServiceAccount token)\n',
+  },
+  forbidden: {
+    status: 403,
+    headers: {},
+    body: (v) =>
+      `Forbidden: ${'user' in v ? JSON.stringify(v.user) : 'the user'} may not get ${METRICS_PATH} (bind it to the metrics-reader ClusterRole)\n`,
+  },
+  throttled: {
+    status: 429,
+    headers: { 'retry-after': '1' },
+    body: () => 'Too Many Requests: too many unknown tokens to check at once\n',
+  },
+  error: {
+    status: 503,
+    headers: { 'retry-after': '5' },
+    body: () => 'Service Unavailable: the Kubernetes API could not check the token\n',
+  },
 };
 
 async function startMetricsServer(o: OpsListenersOptions): Promise<RunningServer> {
@@ -71,12 +91,17 @@ async function startMetricsServer(o: OpsListenersOptions): Promise<RunningServer
   const app = (secure && o.tls
     ? Fastify({ ...common, https: { ...secureContextOptions(o.tls.keyPair), ...SLOW_CLIENT_LIMITS } })
     : Fastify({ ...common, http: SLOW_CLIENT_LIMITS })) as unknown as FastifyInstance;
-  const auth = secure ? new MetricsAuth({ reviews: accessReviews(o.client), allowTTLMs: authCacheTTLMs, log: o.log }) : undefined;
+  const auth = secure
+    ? new MetricsAuth({ reviews: accessReviews(o.client), allowTTLMs: authCacheTTLMs, log: o.log })
+    : undefined;
   const authorize = async (req: FastifyRequest, reply: FastifyReply) => {
     const verdict = await auth!.check(req.headers.authorization);
     o.metrics.metricsAuth.inc({ result: verdict.result });
     if (verdict.result === 'allowed') return;
-    o.log.debug({ result: verdict.result, ...('user' in verdict ? { user: verdict.user } : {}) }, 'metrics scrape refused');
+    o.log.debug(
+      { result: verdict.result, ...('user' in verdict ? { user: verdict.user } : {}) },
+      'metrics scrape refused',
+    );
     const refusal = REFUSALS[verdict.result];
     return reply.code(refusal.status).headers(refusal.headers).send(refusal.body(verdict));
   };

@@ -31,12 +31,16 @@ export function loadKeyPair(files: KeyPairFiles): LoadedKeyPair {
   try {
     cert = readFileSync(files.certFile, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read serving certificate ${files.certFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(
+      `cannot read serving certificate ${files.certFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   try {
     key = readFileSync(files.keyFile, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read serving key ${files.keyFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(
+      `cannot read serving key ${files.keyFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   let x509: X509Certificate;
   try {
@@ -51,7 +55,12 @@ export function loadKeyPair(files: KeyPairFiles): LoadedKeyPair {
     throw new Error(`${files.keyFile} is not a PEM private key`);
   }
   if (!matches) throw new Error(`${files.keyFile} does not belong to the certificate in ${files.certFile}`);
-  return { cert, key, notAfter: Date.parse(x509.validTo), fingerprint: createHash('sha256').update(cert).update(key).digest('hex') };
+  return {
+    cert,
+    key,
+    notAfter: Date.parse(x509.validTo),
+    fingerprint: createHash('sha256').update(cert).update(key).digest('hex'),
+  };
 }
 
 export function secureContextOptions(pair: LoadedKeyPair): SecureContextOptions {

@@ -1,8 +1,18 @@
 // The watcher's view of the cluster: overlays (with history), NodeClaims and Nodes, each fed
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
 import {
-  OverlayIndex, toNodeClaimView, toNodePoolView, toOverlayView,
-  type LaunchKnowledge, type NodeClaimLookup, type NodeClaimView, type NodePoolObject, type NodePoolView, type OverlayObject, type OverlayPolicy, type PriceBook,
+  OverlayIndex,
+  toNodeClaimView,
+  toNodePoolView,
+  toOverlayView,
+  type LaunchKnowledge,
+  type NodeClaimLookup,
+  type NodeClaimView,
+  type NodePoolObject,
+  type NodePoolView,
+  type OverlayObject,
+  type OverlayPolicy,
+  type PriceBook,
 } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
@@ -135,7 +145,10 @@ export class ClusterCaches {
 
   /** Every watch, by the resource name its metrics carry. */
   watches(): Watch[] {
-    return this.reflectors().map((r) => ({ resource: r.resource, lastEventAgeSeconds: () => r.reflector.lastEventAgeSeconds() }));
+    return this.reflectors().map((r) => ({
+      resource: r.resource,
+      lastEventAgeSeconds: () => r.reflector.lastEventAgeSeconds(),
+    }));
   }
 
   private reflectors() {

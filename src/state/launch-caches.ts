@@ -37,7 +37,8 @@ export class InstanceTypeLabels {
 
   seen(node: NodeView): void {
     const type = node.labels[INSTANCE_TYPE];
-    if (type !== undefined && node.labels[REGISTERED] === 'true' && !this.byType.has(type)) this.byType.set(type, node.labels);
+    if (type !== undefined && node.labels[REGISTERED] === 'true' && !this.byType.has(type))
+      this.byType.set(type, node.labels);
   }
 
   get(instanceType: string): Labels | undefined {

@@ -16,7 +16,10 @@ export interface NodeClassZones {
 /** An EC2NodeClass reduced to its name and its subnets' zones. */
 export function nodeClassZones(obj: unknown): NodeClassZones {
   const o = obj as Ec2NodeClassObject;
-  return { name: o.metadata?.name ?? '', zones: new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : []))) };
+  return {
+    name: o.metadata?.name ?? '',
+    zones: new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : []))),
+  };
 }
 
 /**
@@ -52,7 +55,8 @@ export class NodeClaimIndex implements NodeClaimLookup {
   }
 
   remove(claim: NodeClaimView): void {
-    if (claim.providerID && this.byProvider.get(claim.providerID)?.name === claim.name) this.byProvider.delete(claim.providerID);
+    if (claim.providerID && this.byProvider.get(claim.providerID)?.name === claim.name)
+      this.byProvider.delete(claim.providerID);
     this.count(claim.name, undefined);
   }
 

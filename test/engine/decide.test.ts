@@ -1,12 +1,39 @@
 import t from 'tap';
-import { decide, jsonPatch, mergePatch, toNodeClaimView, toNodeView, type Decision, type DecisionStory } from '../../src/engine/index.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, nodeClaimFor, reservedInstance } from '../../kit/veneer.ts';
+import {
+  decide,
+  jsonPatch,
+  mergePatch,
+  toNodeClaimView,
+  toNodeView,
+  type Decision,
+  type DecisionStory,
+} from '../../src/engine/index.ts';
+import {
+  computeSavingsPlan,
+  ec2InstanceSavingsPlan,
+  karpenterNode,
+  nodeClaimFor,
+  reservedInstance,
+} from '../../kit/veneer.ts';
 import { indexWith, iso, settings, T0, withStatus } from './fixtures.ts';
 
-const veneerSet = () => [computeSavingsPlan(), ec2InstanceSavingsPlan('m5', 'us-west-2'), reservedInstance('m5.xlarge', 'us-west-2')];
+const veneerSet = () => [
+  computeSavingsPlan(),
+  ec2InstanceSavingsPlan('m5', 'us-west-2'),
+  reservedInstance('m5.xlarge', 'us-west-2'),
+];
 
-function decideNode(node: ReturnType<typeof karpenterNode>, index = indexWith(veneerSet()), now = T0 + 5_000, claim?: ReturnType<typeof nodeClaimFor>): Decision {
-  return decide({ node: toNodeView(node), nodeClaim: claim ? toNodeClaimView(claim) : undefined, now, decidedBy: 'reconciler' }, index, settings);
+function decideNode(
+  node: ReturnType<typeof karpenterNode>,
+  index = indexWith(veneerSet()),
+  now = T0 + 5_000,
+  claim?: ReturnType<typeof nodeClaimFor>,
+): Decision {
+  return decide(
+    { node: toNodeView(node), nodeClaim: claim ? toNodeClaimView(claim) : undefined, now, decidedBy: 'reconciler' },
+    index,
+    settings,
+  );
 }
 
 const overlayOf = (d: Decision) => (d.outcome === 'influenced' ? d.overlay?.name : d.outcome);
@@ -15,20 +42,44 @@ t.test('scope: only on-demand Karpenter nodes without a record', async (t) => {
   const plain = karpenterNode({ name: 'n', createdAt: iso(T0) });
   delete plain.metadata?.labels?.['karpenter.sh/nodepool'];
   t.match(decideNode(plain), { outcome: 'out-of-scope', reason: /not a Karpenter node/ });
-  t.match(decideNode(karpenterNode({ name: 'n', capacityType: 'spot', createdAt: iso(T0) })), { outcome: 'out-of-scope', reason: /"spot", not on-demand/ });
+  t.match(decideNode(karpenterNode({ name: 'n', capacityType: 'spot', createdAt: iso(T0) })), {
+    outcome: 'out-of-scope',
+    reason: /"spot", not on-demand/,
+  });
   const unknown = karpenterNode({ name: 'n', createdAt: iso(T0) });
   delete unknown.metadata?.labels?.['karpenter.sh/capacity-type'];
   t.match(decideNode(unknown), { outcome: 'out-of-scope', reason: /unknown, not on-demand/ });
-  const recorded = karpenterNode({ name: 'n', createdAt: iso(T0), extraLabels: { 'veneer.io/overlay-influenced': 'false' } });
+  const recorded = karpenterNode({
+    name: 'n',
+    createdAt: iso(T0),
+    extraLabels: { 'veneer.io/overlay-influenced': 'false' },
+  });
   t.same(decideNode(recorded), { outcome: 'recorded' }, 'a record is never decided again');
 });
 
 t.test('precedence: RI (30) > EC2 SP (20) > Compute SP (10); equal weight goes to the later name', async (t) => {
-  t.equal(overlayOf(decideNode(karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) }))), 'cost-aware-ri-m5.xlarge-us-west-2');
-  t.equal(overlayOf(decideNode(karpenterNode({ name: 'b', instanceType: 'm5.2xlarge', createdAt: iso(T0) }))), 'cost-aware-ec2-sp-m5-us-west-2');
-  t.equal(overlayOf(decideNode(karpenterNode({ name: 'c', instanceType: 'c6i.large', createdAt: iso(T0) }))), 'cost-aware-compute-sp-global');
-  const tie = indexWith([ec2InstanceSavingsPlan('m5', 'us-east-1'), ec2InstanceSavingsPlan('m5', 'us-west-2'), ec2InstanceSavingsPlan('m5', 'eu-west-1')]);
-  t.equal(overlayOf(decideNode(karpenterNode({ name: 'd', instanceType: 'm5.large', createdAt: iso(T0) }), tie)), 'cost-aware-ec2-sp-m5-us-west-2', 'reverse alphabetical: the later name wins');
+  t.equal(
+    overlayOf(decideNode(karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) }))),
+    'cost-aware-ri-m5.xlarge-us-west-2',
+  );
+  t.equal(
+    overlayOf(decideNode(karpenterNode({ name: 'b', instanceType: 'm5.2xlarge', createdAt: iso(T0) }))),
+    'cost-aware-ec2-sp-m5-us-west-2',
+  );
+  t.equal(
+    overlayOf(decideNode(karpenterNode({ name: 'c', instanceType: 'c6i.large', createdAt: iso(T0) }))),
+    'cost-aware-compute-sp-global',
+  );
+  const tie = indexWith([
+    ec2InstanceSavingsPlan('m5', 'us-east-1'),
+    ec2InstanceSavingsPlan('m5', 'us-west-2'),
+    ec2InstanceSavingsPlan('m5', 'eu-west-1'),
+  ]);
+  t.equal(
+    overlayOf(decideNode(karpenterNode({ name: 'd', instanceType: 'm5.large', createdAt: iso(T0) }), tie)),
+    'cost-aware-ec2-sp-m5-us-west-2',
+    'reverse alphabetical: the later name wins',
+  );
 });
 
 t.test('overlays Karpenter rejected, capacity-only overlays and unselected overlays never count', async (t) => {
@@ -37,13 +88,43 @@ t.test('overlays Karpenter rejected, capacity-only overlays and unselected overl
     { type: 'ValidationSucceeded', status: 'False', reason: 'Conflict' },
     { type: 'Ready', status: 'False', reason: 'Conflict' },
   ]);
-  t.equal(overlayOf(decideNode(node, indexWith([computeSavingsPlan(), conflict]))), 'cost-aware-compute-sp-global', 'Conflict');
-  const notReady = withStatus(reservedInstance('m5.xlarge', 'us-west-2'), [{ type: 'Ready', status: 'False', reason: 'RuntimeValidation' }]);
-  t.equal(overlayOf(decideNode(node, indexWith([computeSavingsPlan(), notReady]))), 'cost-aware-compute-sp-global', 'Ready=False');
-  t.equal(overlayOf(decideNode(node, indexWith([reservedInstance('m5.xlarge', 'us-west-2')]))), 'cost-aware-ri-m5.xlarge-us-west-2', 'no status yet counts');
-  t.equal(overlayOf(decideNode(node, indexWith([reservedInstance('m5.xlarge', 'us-west-2')], undefined, { requireOverlayReady: true }))), 'not-influenced', 'requireOverlayReady: no status does not count');
-  const ready = withStatus(reservedInstance('m5.xlarge', 'us-west-2'), [{ type: 'ValidationSucceeded', status: 'True' }, { type: 'Ready', status: 'True' }]);
-  t.equal(overlayOf(decideNode(node, indexWith([ready], undefined, { requireOverlayReady: true }))), 'cost-aware-ri-m5.xlarge-us-west-2', 'requireOverlayReady: Ready=True counts');
+  t.equal(
+    overlayOf(decideNode(node, indexWith([computeSavingsPlan(), conflict]))),
+    'cost-aware-compute-sp-global',
+    'Conflict',
+  );
+  const notReady = withStatus(reservedInstance('m5.xlarge', 'us-west-2'), [
+    { type: 'Ready', status: 'False', reason: 'RuntimeValidation' },
+  ]);
+  t.equal(
+    overlayOf(decideNode(node, indexWith([computeSavingsPlan(), notReady]))),
+    'cost-aware-compute-sp-global',
+    'Ready=False',
+  );
+  t.equal(
+    overlayOf(decideNode(node, indexWith([reservedInstance('m5.xlarge', 'us-west-2')]))),
+    'cost-aware-ri-m5.xlarge-us-west-2',
+    'no status yet counts',
+  );
+  t.equal(
+    overlayOf(
+      decideNode(
+        node,
+        indexWith([reservedInstance('m5.xlarge', 'us-west-2')], undefined, { requireOverlayReady: true }),
+      ),
+    ),
+    'not-influenced',
+    'requireOverlayReady: no status does not count',
+  );
+  const ready = withStatus(reservedInstance('m5.xlarge', 'us-west-2'), [
+    { type: 'ValidationSucceeded', status: 'True' },
+    { type: 'Ready', status: 'True' },
+  ]);
+  t.equal(
+    overlayOf(decideNode(node, indexWith([ready], undefined, { requireOverlayReady: true }))),
+    'cost-aware-ri-m5.xlarge-us-west-2',
+    'requireOverlayReady: Ready=True counts',
+  );
 
   const capacityOnly = reservedInstance('m5.xlarge', 'us-west-2');
   delete capacityOnly.spec?.price;
@@ -51,19 +132,28 @@ t.test('overlays Karpenter rejected, capacity-only overlays and unselected overl
   t.equal(overlayOf(decideNode(node, indexWith([capacityOnly]))), 'not-influenced', 'capacity-only');
   const adjusted = reservedInstance('m5.xlarge', 'us-west-2');
   adjusted.spec = { ...adjusted.spec, price: null, priceAdjustment: '-30%' };
-  t.equal(overlayOf(decideNode(node, indexWith([adjusted]))), 'cost-aware-ri-m5.xlarge-us-west-2', 'priceAdjustment counts');
+  t.equal(
+    overlayOf(decideNode(node, indexWith([adjusted]))),
+    'cost-aware-ri-m5.xlarge-us-west-2',
+    'priceAdjustment counts',
+  );
   const foreign = reservedInstance('m5.xlarge', 'us-west-2');
   foreign.metadata = { ...foreign.metadata, labels: { team: 'other' } };
   t.equal(overlayOf(decideNode(node, indexWith([foreign]))), 'not-influenced', 'outside the selector');
 });
 
-t.test('the NodeClaim\'s labels are laid over the node\'s, and make the node decidable at CREATE', async (t) => {
+t.test("the NodeClaim's labels are laid over the node's, and make the node decidable at CREATE", async (t) => {
   const kubelet = karpenterNode({ name: 'a', stage: 'kubelet', createdAt: iso(T0) });
-  const claim = nodeClaimFor({ name: 'a', claimName: 'default-x1', instanceType: 'm5.xlarge', claimCreatedAt: iso(T0 - 30_000) });
+  const claim = nodeClaimFor({
+    name: 'a',
+    claimName: 'default-x1',
+    instanceType: 'm5.xlarge',
+    claimCreatedAt: iso(T0 - 30_000),
+  });
   const d = decideNode(kubelet, undefined, T0 + 1, claim);
   t.equal(overlayOf(d), 'cost-aware-ri-m5.xlarge-us-west-2');
   if (d.outcome !== 'influenced') throw new Error('expected influenced');
-  t.equal(d.evaluatedAt, T0 - 30_000, 'evaluated at the NodeClaim\'s creation: the launch decision');
+  t.equal(d.evaluatedAt, T0 - 30_000, "evaluated at the NodeClaim's creation: the launch decision");
   const story = JSON.parse(d.record.annotations['veneer.io/overlay-decision'] ?? '') as DecisionStory;
   t.equal(story.characteristicsFrom, 'node+nodeclaim');
   t.equal(story.nodeClaim, 'default-x1');
@@ -73,17 +163,47 @@ t.test('when to decide', async (t) => {
   const kubelet = karpenterNode({ name: 'a', stage: 'kubelet', createdAt: iso(T0) });
   const early = decideNode(kubelet, undefined, T0 + 1_000);
   t.match(early, { outcome: 'undetermined', reason: /not yet on the node/, retryAt: T0 + 60_000 });
-  t.equal(overlayOf(decideNode(kubelet, undefined, T0 + 60_000)), 'not-influenced', 'after the grace period: decided with what is there');
-  const registered = karpenterNode({ name: 'b', stage: 'kubelet', createdAt: iso(T0), extraLabels: { 'karpenter.sh/registered': 'true' } });
-  t.equal(overlayOf(decideNode(registered, undefined, T0 + 1)), 'not-influenced', 'registered=true: the labels are final');
-  const complete = karpenterNode({ name: 'c', stage: 'kubelet', createdAt: iso(T0), extraLabels: { 'karpenter.k8s.aws/instance-family': 'c6i', 'node.kubernetes.io/instance-type': 'c6i.large' } });
-  t.equal(overlayOf(decideNode(complete, undefined, T0 + 1)), 'cost-aware-compute-sp-global', 'every key the overlays name is present');
+  t.equal(
+    overlayOf(decideNode(kubelet, undefined, T0 + 60_000)),
+    'not-influenced',
+    'after the grace period: decided with what is there',
+  );
+  const registered = karpenterNode({
+    name: 'b',
+    stage: 'kubelet',
+    createdAt: iso(T0),
+    extraLabels: { 'karpenter.sh/registered': 'true' },
+  });
+  t.equal(
+    overlayOf(decideNode(registered, undefined, T0 + 1)),
+    'not-influenced',
+    'registered=true: the labels are final',
+  );
+  const complete = karpenterNode({
+    name: 'c',
+    stage: 'kubelet',
+    createdAt: iso(T0),
+    extraLabels: { 'karpenter.k8s.aws/instance-family': 'c6i', 'node.kubernetes.io/instance-type': 'c6i.large' },
+  });
+  t.equal(
+    overlayOf(decideNode(complete, undefined, T0 + 1)),
+    'cost-aware-compute-sp-global',
+    'every key the overlays name is present',
+  );
   const noCreation = karpenterNode({ name: 'd', stage: 'kubelet' });
-  t.match(decideNode(noCreation, undefined, T0), { outcome: 'undetermined', retryAt: T0 + 60_000 }, 'CREATE has no creationTimestamp yet: now is its creation');
+  t.match(
+    decideNode(noCreation, undefined, T0),
+    { outcome: 'undetermined', retryAt: T0 + 60_000 },
+    'CREATE has no creationTimestamp yet: now is its creation',
+  );
 });
 
 t.test('the record: labels, values and the annotation', async (t) => {
-  const d = decideNode(karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) }), undefined, Date.parse('2026-01-12T15:30:00.250Z'));
+  const d = decideNode(
+    karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) }),
+    undefined,
+    Date.parse('2026-01-12T15:30:00.250Z'),
+  );
   if (d.outcome !== 'influenced') throw new Error('expected influenced');
   t.same(d.record.labels, {
     'veneer.io/overlay-influenced': 'true',
@@ -113,7 +233,11 @@ t.test('the record: labels, values and the annotation', async (t) => {
   });
   const none = decideNode(karpenterNode({ name: 'b', instanceType: 'm5.xlarge', createdAt: iso(T0) }), indexWith([]));
   if (none.outcome !== 'not-influenced') throw new Error('expected not-influenced');
-  t.same(Object.keys(none.record.labels), ['veneer.io/overlay-influenced', 'veneer.io/overlay-effect', 'veneer.io/labeled-at']);
+  t.same(Object.keys(none.record.labels), [
+    'veneer.io/overlay-influenced',
+    'veneer.io/overlay-effect',
+    'veneer.io/labeled-at',
+  ]);
   t.equal(none.record.labels['veneer.io/overlay-influenced'], 'false');
 });
 
@@ -121,7 +245,11 @@ t.test('another label namespace and a 253-character overlay name', async (t) => 
   const long = reservedInstance('m5.xlarge', 'us-west-2');
   long.metadata = { ...long.metadata, name: `cost-aware-ri-${'m5.xlarge-'.repeat(23)}end` };
   const d = decide(
-    { node: toNodeView(karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) })), now: T0, decidedBy: 'webhook' },
+    {
+      node: toNodeView(karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) })),
+      now: T0,
+      decidedBy: 'webhook',
+    },
     indexWith([long]),
     { ...settings, keys: (await import('../../src/engine/index.ts')).recordKeys('example.com') },
   );
@@ -129,7 +257,10 @@ t.test('another label namespace and a 253-character overlay name', async (t) => 
   const value = d.record.labels['example.com/matching-overlay'] ?? '';
   t.equal(value.length, 63);
   t.match(value, /^cost-aware-ri-m5\.xlarge-.*-[0-9a-f]{10}$/);
-  t.ok(d.record.annotations['example.com/overlay-decision']?.includes(long.metadata.name ?? '?'), 'the full name is in the annotation');
+  t.ok(
+    d.record.annotations['example.com/overlay-decision']?.includes(long.metadata.name ?? '?'),
+    'the full name is in the annotation',
+  );
 });
 
 t.test('patches: JSON Patch for admission, merge patch for the reconciler', async (t) => {
@@ -137,18 +268,37 @@ t.test('patches: JSON Patch for admission, merge patch for the reconciler', asyn
   const d = decideNode(node);
   if (d.outcome !== 'influenced') throw new Error('expected influenced');
   const ops = jsonPatch(d.record, node.metadata ?? {});
-  t.ok(ops.every((o) => o.op === 'add'), 'only add operations');
+  t.ok(
+    ops.every((o) => o.op === 'add'),
+    'only add operations',
+  );
   t.same(ops[0], { op: 'add', path: '/metadata/labels/veneer.io~1overlay-influenced', value: 'true' });
-  t.same(ops.at(-1), { op: 'add', path: '/metadata/annotations', value: d.record.annotations }, 'a missing annotations map is created whole');
+  t.same(
+    ops.at(-1),
+    { op: 'add', path: '/metadata/annotations', value: d.record.annotations },
+    'a missing annotations map is created whole',
+  );
   const bare = jsonPatch(d.record, {});
-  t.same(bare.map((o) => o.path), ['/metadata/labels', '/metadata/annotations']);
-  t.same(mergePatch(d.record, '42'), { metadata: { labels: d.record.labels, annotations: d.record.annotations, resourceVersion: '42' } });
+  t.same(
+    bare.map((o) => o.path),
+    ['/metadata/labels', '/metadata/annotations'],
+  );
+  t.same(mergePatch(d.record, '42'), {
+    metadata: { labels: d.record.labels, annotations: d.record.annotations, resourceVersion: '42' },
+  });
 });
 
 t.test('deciding twice yields no second patch', async (t) => {
   const node = karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) });
   const first = decideNode(node);
   if (first.outcome !== 'influenced') throw new Error('expected influenced');
-  const patched = { ...node, metadata: { ...node.metadata, labels: { ...node.metadata?.labels, ...first.record.labels }, annotations: first.record.annotations } };
+  const patched = {
+    ...node,
+    metadata: {
+      ...node.metadata,
+      labels: { ...node.metadata?.labels, ...first.record.labels },
+      annotations: first.record.annotations,
+    },
+  };
   t.same(decideNode(patched), { outcome: 'recorded' });
 });

@@ -1,6 +1,15 @@
 // Shared set-up for engine tests: an index with Veneer's policy and the default settings.
 import {
-  AWS_KEYS, KarpenterView, OverlayIndex, parseSelector, recordKeys, toNodePoolView, toOverlayView, type EngineSettings, type NodePoolObject, type OverlayObject,
+  AWS_KEYS,
+  KarpenterView,
+  OverlayIndex,
+  parseSelector,
+  recordKeys,
+  toNodePoolView,
+  toOverlayView,
+  type EngineSettings,
+  type NodePoolObject,
+  type OverlayObject,
 } from '../../src/engine/index.ts';
 
 export const T0 = Date.parse('2026-01-12T15:00:00Z');
@@ -8,7 +17,10 @@ export const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePe
 
 export function newIndex(opts: { requireOverlayReady?: boolean; retentionMs?: number } = {}): OverlayIndex {
   return new OverlayIndex({
-    policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: opts.requireOverlayReady ?? false },
+    policy: {
+      selector: parseSelector('app.kubernetes.io/managed-by=veneer'),
+      requireOverlayReady: opts.requireOverlayReady ?? false,
+    },
     retentionMs: opts.retentionMs ?? 3_600_000,
   });
 }
@@ -26,17 +38,29 @@ export function indexWith(
   opts: Parameters<typeof newIndex>[0] & { nodePools?: NodePoolObject[] } = {},
 ): OverlayIndex {
   const index = newIndex(opts);
-  index.replaceAll(overlays.map((o) => toOverlayView(withCreation(o, syncedAt))), syncedAt);
-  index.nodePools.replaceAll((opts.nodePools ?? [defaultPool()]).map((p) => toNodePoolView(p)), syncedAt);
+  index.replaceAll(
+    overlays.map((o) => toOverlayView(withCreation(o, syncedAt))),
+    syncedAt,
+  );
+  index.nodePools.replaceAll(
+    (opts.nodePools ?? [defaultPool()]).map((p) => toNodePoolView(p)),
+    syncedAt,
+  );
   index.markSynced(syncedAt);
   return index;
 }
 
 export function withCreation<T extends OverlayObject>(o: T, at: number): T {
-  return { ...o, metadata: { ...o.metadata, creationTimestamp: o.metadata?.creationTimestamp ?? new Date(at).toISOString() } };
+  return {
+    ...o,
+    metadata: { ...o.metadata, creationTimestamp: o.metadata?.creationTimestamp ?? new Date(at).toISOString() },
+  };
 }
 
-export function withStatus<T extends OverlayObject>(o: T, conditions: { type: string; status: string; reason?: string }[]): T {
+export function withStatus<T extends OverlayObject>(
+  o: T,
+  conditions: { type: string; status: string; reason?: string }[],
+): T {
   return { ...o, status: { conditions } };
 }
 

@@ -3,7 +3,13 @@
 // kind, and launches. From one case come what Karpenter's controller is given (a JudgeCase) and
 // what the watcher is given live: each launched node's labels and NodeClaim as Karpenter and
 // the kubelet write them, the NodePools, and the overlays with the statuses Karpenter wrote.
-import type { JudgeAnswer, JudgeCase, JudgeInstanceType, JudgeNodePool, JudgeOverlay } from '../support/karpenter-oracle.ts';
+import type {
+  JudgeAnswer,
+  JudgeCase,
+  JudgeInstanceType,
+  JudgeNodePool,
+  JudgeOverlay,
+} from '../support/karpenter-oracle.ts';
 import type { NodeClaimObject, NodeObject, NodePoolObject, OverlayObject } from '../../src/engine/index.ts';
 import type { RequirementSpec } from '../../src/engine/requirements.ts';
 
@@ -38,17 +44,39 @@ export class Choices {
   }
 }
 
-const ZONES = [['us-west-2a', 'usw2-az1'], ['us-west-2b', 'usw2-az2'], ['us-west-2c', 'usw2-az3']] as const;
+const ZONES = [
+  ['us-west-2a', 'usw2-az1'],
+  ['us-west-2b', 'usw2-az2'],
+  ['us-west-2c', 'usw2-az3'],
+] as const;
 const REGION = 'us-west-2';
-interface Family { name: string; category: string; generation: string; arch: string; memoryPerCpu: number; gpu?: { name: string; manufacturer: string } }
+interface Family {
+  name: string;
+  category: string;
+  generation: string;
+  arch: string;
+  memoryPerCpu: number;
+  gpu?: { name: string; manufacturer: string };
+}
 const FAMILIES: Family[] = [
   { name: 'm5', category: 'm', generation: '5', arch: 'amd64', memoryPerCpu: 4096 },
   { name: 'c6i', category: 'c', generation: '6', arch: 'amd64', memoryPerCpu: 2048 },
   { name: 'r6g', category: 'r', generation: '6', arch: 'arm64', memoryPerCpu: 8192 },
   { name: 't3', category: 't', generation: '3', arch: 'amd64', memoryPerCpu: 4096 },
-  { name: 'g5', category: 'g', generation: '5', arch: 'amd64', memoryPerCpu: 4096, gpu: { name: 'a10g', manufacturer: 'nvidia' } },
+  {
+    name: 'g5',
+    category: 'g',
+    generation: '5',
+    arch: 'amd64',
+    memoryPerCpu: 4096,
+    gpu: { name: 'a10g', manufacturer: 'nvidia' },
+  },
 ];
-const SIZES = [['large', 2], ['xlarge', 4], ['2xlarge', 8]] as const;
+const SIZES = [
+  ['large', 2],
+  ['xlarge', 4],
+  ['2xlarge', 8],
+] as const;
 const TYPE_NAMES = FAMILIES.flatMap((f) => SIZES.map(([size]) => `${f.name}.${size}`));
 
 const POOLS = ['default', 'batch', 'ml'];
@@ -59,7 +87,13 @@ const ROLE = 'example.com/role';
 const inReq = (key: string, ...values: string[]): RequirementSpec => ({ key, operator: 'In', values });
 const absent = (key: string): RequirementSpec => ({ key, operator: 'DoesNotExist' });
 
-function instanceType(family: Family, size: string, cpu: number, zones: readonly (readonly [string, string])[], c: Choices): JudgeInstanceType {
+function instanceType(
+  family: Family,
+  size: string,
+  cpu: number,
+  zones: readonly (readonly [string, string])[],
+  c: Choices,
+): JudgeInstanceType {
   const name = `${family.name}.${size}`;
   const gpu = family.gpu;
   const requirements: RequirementSpec[] = [
@@ -81,18 +115,26 @@ function instanceType(family: Family, size: string, cpu: number, zones: readonly
     inReq('karpenter.k8s.aws/instance-tenancy', 'default', 'dedicated'),
     gpu ? inReq('karpenter.k8s.aws/instance-gpu-count', '1') : absent('karpenter.k8s.aws/instance-gpu-count'),
     gpu ? inReq('karpenter.k8s.aws/instance-gpu-name', gpu.name) : absent('karpenter.k8s.aws/instance-gpu-name'),
-    gpu ? inReq('karpenter.k8s.aws/instance-gpu-manufacturer', gpu.manufacturer) : absent('karpenter.k8s.aws/instance-gpu-manufacturer'),
+    gpu
+      ? inReq('karpenter.k8s.aws/instance-gpu-manufacturer', gpu.manufacturer)
+      : absent('karpenter.k8s.aws/instance-gpu-manufacturer'),
     absent('node.kubernetes.io/windows-build'),
   ];
   const base = cpu * (0.04 + c.int(10) / 1000);
   return {
     name,
     requirements,
-    offerings: zones.flatMap(([zone, id]) => (['on-demand', 'spot'] as const).map((ct) => ({
-      requirements: [inReq('karpenter.sh/capacity-type', ct), inReq('topology.kubernetes.io/zone', zone), inReq('topology.k8s.aws/zone-id', id)],
-      price: Number((ct === 'spot' ? base * 0.4 : base).toFixed(4)),
-      available: true,
-    }))),
+    offerings: zones.flatMap(([zone, id]) =>
+      (['on-demand', 'spot'] as const).map((ct) => ({
+        requirements: [
+          inReq('karpenter.sh/capacity-type', ct),
+          inReq('topology.kubernetes.io/zone', zone),
+          inReq('topology.k8s.aws/zone-id', id),
+        ],
+        price: Number((ct === 'spot' ? base * 0.4 : base).toFixed(4)),
+        available: true,
+      })),
+    ),
     capacity: { cpu: String(cpu), memory: `${cpu * family.memoryPerCpu}Mi`, pods: '58' },
   };
 }
@@ -147,7 +189,10 @@ function requirement(c: Choices): RequirementSpec {
   let key = c.pick(KEYS);
   if (RESTRICTED.has(key) && !c.chance(0.2)) key = 'karpenter.k8s.aws/instance-family';
   const numeric = NUMERIC[key];
-  const op = numeric && c.chance(0.6) ? c.pick(['Gt', 'Lt', 'Gte', 'Lte']) : c.pick(['In', 'In', 'In', 'NotIn', 'Exists', 'DoesNotExist']);
+  const op =
+    numeric && c.chance(0.6)
+      ? c.pick(['Gt', 'Lt', 'Gte', 'Lte'])
+      : c.pick(['In', 'In', 'In', 'NotIn', 'Exists', 'DoesNotExist']);
   switch (op) {
     case 'Exists':
     case 'DoesNotExist':
@@ -160,7 +205,18 @@ function requirement(c: Choices): RequirementSpec {
   }
 }
 
-const OVERLAY_NAMES = ['a', 'b', 'c', 'ab', 'b1', 'zz', 'cost-aware-compute-sp-global', 'cost-aware-ec2-sp-m5-us-west-2', 'cost-aware-ri-m5.xlarge-us-west-2', 'pref-default-1'];
+const OVERLAY_NAMES = [
+  'a',
+  'b',
+  'c',
+  'ab',
+  'b1',
+  'zz',
+  'cost-aware-compute-sp-global',
+  'cost-aware-ec2-sp-m5-us-west-2',
+  'cost-aware-ri-m5.xlarge-us-west-2',
+  'pref-default-1',
+];
 
 function overlay(name: string, c: Choices, pools: readonly Pool[]): JudgeOverlay {
   const requirements: RequirementSpec[] = [];
@@ -171,7 +227,14 @@ function overlay(name: string, c: Choices, pools: readonly Pool[]): JudgeOverlay
   if (c.chance(0.1)) requirements.push(inReq('karpenter.sh/nodepool', c.pick(pools).name));
   const weight = c.pick([undefined, 1, 10, 10, 20, 20, 30]);
   const kind = c.next();
-  const change = kind < 0.7 ? { price: '0.00' } : kind < 0.85 ? { priceAdjustment: '-20%' } : kind < 0.95 ? { capacity: { 'example.com/device': '1' } } : { price: '0.00', capacity: { 'example.com/device': '2' } };
+  const change =
+    kind < 0.7
+      ? { price: '0.00' }
+      : kind < 0.85
+        ? { priceAdjustment: '-20%' }
+        : kind < 0.95
+          ? { capacity: { 'example.com/device': '1' } }
+          : { price: '0.00', capacity: { 'example.com/device': '2' } };
   return { name, ...(weight !== undefined ? { weight } : {}), requirements, ...change };
 }
 
@@ -191,7 +254,8 @@ export interface GeneratedCluster {
 export function generateCluster(c: Choices, launchCount: number): GeneratedCluster {
   const types: JudgeInstanceType[] = [];
   for (const family of c.some(FAMILIES, 2, FAMILIES.length)) {
-    for (const [size, cpu] of c.some(SIZES, 1, SIZES.length)) types.push(instanceType(family, size, cpu, c.some(ZONES, 1, 3), c));
+    for (const [size, cpu] of c.some(SIZES, 1, SIZES.length))
+      types.push(instanceType(family, size, cpu, c.some(ZONES, 1, 3), c));
   }
   const pools = c.some(POOLS, 1, 3).map((name) => nodePool(name, c));
   const overlays = c.some(OVERLAY_NAMES, 1, 7).map((name) => overlay(name, c, pools));
@@ -202,7 +266,9 @@ export function generateCluster(c: Choices, launchCount: number): GeneratedClust
     // Karpenter launches only what the NodePool's template labels allow.
     const family = pool.labels['karpenter.k8s.aws/instance-family'];
     if (family !== undefined && !type.name.startsWith(`${family}.`)) continue;
-    const onDemand = type.offerings.map((o, i) => [o, i] as const).filter(([o]) => o.requirements[0]?.values?.[0] === 'on-demand');
+    const onDemand = type.offerings
+      .map((o, i) => [o, i] as const)
+      .filter(([o]) => o.requirements[0]?.values?.[0] === 'on-demand');
     launches.push({ pool, type, offering: c.pick(onDemand)[1] });
   }
   const judgeCase: JudgeCase = {
@@ -230,7 +296,11 @@ function requirementLabels(reqs: readonly RequirementSpec[]): Record<string, str
 }
 
 /** The NodeClaim Karpenter writes for a launch, and the Node once registered (kubelet labels included). */
-export function launchedObjects(l: Launch, name: string, launchedAt: string): { node: NodeObject; claim: NodeClaimObject } {
+export function launchedObjects(
+  l: Launch,
+  name: string,
+  launchedAt: string,
+): { node: NodeObject; claim: NodeClaimObject } {
   const offering = l.type.offerings[l.offering];
   const claimLabels: Record<string, string> = {
     ...requirementLabels(l.pool.requirements),
@@ -241,13 +311,21 @@ export function launchedObjects(l: Launch, name: string, launchedAt: string): { 
   };
   const providerID = `aws:///${claimLabels['topology.kubernetes.io/zone']}/i-${name}`;
   // The node runs on one tenancy, though the type admits both.
-  const kubelet: Record<string, string> = { ...l.pool.kubeletLabels, 'kubernetes.io/hostname': name, 'karpenter.k8s.aws/ec2nodeclass': 'default', 'karpenter.k8s.aws/instance-tenancy': 'default' };
+  const kubelet: Record<string, string> = {
+    ...l.pool.kubeletLabels,
+    'kubernetes.io/hostname': name,
+    'karpenter.k8s.aws/ec2nodeclass': 'default',
+    'karpenter.k8s.aws/instance-tenancy': 'default',
+  };
   for (const [stable, deprecated] of Object.entries(DEPRECATED_COPIES)) {
     const value = claimLabels[stable];
     if (value !== undefined) kubelet[deprecated] = value;
   }
   return {
-    claim: { metadata: { name: `${name}-claim`, labels: claimLabels, creationTimestamp: launchedAt }, status: { providerID, nodeName: name } },
+    claim: {
+      metadata: { name: `${name}-claim`, labels: claimLabels, creationTimestamp: launchedAt },
+      status: { providerID, nodeName: name },
+    },
     node: {
       metadata: {
         name,
@@ -263,7 +341,12 @@ export function launchedObjects(l: Launch, name: string, launchedAt: string): { 
 /** The overlays as the watcher reads them: Veneer's selector label, and the status Karpenter wrote. */
 export function watchedOverlays(c: JudgeCase, answer: JudgeAnswer, createdAt: string): OverlayObject[] {
   return c.overlays.map((o) => ({
-    metadata: { name: o.name, labels: { 'app.kubernetes.io/managed-by': 'veneer' }, creationTimestamp: createdAt, generation: o.generation ?? 1 },
+    metadata: {
+      name: o.name,
+      labels: { 'app.kubernetes.io/managed-by': 'veneer' },
+      creationTimestamp: createdAt,
+      generation: o.generation ?? 1,
+    },
     spec: {
       requirements: o.requirements,
       ...(o.weight !== undefined && o.weight !== null ? { weight: o.weight } : {}),
@@ -276,5 +359,8 @@ export function watchedOverlays(c: JudgeCase, answer: JudgeAnswer, createdAt: st
 }
 
 export function watchedNodePools(pools: readonly Pool[], createdAt: string): NodePoolObject[] {
-  return pools.map((p) => ({ metadata: { name: p.name, creationTimestamp: createdAt }, spec: { template: { metadata: { labels: p.labels } } } }));
+  return pools.map((p) => ({
+    metadata: { name: p.name, creationTimestamp: createdAt },
+    spec: { template: { metadata: { labels: p.labels } } },
+  }));
 }

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { basicTimestamp, escapeJsonPointer, isValidLabelValue, rfc3339, toLabelValue } from '../../src/engine/labels.ts';
+import {
+  basicTimestamp,
+  escapeJsonPointer,
+  isValidLabelValue,
+  rfc3339,
+  toLabelValue,
+} from '../../src/engine/labels.ts';
 
 t.test('valid label values pass through unchanged', async (t) => {
   for (const v of ['cost-aware-compute-sp-global', 'cost-aware-ri-m5.xlarge-us-west-2', 'a', 'A_b.c-1', '']) {
@@ -21,19 +27,28 @@ t.test('long or invalid names are shortened to a readable prefix plus a hash', a
 
 t.test('property: any name up to 253 characters becomes a valid label value', async (t) => {
   const dnsName = fc.stringMatching(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/);
-  fc.assert(fc.property(fc.oneof(dnsName, fc.string({ maxLength: 253 }), fc.string({ unit: 'grapheme', maxLength: 253 })), (name) => {
-    const v = toLabelValue(name);
-    return isValidLabelValue(v) && v.length <= 63;
-  }), { numRuns: 5000 });
+  fc.assert(
+    fc.property(
+      fc.oneof(dnsName, fc.string({ maxLength: 253 }), fc.string({ unit: 'grapheme', maxLength: 253 })),
+      (name) => {
+        const v = toLabelValue(name);
+        return isValidLabelValue(v) && v.length <= 63;
+      },
+    ),
+    { numRuns: 5000 },
+  );
   t.pass('5000 names checked');
 });
 
 t.test('property: distinct long names never collide', async (t) => {
   const prefix = 'cost-aware-ec2-sp-'.padEnd(60, 'z');
-  fc.assert(fc.property(fc.uniqueArray(fc.stringMatching(/^[a-z0-9]{1,40}$/), { minLength: 2, maxLength: 200 }), (suffixes) => {
-    const values = new Set(suffixes.map((s) => toLabelValue(prefix + s)));
-    return values.size === suffixes.length;
-  }), { numRuns: 200 });
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.stringMatching(/^[a-z0-9]{1,40}$/), { minLength: 2, maxLength: 200 }), (suffixes) => {
+      const values = new Set(suffixes.map((s) => toLabelValue(prefix + s)));
+      return values.size === suffixes.length;
+    }),
+    { numRuns: 200 },
+  );
   t.pass('no collisions');
 });
 

@@ -13,8 +13,25 @@ const ALL_ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
 const inReq = (key: string, ...values: string[]): JudgeRequirement => ({ key, operator: 'In', values });
 const absent = (key: string): JudgeRequirement => ({ key, operator: 'DoesNotExist' });
 
-interface Family { name: string; category: string; generation: string; arch: 'amd64' | 'arm64'; rate: number; device?: 'gpu' | 'neuron' }
-const SIZES: [string, number][] = [['large', 2], ['xlarge', 4], ['2xlarge', 8], ['4xlarge', 16], ['8xlarge', 32], ['12xlarge', 48], ['16xlarge', 64], ['24xlarge', 96], ['metal', 96]];
+interface Family {
+  name: string;
+  category: string;
+  generation: string;
+  arch: 'amd64' | 'arm64';
+  rate: number;
+  device?: 'gpu' | 'neuron';
+}
+const SIZES: [string, number][] = [
+  ['large', 2],
+  ['xlarge', 4],
+  ['2xlarge', 8],
+  ['4xlarge', 16],
+  ['8xlarge', 32],
+  ['12xlarge', 48],
+  ['16xlarge', 64],
+  ['24xlarge', 96],
+  ['metal', 96],
+];
 
 /** Families enough for 600 types: categories x generations x suffixes, and a few with devices. */
 const FAMILIES: Family[] = (() => {
@@ -22,11 +39,21 @@ const FAMILIES: Family[] = (() => {
   for (const category of ['c', 'm', 'r', 't', 'x', 'z', 'i', 'd', 'h']) {
     for (const generation of ['5', '6', '7']) {
       for (const suffix of ['', 'i', 'a', 'g', 'n']) {
-        out.push({ name: `${category}${generation}${suffix}`, category, generation, arch: suffix === 'g' ? 'arm64' : 'amd64', rate: 0.02 + ((category.charCodeAt(0) * 7 + Number(generation) * 3 + suffix.length) % 11) / 250 });
+        out.push({
+          name: `${category}${generation}${suffix}`,
+          category,
+          generation,
+          arch: suffix === 'g' ? 'arm64' : 'amd64',
+          rate: 0.02 + ((category.charCodeAt(0) * 7 + Number(generation) * 3 + suffix.length) % 11) / 250,
+        });
       }
     }
   }
-  out.push({ name: 'g5', category: 'g', generation: '5', arch: 'amd64', rate: 0.25, device: 'gpu' }, { name: 'p3', category: 'p', generation: '3', arch: 'amd64', rate: 0.75, device: 'gpu' }, { name: 'inf2', category: 'inf', generation: '2', arch: 'amd64', rate: 0.19, device: 'neuron' });
+  out.push(
+    { name: 'g5', category: 'g', generation: '5', arch: 'amd64', rate: 0.25, device: 'gpu' },
+    { name: 'p3', category: 'p', generation: '3', arch: 'amd64', rate: 0.75, device: 'gpu' },
+    { name: 'inf2', category: 'inf', generation: '2', arch: 'amd64', rate: 0.19, device: 'neuron' },
+  );
   return out;
 })();
 
@@ -51,13 +78,21 @@ export interface LaunchCase {
 
 const round = (x: number) => Number(x.toFixed(4));
 
-function catalogType(family: Family, size: string, cpu: number, zones: string[], c: Choices, equalPrice: number | undefined): CatalogType {
+function catalogType(
+  family: Family,
+  size: string,
+  cpu: number,
+  zones: string[],
+  c: Choices,
+  equalPrice: number | undefined,
+): CatalogType {
   const onDemand = equalPrice ?? round(cpu * family.rate * (c.chance(0.1) ? 1.5 : 1));
   const ratio = c.pick([0.2, 0.3, 0.35, 0.5, 0.7, 0.9, 1, 1.1]);
   const offered = zones.filter(() => !c.chance(0.1));
   if (offered.length === 0) offered.push(zones[0]!);
   const spot: Record<string, number> = {};
-  for (const z of offered) if (!c.chance(0.08)) spot[z] = c.chance(0.1) ? onDemand : round(onDemand * ratio * (0.9 + c.int(21) / 100));
+  for (const z of offered)
+    if (!c.chance(0.08)) spot[z] = c.chance(0.1) ? onDemand : round(onDemand * ratio * (0.9 + c.int(21) / 100));
   return { name: `${family.name}.${size}`, family, size, cpu, onDemand, spot, zones: offered };
 }
 
@@ -78,21 +113,33 @@ function judgeType(t: CatalogType, zones: string[]): JudgeInstanceType {
     inReq('karpenter.k8s.aws/instance-memory', String(t.cpu * 4096)),
     inReq('karpenter.k8s.aws/instance-hypervisor', t.size === 'metal' ? '' : 'nitro'),
     inReq('karpenter.k8s.aws/instance-tenancy', 'default', 'dedicated'),
-    f.device === 'gpu' ? inReq('karpenter.k8s.aws/instance-gpu-count', '1') : absent('karpenter.k8s.aws/instance-gpu-count'),
-    f.device === 'neuron' ? inReq('karpenter.k8s.aws/instance-accelerator-count', '1') : absent('karpenter.k8s.aws/instance-accelerator-count'),
+    f.device === 'gpu'
+      ? inReq('karpenter.k8s.aws/instance-gpu-count', '1')
+      : absent('karpenter.k8s.aws/instance-gpu-count'),
+    f.device === 'neuron'
+      ? inReq('karpenter.k8s.aws/instance-accelerator-count', '1')
+      : absent('karpenter.k8s.aws/instance-accelerator-count'),
     absent('node.kubernetes.io/windows-build'),
   ].filter((r) => !(r.key === 'karpenter.k8s.aws/instance-hypervisor' && t.size === 'metal'));
   if (t.size === 'metal') requirements.push(absent('karpenter.k8s.aws/instance-hypervisor'));
-  const offerings = zones.flatMap((zone) => (['on-demand', 'spot'] as const).map((ct) => {
-    const price = ct === 'on-demand' ? t.onDemand : t.spot[zone];
-    return {
-      requirements: [inReq('karpenter.sh/capacity-type', ct), inReq('topology.kubernetes.io/zone', zone)],
-      price: price ?? t.onDemand,
-      available: t.zones.includes(zone) && price !== undefined,
-    };
-  }));
-  const devices: Record<string, string> = f.device === 'gpu' ? { 'nvidia.com/gpu': '1' } : f.device === 'neuron' ? { 'aws.amazon.com/neuron': '1' } : {};
-  return { name: t.name, requirements, offerings, capacity: { cpu: String(t.cpu), memory: `${t.cpu * 4}Gi`, pods: '110', ...devices } };
+  const offerings = zones.flatMap((zone) =>
+    (['on-demand', 'spot'] as const).map((ct) => {
+      const price = ct === 'on-demand' ? t.onDemand : t.spot[zone];
+      return {
+        requirements: [inReq('karpenter.sh/capacity-type', ct), inReq('topology.kubernetes.io/zone', zone)],
+        price: price ?? t.onDemand,
+        available: t.zones.includes(zone) && price !== undefined,
+      };
+    }),
+  );
+  const devices: Record<string, string> =
+    f.device === 'gpu' ? { 'nvidia.com/gpu': '1' } : f.device === 'neuron' ? { 'aws.amazon.com/neuron': '1' } : {};
+  return {
+    name: t.name,
+    requirements,
+    offerings,
+    capacity: { cpu: String(t.cpu), memory: `${t.cpu * 4}Gi`, pods: '110', ...devices },
+  };
 }
 
 /** The labels a registered node of this type carries: every single value among its requirements. */
@@ -104,7 +151,11 @@ export function nodeLabelsOfType(t: JudgeInstanceType): Record<string, string> {
 
 const VENEER = { 'app.kubernetes.io/managed-by': 'veneer' };
 
-function overlays(c: Choices, catalog: CatalogType[], pools: JudgeNodePool[]): (JudgeOverlay & { selected: boolean })[] {
+function overlays(
+  c: Choices,
+  catalog: CatalogType[],
+  pools: JudgeNodePool[],
+): (JudgeOverlay & { selected: boolean })[] {
   const out: (JudgeOverlay & { selected: boolean })[] = [];
   const odOnly = inReq('karpenter.sh/capacity-type', 'on-demand');
   const someType = () => c.pick(catalog);
@@ -112,29 +163,74 @@ function overlays(c: Choices, catalog: CatalogType[], pools: JudgeNodePool[]): (
   for (let i = 0; i < veneer; i++) {
     const t = someType();
     switch (c.int(3)) {
-      case 0: out.push({ name: `cost-aware-ri-${t.name}-${LAUNCH_REGION}`, weight: 30, requirements: [odOnly, inReq('node.kubernetes.io/instance-type', t.name)], price: '0.00', selected: true }); break;
-      case 1: out.push({ name: `cost-aware-ec2-sp-${t.family.name}-${LAUNCH_REGION}`, weight: 20, requirements: [odOnly, inReq('karpenter.k8s.aws/instance-family', t.family.name)], price: '0.00', selected: true }); break;
-      default: out.push({ name: 'cost-aware-compute-sp-global', weight: 10, requirements: [odOnly, { key: 'karpenter.k8s.aws/instance-family', operator: 'Exists' }], price: '0.00', selected: true });
+      case 0:
+        out.push({
+          name: `cost-aware-ri-${t.name}-${LAUNCH_REGION}`,
+          weight: 30,
+          requirements: [odOnly, inReq('node.kubernetes.io/instance-type', t.name)],
+          price: '0.00',
+          selected: true,
+        });
+        break;
+      case 1:
+        out.push({
+          name: `cost-aware-ec2-sp-${t.family.name}-${LAUNCH_REGION}`,
+          weight: 20,
+          requirements: [odOnly, inReq('karpenter.k8s.aws/instance-family', t.family.name)],
+          price: '0.00',
+          selected: true,
+        });
+        break;
+      default:
+        out.push({
+          name: 'cost-aware-compute-sp-global',
+          weight: 10,
+          requirements: [odOnly, { key: 'karpenter.k8s.aws/instance-family', operator: 'Exists' }],
+          price: '0.00',
+          selected: true,
+        });
     }
   }
   const others = c.int(4);
   for (let i = 0; i < others; i++) {
     const t = someType();
     const requirements: JudgeRequirement[] = [];
-    if (c.chance(0.6)) requirements.push(inReq('karpenter.sh/capacity-type', c.pick(['on-demand', 'on-demand', 'spot'])));
+    if (c.chance(0.6))
+      requirements.push(inReq('karpenter.sh/capacity-type', c.pick(['on-demand', 'on-demand', 'spot'])));
     switch (c.int(6)) {
-      case 0: requirements.push(inReq('karpenter.k8s.aws/instance-family', t.family.name)); break;
-      case 1: requirements.push(inReq('karpenter.k8s.aws/instance-category', t.family.category)); break;
-      case 2: requirements.push({ key: 'karpenter.k8s.aws/instance-cpu', operator: c.pick(['Gt', 'Lt']), values: [c.pick(['2', '4', '8', '16'])] }); break;
-      case 3: requirements.push(inReq('topology.kubernetes.io/zone', c.pick(ALL_ZONES))); break;
-      case 4: requirements.push(inReq('node.kubernetes.io/instance-type', t.name)); break;
-      default: requirements.push(inReq('karpenter.sh/nodepool', c.pick(pools).name));
+      case 0:
+        requirements.push(inReq('karpenter.k8s.aws/instance-family', t.family.name));
+        break;
+      case 1:
+        requirements.push(inReq('karpenter.k8s.aws/instance-category', t.family.category));
+        break;
+      case 2:
+        requirements.push({
+          key: 'karpenter.k8s.aws/instance-cpu',
+          operator: c.pick(['Gt', 'Lt']),
+          values: [c.pick(['2', '4', '8', '16'])],
+        });
+        break;
+      case 3:
+        requirements.push(inReq('topology.kubernetes.io/zone', c.pick(ALL_ZONES)));
+        break;
+      case 4:
+        requirements.push(inReq('node.kubernetes.io/instance-type', t.name));
+        break;
+      default:
+        requirements.push(inReq('karpenter.sh/nodepool', c.pick(pools).name));
     }
     if (requirements.length === 0) requirements.push({ key: 'karpenter.k8s.aws/instance-family', operator: 'Exists' });
     const change = c.chance(0.5)
       ? { priceAdjustment: c.pick(['-90%', '-50%', '-20%', '+20%', '-0.05', '+0.1', '-100%']) }
       : { price: c.pick(['0.00', '0.01', '0.05', '0.5']) };
-    out.push({ name: c.pick(['a', 'b', 'pref-default-1', 'team-discount', 'zz']) + String(i), weight: c.pick([1, 10, 20, 30, 50]), requirements, ...change, selected: c.chance(0.5) });
+    out.push({
+      name: c.pick(['a', 'b', 'pref-default-1', 'team-discount', 'zz']) + String(i),
+      weight: c.pick([1, 10, 20, 30, 50]),
+      requirements,
+      ...change,
+      selected: c.chance(0.5),
+    });
   }
   // The same name twice would be one overlay.
   const seen = new Set<string>();
@@ -169,16 +265,24 @@ export function generateLaunchCase(c: Choices, claims: number): LaunchCase {
     const arch = c.chance(0.85) ? 'amd64' : 'arm64';
     const claimZones = c.chance(0.2) ? c.some(zones, 1, zones.length) : undefined;
     const poolCapacityTypes = pool.requirements[0]!.values!;
-    const allowed = (t: CatalogType) => t.family.arch === arch && t.zones.some((z) => claimZones === undefined || claimZones.includes(z));
+    const allowed = (t: CatalogType) =>
+      t.family.arch === arch && t.zones.some((z) => claimZones === undefined || claimZones.includes(z));
     const fit = catalog.filter(allowed);
     if (fit.length === 0) continue;
     const count = Math.min(fit.length, c.next() < 0.6 ? 1 + c.int(5) : 1 + c.int(fit.length));
-    const candidates = c.some(fit, count, count).map((t) => t.name).sort();
+    const candidates = c
+      .some(fit, count, count)
+      .map((t) => t.name)
+      .sort();
     // The scheduler's capacity types: those the candidates offer, within the NodePool's.
-    const offers = (ct: string) => candidates.some((n) => {
-      const t = catalog.find((x) => x.name === n)!;
-      return t.zones.some((z) => (claimZones === undefined || claimZones.includes(z)) && (ct === 'on-demand' || t.spot[z] !== undefined));
-    });
+    const offers = (ct: string) =>
+      candidates.some((n) => {
+        const t = catalog.find((x) => x.name === n)!;
+        return t.zones.some(
+          (z) =>
+            (claimZones === undefined || claimZones.includes(z)) && (ct === 'on-demand' || t.spot[z] !== undefined),
+        );
+      });
     const capacityTypes = poolCapacityTypes.filter(offers);
     if (!capacityTypes.includes('on-demand')) continue;
     const minValues = candidates.length >= 2 && c.chance(0.03);
@@ -187,7 +291,12 @@ export function generateLaunchCase(c: Choices, claims: number): LaunchCase {
       { key: 'kubernetes.io/arch', operator: 'In', values: [arch] },
       { key: 'kubernetes.io/os', operator: 'In', values: ['linux'] },
       { key: 'karpenter.sh/capacity-type', operator: 'In', values: capacityTypes },
-      { key: 'node.kubernetes.io/instance-type', operator: 'In', values: candidates, ...(minValues ? { minValues: 2 } : {}) },
+      {
+        key: 'node.kubernetes.io/instance-type',
+        operator: 'In',
+        values: candidates,
+        ...(minValues ? { minValues: 2 } : {}),
+      },
       ...(claimZones ? [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: claimZones }] : []),
     ];
     launchClaims.push({ nodePool: pool.name, requirements });

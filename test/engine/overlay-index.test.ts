@@ -6,7 +6,8 @@ import { iso, newIndex, settings, T0, viewOf, withCreation } from './fixtures.ts
 
 const ri = () => withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0);
 const labelsOf = (type = 'm5.xlarge') => toNodeView(karpenterNode({ name: 'n', instanceType: type })).labels;
-const winner = (index: ReturnType<typeof newIndex>, at: number, type?: string) => index.match(viewOf(labelsOf(type)), at).version?.overlay.name;
+const winner = (index: ReturnType<typeof newIndex>, at: number, type?: string) =>
+  index.match(viewOf(labelsOf(type)), at).version?.overlay.name;
 
 t.test('history: an overlay counts from its creation until its deletion', async (t) => {
   const index = newIndex();
@@ -15,7 +16,11 @@ t.test('history: an overlay counts from its creation until its deletion', async 
   t.equal(winner(index, T0 - 1), undefined, 'not before it was created');
   t.equal(winner(index, T0), 'cost-aware-ri-m5.xlarge-us-west-2', 'from its creationTimestamp');
   index.forget('cost-aware-ri-m5.xlarge-us-west-2', T0 + 10_000);
-  t.equal(winner(index, T0 + 9_999), 'cost-aware-ri-m5.xlarge-us-west-2', 'a node launched before the deletion still matches');
+  t.equal(
+    winner(index, T0 + 9_999),
+    'cost-aware-ri-m5.xlarge-us-west-2',
+    'a node launched before the deletion still matches',
+  );
   t.equal(winner(index, T0 + 10_000), undefined, 'not after the deletion');
   t.equal(index.size, 0);
 });
@@ -25,7 +30,10 @@ t.test('history: a changed overlay is judged by the version active at the time',
   index.markSynced(T0 - 60_000);
   index.observe(toOverlayView(ri()), T0);
   const moved = ri();
-  moved.spec = { ...moved.spec, requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.2xlarge'] }] };
+  moved.spec = {
+    ...moved.spec,
+    requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.2xlarge'] }],
+  };
   index.observe(toOverlayView(moved), T0 + 5_000);
   t.equal(winner(index, T0 + 4_999, 'm5.xlarge'), 'cost-aware-ri-m5.xlarge-us-west-2');
   t.equal(winner(index, T0 + 5_000, 'm5.xlarge'), undefined);
@@ -51,15 +59,27 @@ t.test('basis: exact while watching; approximate before the first sync and beyon
   t.equal(index.synced, false);
   index.markSynced(T0);
   t.equal(index.match(viewOf(labelsOf()), T0 - 1).basis, 'approximate', 'before we watched');
-  t.equal(index.match(viewOf(labelsOf()), T0 - 1).version?.overlay.name, 'cost-aware-ri-m5.xlarge-us-west-2', 'the earliest state known is used');
+  t.equal(
+    index.match(viewOf(labelsOf()), T0 - 1).version?.overlay.name,
+    'cost-aware-ri-m5.xlarge-us-west-2',
+    'the earliest state known is used',
+  );
   t.equal(index.match(viewOf(labelsOf()), T0).basis, 'exact');
   index.observe(toOverlayView(withCreation(computeSavingsPlan(), T0 + 1_000)), T0 + 1_000);
   index.forget('cost-aware-compute-sp-global', T0 + 2_000);
   index.prune(T0 + 2_000 + 59_999);
-  t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).version?.overlay.name, 'cost-aware-compute-sp-global', 'kept inside retention');
+  t.equal(
+    index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).version?.overlay.name,
+    'cost-aware-compute-sp-global',
+    'kept inside retention',
+  );
   index.prune(T0 + 2_000 + 60_001);
   t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).version, undefined, 'pruned after retention');
-  t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).basis, 'approximate', 'and the answer says it may be wrong');
+  t.equal(
+    index.match(viewOf(labelsOf('c5.large')), T0 + 1_500).basis,
+    'approximate',
+    'and the answer says it may be wrong',
+  );
   t.equal(index.match(viewOf(labelsOf('c5.large')), T0 + 2_000).basis, 'exact');
 });
 
@@ -75,20 +95,34 @@ t.test('a relist closes overlays that vanished unseen', async (t) => {
 t.test('keysNamedAt lists the keys that active, eligible overlays need', async (t) => {
   const index = newIndex();
   index.replaceAll([toOverlayView(ri()), toOverlayView(withCreation(computeSavingsPlan(), T0))], T0);
-  t.same([...index.keysNamedAt(T0)].sort(), ['karpenter.k8s.aws/instance-family', 'karpenter.sh/capacity-type', 'node.kubernetes.io/instance-type']);
+  t.same([...index.keysNamedAt(T0)].sort(), [
+    'karpenter.k8s.aws/instance-family',
+    'karpenter.sh/capacity-type',
+    'node.kubernetes.io/instance-type',
+  ]);
   t.same([...index.keysNamedAt(T0 - 1)], [], 'nothing existed before');
 });
 
 t.test('unanchored overlays (no In requirement) are still found', async (t) => {
   const index = newIndex();
-  const bounded: OverlayObject = withCreation({
-    metadata: { name: 'big-boxes', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
-    spec: { priceAdjustment: '-10%', weight: 50, requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gte', values: ['32'] }] },
-  }, T0);
+  const bounded: OverlayObject = withCreation(
+    {
+      metadata: { name: 'big-boxes', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
+      spec: {
+        priceAdjustment: '-10%',
+        weight: 50,
+        requirements: [{ key: 'karpenter.k8s.aws/instance-cpu', operator: 'Gte', values: ['32'] }],
+      },
+    },
+    T0,
+  );
   index.replaceAll([toOverlayView(bounded), toOverlayView(ri())], T0);
   const labels = { ...labelsOf(), 'karpenter.k8s.aws/instance-cpu': '48' };
   t.equal(index.match(viewOf(labels), T0).version?.overlay.name, 'big-boxes');
-  t.equal(index.match(viewOf({ ...labels, 'karpenter.k8s.aws/instance-cpu': '16' }), T0).version?.overlay.name, 'cost-aware-ri-m5.xlarge-us-west-2');
+  t.equal(
+    index.match(viewOf({ ...labels, 'karpenter.k8s.aws/instance-cpu': '16' }), T0).version?.overlay.name,
+    'cost-aware-ri-m5.xlarge-us-west-2',
+  );
 });
 
 t.test('property: the order overlays arrive in never changes a decision', async (t) => {
@@ -105,16 +139,33 @@ t.test('property: the order overlays arrive in never changes a decision', async 
     for (const o of overlays) index.observe(toOverlayView(o), T0);
     index.markSynced(T0);
     return types.map((ty) => {
-      const d = decide({ node: toNodeView(karpenterNode({ name: 'n', instanceType: ty, createdAt: iso(T0 + 1) })), now: T0 + 2, decidedBy: 'reconciler' }, index, settings);
-      return d.outcome === 'influenced' || d.outcome === 'not-influenced' ? d.record.labels['veneer.io/matching-overlay'] ?? 'none' : d.outcome;
+      const d = decide(
+        {
+          node: toNodeView(karpenterNode({ name: 'n', instanceType: ty, createdAt: iso(T0 + 1) })),
+          now: T0 + 2,
+          decidedBy: 'reconciler',
+        },
+        index,
+        settings,
+      );
+      return d.outcome === 'influenced' || d.outcome === 'not-influenced'
+        ? (d.record.labels['veneer.io/matching-overlay'] ?? 'none')
+        : d.outcome;
     });
   };
   const expected = decideAll(all);
-  t.same(expected.slice(0, 2), ['cost-aware-ri-m5.large-us-west-2', 'cost-aware-ri-m5.xlarge-us-west-2'], 'sanity: RIs win, later region name on ties');
-  fc.assert(fc.property(fc.shuffledSubarray(all, { minLength: all.length, maxLength: all.length }), (shuffled) => {
-    const got = decideAll(shuffled);
-    return JSON.stringify(got) === JSON.stringify(expected);
-  }), { numRuns: 300 });
+  t.same(
+    expected.slice(0, 2),
+    ['cost-aware-ri-m5.large-us-west-2', 'cost-aware-ri-m5.xlarge-us-west-2'],
+    'sanity: RIs win, later region name on ties',
+  );
+  fc.assert(
+    fc.property(fc.shuffledSubarray(all, { minLength: all.length, maxLength: all.length }), (shuffled) => {
+      const got = decideAll(shuffled);
+      return JSON.stringify(got) === JSON.stringify(expected);
+    }),
+    { numRuns: 300 },
+  );
   t.pass('300 orders agree');
 });
 

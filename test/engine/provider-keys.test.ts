@@ -31,20 +31,43 @@ t.test('the AWS provider version is the one paired with the Karpenter core the e
 });
 
 t.test('AWS_KEYS: the keys the AWS provider puts in instance-type requirements', async (t) => {
-  t.same(sorted(AWS_KEYS.instanceTypeKeys), out.instanceTypeKeys, 'AWS_KEYS.instanceTypeKeys (-: only the provider has it, +: only AWS_KEYS)');
+  t.same(
+    sorted(AWS_KEYS.instanceTypeKeys),
+    out.instanceTypeKeys,
+    'AWS_KEYS.instanceTypeKeys (-: only the provider has it, +: only AWS_KEYS)',
+  );
   // Keys a NodeClass setting or the type's zones decide; the rest are on every type, as DoesNotExist when absent.
-  t.same(out.instanceTypeKeysNotAlways, ['karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition', 'topology.k8s.aws/zone-id']);
+  t.same(out.instanceTypeKeysNotAlways, [
+    'karpenter.k8s.aws/placement-group-id',
+    'karpenter.k8s.aws/placement-group-partition',
+    'topology.k8s.aws/zone-id',
+  ]);
 });
 
 t.test('AWS_KEYS: the keys the AWS provider puts in offering requirements', async (t) => {
-  t.same(sorted(AWS_KEYS.offeringKeys), out.offeringKeys, 'AWS_KEYS.offeringKeys (-: only the provider has it, +: only AWS_KEYS)');
-  t.same(sorted(AWS_KEYS.offeringKeys).filter((k) => !AWS_KEYS.instanceTypeKeys.has(k)), [], 'every AWS offering key is an instance-type key too');
+  t.same(
+    sorted(AWS_KEYS.offeringKeys),
+    out.offeringKeys,
+    'AWS_KEYS.offeringKeys (-: only the provider has it, +: only AWS_KEYS)',
+  );
+  t.same(
+    sorted(AWS_KEYS.offeringKeys).filter((k) => !AWS_KEYS.instanceTypeKeys.has(k)),
+    [],
+    'every AWS offering key is an instance-type key too',
+  );
 });
 
 t.test('KWOK_KEYS: the keys the KWOK provider puts in instance-type requirements', async (t) => {
-  t.same(sorted(KWOK_KEYS.instanceTypeKeys), out.kwok.instanceTypeKeys, 'KWOK_KEYS.instanceTypeKeys (-: only the provider has it, +: only KWOK_KEYS)');
+  t.same(
+    sorted(KWOK_KEYS.instanceTypeKeys),
+    out.kwok.instanceTypeKeys,
+    'KWOK_KEYS.instanceTypeKeys (-: only the provider has it, +: only KWOK_KEYS)',
+  );
 });
 
-t.test('KWOK_KEYS: its offerings carry its embedded catalog\'s keys, and region from a catalog of our own', async (t) => {
-  t.same(sorted(KWOK_KEYS.offeringKeys), sorted([...out.kwok.offeringKeys, 'topology.kubernetes.io/region']));
-});
+t.test(
+  "KWOK_KEYS: its offerings carry its embedded catalog's keys, and region from a catalog of our own",
+  async (t) => {
+    t.same(sorted(KWOK_KEYS.offeringKeys), sorted([...out.kwok.offeringKeys, 'topology.kubernetes.io/region']));
+  },
+);

@@ -4,8 +4,20 @@
 // reconciler's resync, and one wider than intended calls the webhook for nothing.
 import t from 'tap';
 import {
-  CAPACITY_TYPE_LABEL, CAPACITY_TYPES, mutatingMatchConditions, parseSelector, recordKeys, SCOPE, scope, toNodeClaimView, toNodeView, undecidedSelector,
-  type Labels, type MatchCondition, type NodeClaimView, type RecordKeys,
+  CAPACITY_TYPE_LABEL,
+  CAPACITY_TYPES,
+  mutatingMatchConditions,
+  parseSelector,
+  recordKeys,
+  SCOPE,
+  scope,
+  toNodeClaimView,
+  toNodeView,
+  undecidedSelector,
+  type Labels,
+  type MatchCondition,
+  type NodeClaimView,
+  type RecordKeys,
 } from '../../src/engine/index.ts';
 import { calls, compile, ERROR } from '../support/cel.ts';
 
@@ -44,10 +56,12 @@ function claimLabelSets(): (Labels | undefined)[] {
 }
 
 const node = (labels: NodeLabels) => toNodeView({ metadata: { name: 'n', ...(labels ? { labels } : {}) } });
-const claim = (labels: Labels | undefined): NodeClaimView | undefined => (labels ? toNodeClaimView({ metadata: { name: 'c', labels } }) : undefined);
+const claim = (labels: Labels | undefined): NodeClaimView | undefined =>
+  labels ? toNodeClaimView({ metadata: { name: 'c', labels } }) : undefined;
 
 /** Registration copies the NodeClaim's labels onto the node, so a claim never contradicts its node. */
-const consistent = (n: NodeLabels, c: Labels | undefined) => !c || Object.entries(c).every(([k, v]) => n?.[k] === undefined || n[k] === v);
+const consistent = (n: NodeLabels, c: Labels | undefined) =>
+  !c || Object.entries(c).every(([k, v]) => n?.[k] === undefined || n[k] === v);
 
 function needsRecord(n: NodeLabels, c: Labels | undefined, keys: RecordKeys): boolean {
   const s = scope(node(n), claim(c), keys);
@@ -55,7 +69,8 @@ function needsRecord(n: NodeLabels, c: Labels | undefined, keys: RecordKeys): bo
 }
 
 /** The NodeClaim the mutating webhook's conditions assume: it brings the capacity type in scope when the node has none. */
-const assumedClaim = (n: NodeLabels): Labels | undefined => (n?.[CAPACITY_TYPE_LABEL] === undefined ? { [CAPACITY_TYPE_LABEL]: SCOPE.capacityType } : undefined);
+const assumedClaim = (n: NodeLabels): Labels | undefined =>
+  n?.[CAPACITY_TYPE_LABEL] === undefined ? { [CAPACITY_TYPE_LABEL]: SCOPE.capacityType } : undefined;
 
 interface Forms {
   selector: string;
@@ -65,7 +80,8 @@ interface Forms {
 /** Every way the forms disagree with scope() on the generated nodes, as readable lines; empty when they agree. */
 function disagreements(forms: Forms, keys: RecordKeys): string[] {
   const selector = parseSelector(forms.selector);
-  const admits = (n: NodeLabels) => calls(forms.conditions, { object: { metadata: n ? { name: 'n', labels: n } : { name: 'n' } } });
+  const admits = (n: NodeLabels) =>
+    calls(forms.conditions, { object: { metadata: n ? { name: 'n', labels: n } : { name: 'n' } } });
   const selects = (n: NodeLabels) => selector.matches(n ?? {});
   const found: string[] = [];
   const nodes = nodeLabelSets(keys);
@@ -73,7 +89,10 @@ function disagreements(forms: Forms, keys: RecordKeys): string[] {
     const label = JSON.stringify(n ?? null);
     // The conditions are scope() on the node's own labels, a missing capacity type taken as the one in scope.
     const expected = needsRecord(n, assumedClaim(n), keys);
-    if (admits(n) !== expected) found.push(`conditions ${admits(n) ? 'admit' : 'refuse'} ${label}; scope() says ${expected ? 'record it' : 'no record'}`);
+    if (admits(n) !== expected)
+      found.push(
+        `conditions ${admits(n) ? 'admit' : 'refuse'} ${label}; scope() says ${expected ? 'record it' : 'no record'}`,
+      );
     // The selector is the same but for capacity types Karpenter does not know, which it cannot exclude.
     const capacityType = n?.[CAPACITY_TYPE_LABEL];
     const unknown = capacityType !== undefined && !(CAPACITY_TYPES as readonly string[]).includes(capacityType);
@@ -83,8 +102,10 @@ function disagreements(forms: Forms, keys: RecordKeys): string[] {
       if (!consistent(n, c) || !needsRecord(n, c, keys)) continue;
       // A node without the nodepool label reaches the filters when registration adds it.
       const seen = n?.[NODEPOOL] !== undefined ? n : { ...n, ...c };
-      if (!admits(seen)) found.push(`conditions refuse ${JSON.stringify(seen)}, in scope with NodeClaim ${JSON.stringify(c)}`);
-      if (!selects(seen)) found.push(`selector drops ${JSON.stringify(seen)}, in scope with NodeClaim ${JSON.stringify(c)}`);
+      if (!admits(seen))
+        found.push(`conditions refuse ${JSON.stringify(seen)}, in scope with NodeClaim ${JSON.stringify(c)}`);
+      if (!selects(seen))
+        found.push(`selector drops ${JSON.stringify(seen)}, in scope with NodeClaim ${JSON.stringify(c)}`);
     }
   }
   return found;
@@ -95,7 +116,10 @@ for (const ns of ['veneer.io', 'nodes.example.com']) {
     const keys = recordKeys(ns);
     const forms = { selector: undecidedSelector(keys), conditions: mutatingMatchConditions(keys) };
     t.same(disagreements(forms, keys), []);
-    t.ok(nodeLabelSets(keys).some((n) => needsRecord(n, assumedClaim(n), keys)), 'some generated nodes are in scope');
+    t.ok(
+      nodeLabelSets(keys).some((n) => needsRecord(n, assumedClaim(n), keys)),
+      'some generated nodes are in scope',
+    );
   });
 }
 
@@ -106,11 +130,40 @@ t.test('the check fails forms that disagree', async (t) => {
   const others = CAPACITY_TYPES.filter((c) => c !== SCOPE.capacityType);
   const broken: [string, Forms][] = [
     ['the selector keeps recorded nodes', { selector: selector.replace(`,!${keys.influenced}`, ''), conditions }],
-    ['the selector lets a known other capacity type through', { selector: selector.replace(others.join(','), others.slice(1).join(',') || 'x'), conditions }],
-    ['the selector wants the capacity type present', { selector: selector.replace(`${CAPACITY_TYPE_LABEL} notin`, `${CAPACITY_TYPE_LABEL},${CAPACITY_TYPE_LABEL} notin`), conditions }],
+    [
+      'the selector lets a known other capacity type through',
+      { selector: selector.replace(others.join(','), others.slice(1).join(',') || 'x'), conditions },
+    ],
+    [
+      'the selector wants the capacity type present',
+      {
+        selector: selector.replace(
+          `${CAPACITY_TYPE_LABEL} notin`,
+          `${CAPACITY_TYPE_LABEL},${CAPACITY_TYPE_LABEL} notin`,
+        ),
+        conditions,
+      },
+    ],
     ['a condition dropped', { selector, conditions: conditions.slice(0, -1) }],
-    ['the capacity type required', { selector, conditions: conditions.map((c) => (c.name === SCOPE.capacityType ? { ...c, expression: c.expression.replace(/^.*\|\| /, '') } : c)) }],
-    ['another capacity type admitted', { selector, conditions: conditions.map((c) => ({ ...c, expression: c.expression.replaceAll(`'${SCOPE.capacityType}'`, `'${others[0]}'`) })) }],
+    [
+      'the capacity type required',
+      {
+        selector,
+        conditions: conditions.map((c) =>
+          c.name === SCOPE.capacityType ? { ...c, expression: c.expression.replace(/^.*\|\| /, '') } : c,
+        ),
+      },
+    ],
+    [
+      'another capacity type admitted',
+      {
+        selector,
+        conditions: conditions.map((c) => ({
+          ...c,
+          expression: c.expression.replaceAll(`'${SCOPE.capacityType}'`, `'${others[0]}'`),
+        })),
+      },
+    ],
   ];
   for (const [what, forms] of broken) t.not(disagreements(forms, keys).length, 0, what);
 });
@@ -127,8 +180,16 @@ t.test('the CEL evaluator reads the shapes it is given and no others', async (t)
   const env = { object: { metadata: { labels: { a: 'x' } } } };
   t.equal(compile("has(object.metadata.labels) && 'a' in object.metadata.labels")(env), true);
   t.equal(compile("object.metadata.labels['b'] == 'x'")(env), ERROR, 'a missing key is an error');
-  t.equal(compile("false && object.metadata.labels['b'] == 'x'")(env), false, '&& forgives an error when the other side is false');
+  t.equal(
+    compile("false && object.metadata.labels['b'] == 'x'")(env),
+    false,
+    '&& forgives an error when the other side is false',
+  );
   t.equal(compile("['a', 'b'].exists(k, k in object.metadata.labels)")(env), true);
-  t.equal(calls([{ expression: "object.metadata.labels['b'] == 'x'" }], env), false, 'an erring condition does not call a webhook that ignores failures');
+  t.equal(
+    calls([{ expression: "object.metadata.labels['b'] == 'x'" }], env),
+    false,
+    'an erring condition does not call a webhook that ignores failures',
+  );
   t.throws(() => compile('size(object) > 1'));
 });

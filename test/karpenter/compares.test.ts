@@ -10,7 +10,14 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/index.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { createPendingPods, type PendingPod, PRICE_OVERLAY_APPLIED, REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
+import {
+  createPendingPods,
+  type PendingPod,
+  PRICE_OVERLAY_APPLIED,
+  REGION,
+  startKarpenterWithWatcher,
+  KARPENTER_VERSION,
+} from '../../kit/karpenter.ts';
 import type { VeneerOverlay } from '../../kit/veneer.ts';
 import { KarpenterJudge } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
@@ -31,18 +38,78 @@ interface Probe {
   why: string;
 }
 const PROBES: Probe[] = [
-  { type: 'm5.large', requirement: { key: 'kwok.x-k8s.io/node', operator: 'In', values: ['fake'] }, applies: false, why: 'a label KWOK puts on every node, which no instance type defines' },
-  { type: 'm5.xlarge', requirement: { key: 'eks-node-viewer/instance-price', operator: 'Exists' }, applies: false, why: 'another node-only label' },
-  { type: 'm5.2xlarge', requirement: { key: 'karpenter.kwok.sh/instance-memory', operator: 'Gt', values: ['16000'] }, applies: false, why: "KWOK's memory is a quantity (32Gi), no integer: every numeric bound fails" },
-  { type: 'c6i.large', requirement: { key: 'karpenter.kwok.sh/instance-cpu', operator: 'Lt', values: ['3'] }, applies: true, why: 'cpu 2 < 3' },
-  { type: 'c6i.xlarge', requirement: { key: 'topology.kubernetes.io/region', operator: 'NotIn', values: ['us-east-1'] }, applies: true, why: "region is only in KWOK's offerings: NotIn another region holds" },
-  { type: 'c6i.2xlarge', requirement: { key: 'topology.kubernetes.io/region', operator: 'In', values: [REGION] }, applies: false, why: 'region In: the instance type does not define region, although every node carries it' },
-  { type: 'r6g.large', requirement: { key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] }, applies: true, why: 'arch' },
-  { type: 'r6g.xlarge', requirement: { key: 'karpenter.sh/nodepool', operator: 'In', values: ['default'] }, applies: true, why: 'the NodePool name' },
-  { type: 'r6g.2xlarge', requirement: { key: 'beta.kubernetes.io/instance-type', operator: 'In', values: ['r6g.2xlarge'] }, applies: true, why: 'a deprecated key, normalized' },
-  { type: 't3.large', requirement: { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['us-west-2a'] }, applies: true, why: 'one zone: only that offering' },
-  { type: 't3.xlarge', requirement: { key: 'karpenter.kwok.sh/instance-size', operator: 'In', values: ['xlarge'] }, applies: true, why: 'size from the AWS-shaped name' },
-  { type: 't3.2xlarge', requirement: { key: 'karpenter.kwok.sh/instance-family', operator: 'NotIn', values: ['t3'] }, applies: false, why: 'family NotIn its own family' },
+  {
+    type: 'm5.large',
+    requirement: { key: 'kwok.x-k8s.io/node', operator: 'In', values: ['fake'] },
+    applies: false,
+    why: 'a label KWOK puts on every node, which no instance type defines',
+  },
+  {
+    type: 'm5.xlarge',
+    requirement: { key: 'eks-node-viewer/instance-price', operator: 'Exists' },
+    applies: false,
+    why: 'another node-only label',
+  },
+  {
+    type: 'm5.2xlarge',
+    requirement: { key: 'karpenter.kwok.sh/instance-memory', operator: 'Gt', values: ['16000'] },
+    applies: false,
+    why: "KWOK's memory is a quantity (32Gi), no integer: every numeric bound fails",
+  },
+  {
+    type: 'c6i.large',
+    requirement: { key: 'karpenter.kwok.sh/instance-cpu', operator: 'Lt', values: ['3'] },
+    applies: true,
+    why: 'cpu 2 < 3',
+  },
+  {
+    type: 'c6i.xlarge',
+    requirement: { key: 'topology.kubernetes.io/region', operator: 'NotIn', values: ['us-east-1'] },
+    applies: true,
+    why: "region is only in KWOK's offerings: NotIn another region holds",
+  },
+  {
+    type: 'c6i.2xlarge',
+    requirement: { key: 'topology.kubernetes.io/region', operator: 'In', values: [REGION] },
+    applies: false,
+    why: 'region In: the instance type does not define region, although every node carries it',
+  },
+  {
+    type: 'r6g.large',
+    requirement: { key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] },
+    applies: true,
+    why: 'arch',
+  },
+  {
+    type: 'r6g.xlarge',
+    requirement: { key: 'karpenter.sh/nodepool', operator: 'In', values: ['default'] },
+    applies: true,
+    why: 'the NodePool name',
+  },
+  {
+    type: 'r6g.2xlarge',
+    requirement: { key: 'beta.kubernetes.io/instance-type', operator: 'In', values: ['r6g.2xlarge'] },
+    applies: true,
+    why: 'a deprecated key, normalized',
+  },
+  {
+    type: 't3.large',
+    requirement: { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['us-west-2a'] },
+    applies: true,
+    why: 'one zone: only that offering',
+  },
+  {
+    type: 't3.xlarge',
+    requirement: { key: 'karpenter.kwok.sh/instance-size', operator: 'In', values: ['xlarge'] },
+    applies: true,
+    why: 'size from the AWS-shaped name',
+  },
+  {
+    type: 't3.2xlarge',
+    requirement: { key: 'karpenter.kwok.sh/instance-family', operator: 'NotIn', values: ['t3'] },
+    applies: false,
+    why: 'family NotIn its own family',
+  },
 ];
 const overlays: VeneerOverlay[] = PROBES.map((p) => ({
   apiVersion: 'karpenter.sh/v1alpha1',
@@ -61,27 +128,62 @@ const overlays: VeneerOverlay[] = PROBES.map((p) => ({
 
 t.test('each probe, on a node of its type that real Karpenter launched', async (t) => {
   for (const o of overlays) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-  await until('Karpenter validated every probe', async () => {
-    const items = ((await custom.listClusterCustomObject(OVERLAY_API)) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
-    return items.length === overlays.length && items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'));
-  }, 30_000);
-  await until('the watcher counts them', async () => new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${overlays.length}$`, 'm').test(await watcher.metrics.registry.metrics()), 20_000);
+  await until(
+    'Karpenter validated every probe',
+    async () => {
+      const items = (
+        (await custom.listClusterCustomObject(OVERLAY_API)) as {
+          items: { status?: { conditions?: { type: string; status: string }[] } }[];
+        }
+      ).items;
+      return (
+        items.length === overlays.length &&
+        items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'))
+      );
+    },
+    30_000,
+  );
+  await until(
+    'the watcher counts them',
+    async () =>
+      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${overlays.length}$`, 'm').test(
+        await watcher.metrics.registry.metrics(),
+      ),
+    20_000,
+  );
   await sleep(1100); // the launches come in a later second than the validations
 
   // One on-demand node per type; t3.large twice, in the probe's zone and in another.
-  const pods: PendingPod[] = PROBES.map((p) => ({ name: `probe-${p.type.replace('.', '-')}`, instanceType: p.type, capacityType: 'on-demand', ...(p.type === 't3.large' ? { zone: 'us-west-2a' } : {}) }));
+  const pods: PendingPod[] = PROBES.map((p) => ({
+    name: `probe-${p.type.replace('.', '-')}`,
+    instanceType: p.type,
+    capacityType: 'on-demand',
+    ...(p.type === 't3.large' ? { zone: 'us-west-2a' } : {}),
+  }));
   pods.push({ name: 'probe-t3-large-b', instanceType: 't3.large', capacityType: 'on-demand', zone: 'us-west-2b' });
   await createPendingPods(env.admin, pods, env.karpenter.catalog);
-  const recorded = async () => (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced'] !== undefined);
+  const recorded = async () =>
+    (await core.listNode()).items.filter((n) => n.metadata?.labels?.['veneer.io/overlay-influenced'] !== undefined);
   await until(`${pods.length} nodes recorded`, async () => (await recorded()).length === pods.length, 90_000);
   const nodes = await recorded();
 
   const judge = new KarpenterJudge(KARPENTER_VERSION);
   t.teardown(() => judge.close());
-  const answer = await judge.judge(kwokJudgeCase(env.karpenter.catalog, env.karpenter.nodePools, overlays, nodes.map((n) => {
-    const labels = n.metadata?.labels ?? {};
-    return { nodePool: 'default', instanceType: labels['node.kubernetes.io/instance-type']!, offering: env.karpenter.offeringOf(labels).offering };
-  })));
+  const answer = await judge.judge(
+    kwokJudgeCase(
+      env.karpenter.catalog,
+      env.karpenter.nodePools,
+      overlays,
+      nodes.map((n) => {
+        const labels = n.metadata?.labels ?? {};
+        return {
+          nodePool: 'default',
+          instanceType: labels['node.kubernetes.io/instance-type']!,
+          offering: env.karpenter.offeringOf(labels).offering,
+        };
+      }),
+    ),
+  );
   for (const [i, n] of nodes.entries()) {
     const labels = n.metadata?.labels ?? {};
     const type = labels['node.kubernetes.io/instance-type']!;
@@ -89,11 +191,23 @@ t.test('each probe, on a node of its type that real Karpenter launched', async (
     const probe = PROBES.find((p) => p.type === type)!;
     const story = JSON.parse(n.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}') as DecisionStory;
     const annotated = n.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true';
-    const expected = probe.applies && (probe.requirement.key !== 'topology.kubernetes.io/zone' || probe.requirement.values?.includes(zone));
-    t.equal(annotated, probe.applies, `${type}: Karpenter ${probe.applies ? 'priced' : 'did not price'} it (${PRICE_OVERLAY_APPLIED}) — ${probe.why}`);
+    const expected =
+      probe.applies &&
+      (probe.requirement.key !== 'topology.kubernetes.io/zone' || probe.requirement.values?.includes(zone));
+    t.equal(
+      annotated,
+      probe.applies,
+      `${type}: Karpenter ${probe.applies ? 'priced' : 'did not price'} it (${PRICE_OVERLAY_APPLIED}) — ${probe.why}`,
+    );
     t.equal(answer.applied[i] ?? null, expected ? `probe-${type}` : null, `${type} in ${zone}: the judge agrees`);
-    t.same([story.influenced, story.overlay], [expected, expected ? `probe-${type}` : null], `${type} in ${zone}: the watcher's record (by the ${story.decidedBy}, from ${story.characteristicsFrom})`);
+    t.same(
+      [story.influenced, story.overlay],
+      [expected, expected ? `probe-${type}` : null],
+      `${type} in ${zone}: the watcher's record (by the ${story.decidedBy}, from ${story.characteristicsFrom})`,
+    );
   }
   const u = env.karpenter.usage();
-  t.comment(`karpenter RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB, kube-scheduler ${u.scheduler?.rssMiB.toFixed(0)} MiB; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.comment(
+    `karpenter RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB, kube-scheduler ${u.scheduler?.rssMiB.toFixed(0)} MiB; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 });

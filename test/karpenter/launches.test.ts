@@ -18,12 +18,38 @@
 import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
-import { burstPods, createPendingPods, KARPENTER_USER, type CapacityType, type KwokNodePool, PRICE_OVERLAY_APPLIED, REGION, startKarpenterEnv, KARPENTER_VERSION } from '../../kit/karpenter.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, FAMILY_KEY, reservedInstance, type VeneerOverlay } from '../../kit/veneer.ts';
+import {
+  burstPods,
+  createPendingPods,
+  KARPENTER_USER,
+  type CapacityType,
+  type KwokNodePool,
+  PRICE_OVERLAY_APPLIED,
+  REGION,
+  startKarpenterEnv,
+  KARPENTER_VERSION,
+} from '../../kit/karpenter.ts';
+import {
+  computeSavingsPlan,
+  ec2InstanceSavingsPlan,
+  FAMILY_KEY,
+  reservedInstance,
+  type VeneerOverlay,
+} from '../../kit/veneer.ts';
 import { launchWatcher, pauseMutatingWebhook, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../support/kwok-judge.ts';
-import { againstJudge, type AuditEntry, checkRecords, launchAuditPolicy, nodeWrites, RECORD_LABELS, refusedRequests, registered, webhookVerdicts } from '../support/launch-records.ts';
+import {
+  againstJudge,
+  type AuditEntry,
+  checkRecords,
+  launchAuditPolicy,
+  nodeWrites,
+  RECORD_LABELS,
+  refusedRequests,
+  registered,
+  webhookVerdicts,
+} from '../support/launch-records.ts';
 import { History, quantiles, storyOf } from '../../kit/node-history.ts';
 
 const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
@@ -61,7 +87,10 @@ const COMPUTE = computeSavingsPlan('kwok');
 const PREF: VeneerOverlay = {
   apiVersion: 'karpenter.sh/v1alpha1',
   kind: 'NodeOverlay',
-  metadata: { name: 'pref-booting-1', labels: { 'app.kubernetes.io/managed-by': 'veneer', 'veneer.io/type': 'preference' } },
+  metadata: {
+    name: 'pref-booting-1',
+    labels: { 'app.kubernetes.io/managed-by': 'veneer', 'veneer.io/type': 'preference' },
+  },
   spec: {
     weight: 25,
     priceAdjustment: '-10%',
@@ -76,11 +105,26 @@ const PREF: VeneerOverlay = {
 const OVERLAYS = [RI, EC2_M5, COMPUTE, PREF];
 
 for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-await until('Karpenter validated every overlay', async () => {
-  const items = ((await custom.listClusterCustomObject(OVERLAY_API)) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
-  return items.length === OVERLAYS.length && items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'));
-}, 30_000);
-await until('the watcher counts them', async () => /^veneer_nodewatcher_overlays\{state="counted"\} 4$/m.test(await watcher.metrics.registry.metrics()), 20_000);
+await until(
+  'Karpenter validated every overlay',
+  async () => {
+    const items = (
+      (await custom.listClusterCustomObject(OVERLAY_API)) as {
+        items: { status?: { conditions?: { type: string; status: string }[] } }[];
+      }
+    ).items;
+    return (
+      items.length === OVERLAYS.length &&
+      items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'))
+    );
+  },
+  30_000,
+);
+await until(
+  'the watcher counts them',
+  async () => /^veneer_nodewatcher_overlays\{state="counted"\} 4$/m.test(await watcher.metrics.registry.metrics()),
+  20_000,
+);
 // Creation timestamps have whole seconds: launches come in a later second than the validations.
 await sleep(1100);
 await history.start();
@@ -90,7 +134,10 @@ t.teardown(() => judge.close());
 
 const audit = () => cp.auditEvents() as unknown as AuditEntry[];
 // The nodes that exist (a launch Karpenter gave up on and made again leaves a removed node in the history).
-const nodesOf = (pool: string) => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool && v.at(-1)?.type !== 'DELETED');
+const nodesOf = (pool: string) =>
+  [...history.nodes.entries()].filter(
+    ([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === pool && v.at(-1)?.type !== 'DELETED',
+  );
 
 const summary: string[] = [];
 
@@ -100,37 +147,77 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   const onDemand = wanted.filter((p) => p.capacityType === 'on-demand').length;
   const t0 = Date.now();
   await createPendingPods(admin, wanted, karpenter.catalog);
-  await until(`${LAUNCHES} ${pool} nodes registered by Karpenter`, () => {
-    const nodes = nodesOf(pool);
-    return nodes.length === LAUNCHES && nodes.every(([, v]) => registered(v.at(-1)));
-  }, 60_000 + LAUNCHES * 2_000);
+  await until(
+    `${LAUNCHES} ${pool} nodes registered by Karpenter`,
+    () => {
+      const nodes = nodesOf(pool);
+      return nodes.length === LAUNCHES && nodes.every(([, v]) => registered(v.at(-1)));
+    },
+    60_000 + LAUNCHES * 2_000,
+  );
   const allRegistered = Date.now() - t0;
-  await until(`${onDemand} records`, () => nodesOf(pool).filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemand, 60_000);
+  await until(
+    `${onDemand} records`,
+    () => nodesOf(pool).filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemand,
+    60_000,
+  );
   await sleep(1500); // room for a second write, or a change by anyone, to show up
   const nodes = nodesOf(pool);
   t.equal(nodes.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
   const claims = await karpenter.nodeClaims();
-  t.equal(claims.filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool).length, LAUNCHES, `${LAUNCHES} NodeClaims`);
+  t.equal(
+    claims.filter((c) => c.metadata.labels?.['karpenter.sh/nodepool'] === pool).length,
+    LAUNCHES,
+    `${LAUNCHES} NodeClaims`,
+  );
 
   // Exactly one record per on-demand node, none on spot; written once, never changed after.
   const claimCreated = new Map(claims.map((c) => [c.metadata.name, Date.parse(c.metadata.creationTimestamp ?? '')]));
-  const { problems, by, from, approximate, recordedBeforeRegistration, recordedInRegistration, latency, evaluatedLate } = checkRecords(nodes, nodeWrites(audit(), WATCHER_USER), history, claimCreated);
-  t.same(problems, [], 'every on-demand node has exactly one record, written once and never changed; spot nodes have none');
-  t.comment(`who recorded: the webhook inline ${by.webhook}, the reconciler ${by.reconciler}; decided from the node alone ${from.node}, from node and NodeClaim ${from['node+nodeclaim']}; basis approximate ${approximate}`);
+  const {
+    problems,
+    by,
+    from,
+    approximate,
+    recordedBeforeRegistration,
+    recordedInRegistration,
+    latency,
+    evaluatedLate,
+  } = checkRecords(nodes, nodeWrites(audit(), WATCHER_USER), history, claimCreated);
+  t.same(
+    problems,
+    [],
+    'every on-demand node has exactly one record, written once and never changed; spot nodes have none',
+  );
+  t.comment(
+    `who recorded: the webhook inline ${by.webhook}, the reconciler ${by.reconciler}; decided from the node alone ${from.node}, from node and NodeClaim ${from['node+nodeclaim']}; basis approximate ${approximate}`,
+  );
   if (expected) t.equal(by[expected], onDemand, `the ${expected} recorded every node`);
   // Karpenter's registration came after every inline record (and changed none: above); the
   // reconciler's PATCH lands before or after it, whichever is first.
   if (by.reconciler === 0) {
-    t.equal(recordedBeforeRegistration + recordedInRegistration, onDemand, "every record came in the CREATE or in Karpenter's registration update itself, and the registration (label sync, taint removal, owner reference, finalizer) changed none");
-    t.comment(`recorded at CREATE: ${recordedBeforeRegistration}; in the registration update: ${recordedInRegistration}`);
-  } else t.comment(`the reconciler's record came before Karpenter's registration on ${recordedBeforeRegistration} of ${onDemand} nodes, after it on the rest`);
+    t.equal(
+      recordedBeforeRegistration + recordedInRegistration,
+      onDemand,
+      "every record came in the CREATE or in Karpenter's registration update itself, and the registration (label sync, taint removal, owner reference, finalizer) changed none",
+    );
+    t.comment(
+      `recorded at CREATE: ${recordedBeforeRegistration}; in the registration update: ${recordedInRegistration}`,
+    );
+  } else
+    t.comment(
+      `the reconciler's record came before Karpenter's registration on ${recordedBeforeRegistration} of ${onDemand} nodes, after it on the rest`,
+    );
 
   // The overlay Karpenter's own controller and store apply to each node's offering.
   const launches: JudgeLaunch[] = [];
   const names: string[] = [];
   for (const [name, v] of nodes) {
     const labels = v.at(-1)!.labels;
-    launches.push({ nodePool: pool, instanceType: labels['node.kubernetes.io/instance-type']!, offering: karpenter.offeringOf(labels).offering });
+    launches.push({
+      nodePool: pool,
+      instanceType: labels['node.kubernetes.io/instance-type']!,
+      offering: karpenter.offeringOf(labels).offering,
+    });
     names.push(name);
   }
   const answer = await judge.judge(kwokJudgeCase(karpenter.catalog, karpenter.nodePools, OVERLAYS, launches));
@@ -144,47 +231,123 @@ async function launchPath(t: Test, pool: string, path: string, count: number, ex
   summary.push(summaryLine);
 }
 
-t.test(`instant path: ${LAUNCHES} concurrent launches, the Node created with every label`, (t) => launchPath(t, 'instant', 'instant', LAUNCHES));
-t.test(`booting path: ${LAUNCHES} concurrent launches, the Node 2 s after the launch`, (t) => launchPath(t, 'booting', 'booting', LAUNCHES));
-t.test('webhook down: the reconciler records each node once, racing Karpenter\'s registration', async (t) => {
+t.test(`instant path: ${LAUNCHES} concurrent launches, the Node created with every label`, (t) =>
+  launchPath(t, 'instant', 'instant', LAUNCHES),
+);
+t.test(`booting path: ${LAUNCHES} concurrent launches, the Node 2 s after the launch`, (t) =>
+  launchPath(t, 'booting', 'booting', LAUNCHES),
+);
+t.test("webhook down: the reconciler records each node once, racing Karpenter's registration", async (t) => {
   await pauseMutatingWebhook(admin);
   await launchPath(t, 'late', 'webhook down', Math.max(12, Math.round(LAUNCHES / 5)), 'reconciler');
 });
 
 t.test('Karpenter was never refused: no validating webhook call, no 4xx on its node writes', async (t) => {
   t.same(refusedRequests(audit(), KARPENTER_USER), [], 'no node write of Karpenter refused');
-  const conflicted = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && e.responseStatus?.code === 409);
-  const conflicts = POOLS.map((p) => `${conflicted.filter((e) => e.objectRef?.name?.startsWith(`kwok-${p.name}-`)).length} on ${p.name} nodes`).join(', ');
+  const conflicted = audit().filter(
+    (e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && e.responseStatus?.code === 409,
+  );
+  const conflicts = POOLS.map(
+    (p) => `${conflicted.filter((e) => e.objectRef?.name?.startsWith(`kwok-${p.name}-`)).length} on ${p.name} nodes`,
+  ).join(', ');
   // The reconciler's PATCH is guarded by the resourceVersion it read: racing Karpenter's
   // registration, either may get a 409 and retry (each node still has one write: above).
-  const watcherFailures = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === WATCHER_USER && e.objectRef?.resource === 'nodes' && (e.responseStatus?.code ?? 0) >= 400);
-  t.same(watcherFailures.filter((e) => e.responseStatus?.code !== 409).map((e) => `${e.verb} ${e.objectRef?.name}: ${e.responseStatus?.code}`), [], "no write of the watcher failed but for conflicts");
-  t.comment(`the watcher's node writes that conflicted (409, retried): ${watcherFailures.length}, all on nodes the reconciler recorded: ${watcherFailures.every((e) => e.objectRef?.name?.startsWith('kwok-late-'))}`);
-  const karpenterWrites = audit().filter((e) => e.stage === 'ResponseComplete' && e.user.username === KARPENTER_USER && ['create', 'update', 'patch'].includes(e.verb));
-  const mutated = karpenterWrites.filter((e) => e.verb === 'create' && Object.entries(e.annotations ?? {}).some(([k, v]) => k.startsWith('mutation.webhook.admission.k8s.io/') && v.includes('record.nodes.veneer.io') && v.includes('"mutated":true'))).length;
+  const watcherFailures = audit().filter(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.user.username === WATCHER_USER &&
+      e.objectRef?.resource === 'nodes' &&
+      (e.responseStatus?.code ?? 0) >= 400,
+  );
+  t.same(
+    watcherFailures
+      .filter((e) => e.responseStatus?.code !== 409)
+      .map((e) => `${e.verb} ${e.objectRef?.name}: ${e.responseStatus?.code}`),
+    [],
+    'no write of the watcher failed but for conflicts',
+  );
+  t.comment(
+    `the watcher's node writes that conflicted (409, retried): ${watcherFailures.length}, all on nodes the reconciler recorded: ${watcherFailures.every((e) => e.objectRef?.name?.startsWith('kwok-late-'))}`,
+  );
+  const karpenterWrites = audit().filter(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.user.username === KARPENTER_USER &&
+      ['create', 'update', 'patch'].includes(e.verb),
+  );
+  const mutated = karpenterWrites.filter(
+    (e) =>
+      e.verb === 'create' &&
+      Object.entries(e.annotations ?? {}).some(
+        ([k, v]) =>
+          k.startsWith('mutation.webhook.admission.k8s.io/') &&
+          v.includes('record.nodes.veneer.io') &&
+          v.includes('"mutated":true'),
+      ),
+  ).length;
   const { rejections, validatingCalls } = webhookVerdicts((await cp.get('/metrics')).body);
   t.equal(rejections, 0, 'the apiserver counts no webhook rejection');
-  t.equal(validatingCalls, 0, "the validating webhook was never even called: Karpenter's writes never touch a record (its match condition)");
-  t.comment(`Karpenter's node writes: ${karpenterWrites.filter((e) => e.verb === 'create').length} creates (${mutated} mutated inline by record.nodes.veneer.io), ${karpenterWrites.filter((e) => e.verb !== 'create').length} updates/patches, conflicts (409, retried by Karpenter): ${conflicts}`);
+  t.equal(
+    validatingCalls,
+    0,
+    "the validating webhook was never even called: Karpenter's writes never touch a record (its match condition)",
+  );
+  t.comment(
+    `Karpenter's node writes: ${karpenterWrites.filter((e) => e.verb === 'create').length} creates (${mutated} mutated inline by record.nodes.veneer.io), ${karpenterWrites.filter((e) => e.verb !== 'create').length} updates/patches, conflicts (409, retried by Karpenter): ${conflicts}`,
+  );
 });
 
-t.test(`both carry Karpenter's ${PRICE_OVERLAY_APPLIED}; the record tells spot from on-demand and names the overlay`, async (t) => {
-  const m5xl = [...history.nodes.entries()].filter(([, v]) => v.at(-1)?.labels['node.kubernetes.io/instance-type'] === 'm5.xlarge' && v.at(-1)?.labels['karpenter.sh/nodepool'] === 'instant');
-  const pick = (ct: CapacityType) => m5xl.find(([, v]) => v.at(-1)?.labels['karpenter.sh/capacity-type'] === ct);
-  const [spotName] = pick('spot') ?? [];
-  const [odName] = pick('on-demand') ?? [];
-  t.ok(spotName && odName, 'an m5.xlarge spot node and an on-demand one');
-  const spot = await core.readNode({ name: spotName! });
-  const od = await core.readNode({ name: odName! });
-  const claims = new Map((await karpenter.nodeClaims()).map((c) => [c.metadata.name, c]));
-  for (const n of [spot, od]) {
-    t.equal(n.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], 'true', `${n.metadata?.labels?.['karpenter.sh/capacity-type']} node: ${PRICE_OVERLAY_APPLIED}=true`);
-    t.equal(claims.get(n.metadata?.labels?.['kubernetes.io/hostname'] ?? '')?.metadata.annotations?.[PRICE_OVERLAY_APPLIED], 'true', '...and its NodeClaim');
-  }
-  t.same(RECORD_LABELS.filter((k) => spot.metadata?.labels?.[k] !== undefined), [], 'the spot node: no record (no overlay priced a spot offering)');
-  t.match(od.metadata?.labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': RI.metadata.name, 'veneer.io/capacity-type': 'reserved-instance', 'veneer.io/instance-type': 'm5.xlarge' }, 'the on-demand node: the Reserved Instance overlay');
-  t.match(JSON.parse(od.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}'), { influenced: true, overlay: RI.metadata.name, weight: 30, price: '0.00', basis: 'exact' });
-});
+t.test(
+  `both carry Karpenter's ${PRICE_OVERLAY_APPLIED}; the record tells spot from on-demand and names the overlay`,
+  async (t) => {
+    const m5xl = [...history.nodes.entries()].filter(
+      ([, v]) =>
+        v.at(-1)?.labels['node.kubernetes.io/instance-type'] === 'm5.xlarge' &&
+        v.at(-1)?.labels['karpenter.sh/nodepool'] === 'instant',
+    );
+    const pick = (ct: CapacityType) => m5xl.find(([, v]) => v.at(-1)?.labels['karpenter.sh/capacity-type'] === ct);
+    const [spotName] = pick('spot') ?? [];
+    const [odName] = pick('on-demand') ?? [];
+    t.ok(spotName && odName, 'an m5.xlarge spot node and an on-demand one');
+    const spot = await core.readNode({ name: spotName! });
+    const od = await core.readNode({ name: odName! });
+    const claims = new Map((await karpenter.nodeClaims()).map((c) => [c.metadata.name, c]));
+    for (const n of [spot, od]) {
+      t.equal(
+        n.metadata?.annotations?.[PRICE_OVERLAY_APPLIED],
+        'true',
+        `${n.metadata?.labels?.['karpenter.sh/capacity-type']} node: ${PRICE_OVERLAY_APPLIED}=true`,
+      );
+      t.equal(
+        claims.get(n.metadata?.labels?.['kubernetes.io/hostname'] ?? '')?.metadata.annotations?.[PRICE_OVERLAY_APPLIED],
+        'true',
+        '...and its NodeClaim',
+      );
+    }
+    t.same(
+      RECORD_LABELS.filter((k) => spot.metadata?.labels?.[k] !== undefined),
+      [],
+      'the spot node: no record (no overlay priced a spot offering)',
+    );
+    t.match(
+      od.metadata?.labels,
+      {
+        'veneer.io/overlay-influenced': 'true',
+        'veneer.io/matching-overlay': RI.metadata.name,
+        'veneer.io/capacity-type': 'reserved-instance',
+        'veneer.io/instance-type': 'm5.xlarge',
+      },
+      'the on-demand node: the Reserved Instance overlay',
+    );
+    t.match(JSON.parse(od.metadata?.annotations?.['veneer.io/overlay-decision'] ?? '{}'), {
+      influenced: true,
+      overlay: RI.metadata.name,
+      weight: 30,
+      price: '0.00',
+      basis: 'exact',
+    });
+  },
+);
 
 t.test('footprint', async (t) => {
   const u = karpenter.usage();

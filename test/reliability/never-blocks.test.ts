@@ -32,14 +32,26 @@ await until('leadership', () => reconciler.watcher.metrics.leader.get().then((m)
 
 /** Both webhooks, as the chart registers them, pointed at `port`. */
 async function pointWebhooksAt(port: number): Promise<void> {
-  const reg = { name: 'veneer-node-watcher', caBundle: certs.caPem, url: `https://127.0.0.1:${port}`, labelNamespace: 'veneer.io', timeoutSeconds: TIMEOUT_SECONDS };
+  const reg = {
+    name: 'veneer-node-watcher',
+    caBundle: certs.caPem,
+    url: `https://127.0.0.1:${port}`,
+    labelNamespace: 'veneer.io',
+    timeoutSeconds: TIMEOUT_SECONDS,
+  };
   const mutating = mutatingWebhookConfiguration(reg);
   const validating = validatingWebhookConfiguration(reg);
   try {
     const old = await admission.readMutatingWebhookConfiguration({ name: reg.name });
-    await admission.replaceMutatingWebhookConfiguration({ name: reg.name, body: { ...mutating, metadata: { ...mutating.metadata, resourceVersion: old.metadata?.resourceVersion } } });
+    await admission.replaceMutatingWebhookConfiguration({
+      name: reg.name,
+      body: { ...mutating, metadata: { ...mutating.metadata, resourceVersion: old.metadata?.resourceVersion } },
+    });
     const oldV = await admission.readValidatingWebhookConfiguration({ name: reg.name });
-    await admission.replaceValidatingWebhookConfiguration({ name: reg.name, body: { ...validating, metadata: { ...validating.metadata, resourceVersion: oldV.metadata?.resourceVersion } } });
+    await admission.replaceValidatingWebhookConfiguration({
+      name: reg.name,
+      body: { ...validating, metadata: { ...validating.metadata, resourceVersion: oldV.metadata?.resourceVersion } },
+    });
   } catch (err) {
     if ((err as { code?: number }).code !== 404) throw err;
     await admission.createMutatingWebhookConfiguration({ body: mutating });
@@ -50,19 +62,39 @@ async function pointWebhooksAt(port: number): Promise<void> {
 /** Dry-run creates until the new target is called: the configuration is then in force. */
 async function probeUntilCalled(calls: () => Promise<number> | number): Promise<void> {
   const before = await calls();
-  await until('the apiserver calls the new webhook target', async () => {
-    await fleet.core.createNode({ body: { metadata: { name: 'probe', labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand' } } }, dryRun: 'All' });
-    return (await calls()) > before;
-  }, 30_000);
+  await until(
+    'the apiserver calls the new webhook target',
+    async () => {
+      await fleet.core.createNode({
+        body: {
+          metadata: {
+            name: 'probe',
+            labels: { 'karpenter.sh/nodepool': 'probe', 'karpenter.sh/capacity-type': 'on-demand' },
+          },
+        },
+        dryRun: 'All',
+      });
+      return (await calls()) > before;
+    },
+    30_000,
+  );
 }
 
-const failOpens = async () => counter((await cp.get('/metrics')).body, 'apiserver_admission_webhook_fail_open_count', { name: 'record.nodes.veneer.io' });
+const failOpens = async () =>
+  counter((await cp.get('/metrics')).body, 'apiserver_admission_webhook_fail_open_count', {
+    name: 'record.nodes.veneer.io',
+  });
 
 /**
  * Launches `count` nodes, `concurrency` at a time, timing each request that passes admission
  * (the kubelet's CREATE and Karpenter's registration update). `onDone` sees the running count.
  */
-async function timedBurst(prefix: string, count: number, onDone: (done: number) => void = () => {}, concurrency = 8): Promise<number[]> {
+async function timedBurst(
+  prefix: string,
+  count: number,
+  onDone: (done: number) => void = () => {},
+  concurrency = 8,
+): Promise<number[]> {
   const took: number[] = [];
   let next = 0;
   let done = 0;
@@ -71,15 +103,17 @@ async function timedBurst(prefix: string, count: number, onDone: (done: number) 
     await fn();
     took.push(performance.now() - start);
   };
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      const shape = fleet.shape(prefix, next++);
-      await fleet.sim.createNodeClaim(shape);
-      await timed(() => fleet.sim.kubeletCreate(shape));
-      await timed(() => fleet.sim.register(shape));
-      onDone(++done);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const shape = fleet.shape(prefix, next++);
+        await fleet.sim.createNodeClaim(shape);
+        await timed(() => fleet.sim.kubeletCreate(shape));
+        await timed(() => fleet.sim.register(shape));
+        onDone(++done);
+      }
+    }),
+  );
   return took;
 }
 
@@ -90,9 +124,17 @@ async function everyNodeRecordedOnce(t: Test, prefix: string): Promise<number> {
   const recordedAfter = Date.now() - start;
   t.same(await fleet.wrongRecords(prefix), [], 'every record names the overlay Karpenter would have applied');
   const writes = fleet.watcherWrites(prefix, [WATCHER_USER, 'veneer-watcher-a']);
-  t.same([...writes].filter(([, w]) => w.length > 1).map(([n]) => n), [], 'no node recorded twice');
+  t.same(
+    [...writes].filter(([, w]) => w.length > 1).map(([n]) => n),
+    [],
+    'no node recorded twice',
+  );
   const inline = [...(await fleet.labels(prefix)).keys()].filter((n) => !writes.has(n)).length;
-  t.equal(inline + writes.size, BURST, 'each node recorded exactly once: inline by the webhook or by one reconciler write');
+  t.equal(
+    inline + writes.size,
+    BURST,
+    'each node recorded exactly once: inline by the webhook or by one reconciler write',
+  );
   return recordedAfter;
 }
 
@@ -104,7 +146,8 @@ t.test('the webhook process is SIGKILLed in the middle of a burst', async (t) =>
   t.teardown(() => void replica.child.kill('SIGKILL'));
   await waitReady(replica.healthPort);
   await pointWebhooksAt(replica.webhookPort);
-  const reviews = async () => counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_admission_requests_total', { webhook: 'mutate' });
+  const reviews = async () =>
+    counter(await metricsOf(replica.metricsPort), 'veneer_nodewatcher_admission_requests_total', { webhook: 'mutate' });
   await probeUntilCalled(reviews);
   const failOpensBefore = await failOpens();
   let killedAt = 0;
@@ -118,19 +161,41 @@ t.test('the webhook process is SIGKILLed in the middle of a burst', async (t) =>
   t.ok(Math.max(...took) < BOUND_MS, `slowest request ${Math.round(Math.max(...took))} ms (bound ${BOUND_MS} ms)`);
   t.ok((await failOpens()) > failOpensBefore, 'after the kill the apiserver called the dead webhook and failed open');
   const after = await everyNodeRecordedOnce(t, 'kill');
-  const inline = [...(await fleet.labels('kill')).keys()].filter((n) => !fleet.watcherWrites('kill', [WATCHER_USER]).has(n)).length;
+  const inline = [...(await fleet.labels('kill')).keys()].filter(
+    (n) => !fleet.watcherWrites('kill', [WATCHER_USER]).has(n),
+  ).length;
   t.ok(inline > 0, `${inline} nodes were recorded inline before the kill`);
-  figures.push(`SIGKILL: slowest request ${Math.round(Math.max(...took))} ms; ${inline}/${BURST} inline; all recorded ${after} ms after the burst`);
+  figures.push(
+    `SIGKILL: slowest request ${Math.round(Math.max(...took))} ms; ${inline}/${BURST} inline; all recorded ${after} ms after the burst`,
+  );
 });
 
 const faults: [string, Fault, () => Promise<{ certPath: string; keyPath: string }>][] = [
   ['accepts connections and never answers', 'hang', async () => certs.serving],
   ['answers garbage (not JSON, truncated, wrong uid, bad patch, 500, HTML)', 'garbage', async () => certs.serving],
-  ['presents an expired certificate', 'certificate', () => issueCert(certs.ca, join(cp.dir, 'expired'), 'expired', { commonName: 'veneer-node-watcher', usage: 'server', ipAddresses: ['127.0.0.1'], days: -1 })],
-  ['presents a certificate signed by another CA', 'certificate', async () => {
-    const foreign = await makeCA(join(cp.dir, 'foreign-ca'), 'someone else');
-    return issueCert(foreign, join(cp.dir, 'foreign-ca'), 'serving', { commonName: 'veneer-node-watcher', usage: 'server', ipAddresses: ['127.0.0.1'] });
-  }],
+  [
+    'presents an expired certificate',
+    'certificate',
+    () =>
+      issueCert(certs.ca, join(cp.dir, 'expired'), 'expired', {
+        commonName: 'veneer-node-watcher',
+        usage: 'server',
+        ipAddresses: ['127.0.0.1'],
+        days: -1,
+      }),
+  ],
+  [
+    'presents a certificate signed by another CA',
+    'certificate',
+    async () => {
+      const foreign = await makeCA(join(cp.dir, 'foreign-ca'), 'someone else');
+      return issueCert(foreign, join(cp.dir, 'foreign-ca'), 'serving', {
+        commonName: 'veneer-node-watcher',
+        usage: 'server',
+        ipAddresses: ['127.0.0.1'],
+      });
+    },
+  ],
 ];
 
 for (const [i, [what, fault, certificate]] of faults.entries()) {
@@ -146,7 +211,10 @@ for (const [i, [what, fault, certificate]] of faults.entries()) {
     t.ok(slowest < BOUND_MS, `slowest request ${slowest} ms (bound ${BOUND_MS} ms)`);
     t.ok((await failOpens()) - failOpensBefore >= BURST, 'every CREATE called the webhook and failed open');
     const labels = await fleet.labels(prefix);
-    t.notOk([...labels.values()].some((l) => l['veneer.io/overlay-influenced'] === UNTRUSTED_VALUE), 'nothing the faulty endpoint sent reached a node');
+    t.notOk(
+      [...labels.values()].some((l) => l['veneer.io/overlay-influenced'] === UNTRUSTED_VALUE),
+      'nothing the faulty endpoint sent reached a node',
+    );
     const after = await everyNodeRecordedOnce(t, prefix);
     figures.push(`${fault} (${what}): slowest request ${slowest} ms; all recorded ${after} ms after the burst`);
   });

@@ -22,22 +22,34 @@ t.teardown(() => console.error(`nothing-lost figures:\n  ${figures.join('\n  ')}
 
 /** After recovery: every node recorded in time, rightly, by exactly one write. */
 async function everyNodeRecordedOnce(t: Test, prefix: string, recoveredAt: number): Promise<number> {
-  await until(`${BURST} ${prefix} records`, () => fleet.allRecorded(prefix, BURST), RECORDED_WITHIN_MS).catch(async (err) => {
-    const unrecorded = [...(await fleet.labels(prefix))].filter(([, l]) => !l['veneer.io/overlay-influenced']).map(([n]) => n);
-    t.comment(`unrecorded: ${unrecorded.join(', ')}`);
-    throw err;
-  });
+  await until(`${BURST} ${prefix} records`, () => fleet.allRecorded(prefix, BURST), RECORDED_WITHIN_MS).catch(
+    async (err) => {
+      const unrecorded = [...(await fleet.labels(prefix))]
+        .filter(([, l]) => !l['veneer.io/overlay-influenced'])
+        .map(([n]) => n);
+      t.comment(`unrecorded: ${unrecorded.join(', ')}`);
+      throw err;
+    },
+  );
   const took = Date.now() - recoveredAt;
   t.same(await fleet.wrongRecords(prefix), [], 'every record names the overlay Karpenter would have applied');
   // The apiserver logs a request's ResponseComplete after it has answered: a record can be
   // visible a moment before the audit line of its write is.
-  await until('every write in the audit log', () => fleet.watcherWrites(prefix, [WATCHER_USER], true).size >= BURST, 5_000).catch(() => {});
+  await until(
+    'every write in the audit log',
+    () => fleet.watcherWrites(prefix, [WATCHER_USER], true).size >= BURST,
+    5_000,
+  ).catch(() => {});
   // A write cut short by a SIGKILL is audited 504 and may still have been applied: it counts as
   // the watcher's. Two applied writes cannot hide behind it: each is guarded by the
   // resourceVersion it decided on, so a later write succeeds only if the earlier one was not applied.
   t.equal(fleet.watcherWrites(prefix, [WATCHER_USER], true).size, BURST, 'every node was written by the watcher');
   const writes = fleet.watcherWrites(prefix, [WATCHER_USER]);
-  t.same([...writes].filter(([, w]) => w.length > 1).map(([n]) => n), [], 'no node written twice');
+  t.same(
+    [...writes].filter(([, w]) => w.length > 1).map(([n]) => n),
+    [],
+    'no node written twice',
+  );
   return took;
 }
 
@@ -46,10 +58,7 @@ async function burstWithFault(prefix: string, at: number, fault: () => Promise<v
   let recoveredAt = 0;
   const first = fleet.persistentBurst(prefix, at);
   await first;
-  await Promise.all([
-    fault().then(() => (recoveredAt = Date.now())),
-    fleet.persistentBurst(prefix, BURST - at, at),
-  ]);
+  await Promise.all([fault().then(() => (recoveredAt = Date.now())), fleet.persistentBurst(prefix, BURST - at, at)]);
   return recoveredAt;
 }
 
@@ -57,7 +66,11 @@ t.test('the watcher SIGKILLed and started again in the middle of a burst', async
   const first = await spawnServe(cp, certs, WATCHER_USER);
   t.teardown(() => void first.child.kill('SIGKILL'));
   await waitReady(first.healthPort);
-  await until('leadership', async () => /^veneer_nodewatcher_leader 1$/m.test(await metricsOf(first.metricsPort)), 30_000);
+  await until(
+    'leadership',
+    async () => /^veneer_nodewatcher_leader 1$/m.test(await metricsOf(first.metricsPort)),
+    30_000,
+  );
   let second: Awaited<ReturnType<typeof spawnServe>> | undefined;
   t.teardown(() => void second?.child.kill('SIGKILL'));
   const recoveredAt = await burstWithFault('killed', 10, async () => {
@@ -67,7 +80,9 @@ t.test('the watcher SIGKILLed and started again in the middle of a burst', async
     await waitReady(second.healthPort);
   });
   const took = await everyNodeRecordedOnce(t, 'killed', recoveredAt);
-  figures.push(`watcher SIGKILLed and restarted: all ${BURST} recorded ${took} ms after the new process was ready (the old lease, 3 s, had to expire first)`);
+  figures.push(
+    `watcher SIGKILLed and restarted: all ${BURST} recorded ${took} ms after the new process was ready (the old lease, 3 s, had to expire first)`,
+  );
   second!.child.kill('SIGTERM');
   t.equal(await second!.exited, 0, 'the new process stops cleanly');
 });
@@ -102,7 +117,9 @@ t.test('every connection to the apiserver goes silent without an error', async (
   await until('leadership', () => watcher.metrics.leader.get().then((m) => m.values[0]?.value === 1));
   // A first wave keeps the connection pool warm, so that writes too meet a silent connection.
   await fleet.persistentBurst('stall', 10);
-  await until('the first wave recorded', async () => [...(await fleet.labels('stall')).values()].every((l) => l['veneer.io/overlay-influenced']));
+  await until('the first wave recorded', async () =>
+    [...(await fleet.labels('stall')).values()].every((l) => l['veneer.io/overlay-influenced']),
+  );
   // Silence everything open, several times while the second wave is written, so that watches,
   // lease renewals and record writes in flight all meet the fault; the HTTP/2 PING finds it.
   let stalledAt = 0;
@@ -118,5 +135,7 @@ t.test('every connection to the apiserver goes silent without an error', async (
   // Watches, lease renewals and writes share one HTTP/2 connection, so that is what goes silent.
   t.ok(proxy.stalled >= 1, `${proxy.stalled} connection(s) silenced`);
   const took = await everyNodeRecordedOnce(t, 'stall', stalledAt);
-  figures.push(`all connections stalled: all recorded ${took} ms after the stall (HTTP/2 PING every ${HTTP2_PING_INTERVAL_MS} ms)`);
+  figures.push(
+    `all connections stalled: all recorded ${took} ms after the stall (HTTP/2 PING every ${HTTP2_PING_INTERVAL_MS} ms)`,
+  );
 });

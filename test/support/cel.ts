@@ -39,7 +39,8 @@ export function compile(source: string): (env: Env) => Value {
   const peek = () => tokens[i];
   const take = (want?: string) => {
     const t = tokens[i++];
-    if (t === undefined || (want !== undefined && t !== want)) throw new Error(`CEL: expected ${want ?? 'more'} at token ${i - 1} of ${JSON.stringify(source)}`);
+    if (t === undefined || (want !== undefined && t !== want))
+      throw new Error(`CEL: expected ${want ?? 'more'} at token ${i - 1} of ${JSON.stringify(source)}`);
     return t;
   };
   const ident = (t: string | undefined) => t !== undefined && /^[A-Za-z_]/.test(t) && t !== 'in';
@@ -167,7 +168,8 @@ export function compile(source: string): (env: Env) => Value {
         path.push(take());
       }
       take(')');
-      if (path.length < 2 || !path.every(ident)) throw new Error(`CEL: has() needs a field selection, got ${path.join('.')}`);
+      if (path.length < 2 || !path.every(ident))
+        throw new Error(`CEL: has() needs a field selection, got ${path.join('.')}`);
       const field = path.pop() as string;
       return (env) => {
         const target = path.slice(1).reduce<Value>((v, name) => select(v, name), env[path[0] as string] ?? ERROR);

@@ -12,24 +12,39 @@ export const RELEASE = 'veneer-node-watcher';
 export const NS = 'veneer-system';
 export const KUBE_VERSION = '1.35.4';
 
-export type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string> }; [k: string]: unknown };
+export type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  [k: string]: unknown;
+};
 
-export interface RuleGroup { name: string; rules: { alert?: string; record?: string; expr: string; for?: string }[] }
+export interface RuleGroup {
+  name: string;
+  rules: { alert?: string; record?: string; expr: string; for?: string }[];
+}
 
-export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) => spawnSync(binary('helm'), args, { encoding: 'utf8', env });
+export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
+  spawnSync(binary('helm'), args, { encoding: 'utf8', env });
 
 /** `helm template` of the chart as release veneer-node-watcher in veneer-system. */
 export function template(extra: string[] = [], release = RELEASE): Obj[] {
   const r = helm(['template', release, CHART, '--namespace', NS, '--kube-version', KUBE_VERSION, ...extra]);
   if (r.status !== 0) throw new Error(r.stderr);
-  return parseAllDocuments(r.stdout).map((d) => d.toJSON() as Obj).filter(Boolean);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJSON() as Obj)
+    .filter(Boolean);
 }
 
-export const find = (objs: Obj[], kind: string, suffix = '') => objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
+export const find = (objs: Obj[], kind: string, suffix = '') =>
+  objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
 
 /** The chart's PrometheusRule groups, as a Prometheus rule file would hold them (the alerts that are off by default on). */
 export function ruleGroups(extra = ['--set', 'metrics.prometheusRule.overlayIdle.enabled=true']): RuleGroup[] {
-  const rule = find(template(['--set', 'metrics.prometheusRule.enabled=true', ...extra]), 'PrometheusRule') as unknown as { spec: { groups: RuleGroup[] } };
+  const rule = find(
+    template(['--set', 'metrics.prometheusRule.enabled=true', ...extra]),
+    'PrometheusRule',
+  ) as unknown as { spec: { groups: RuleGroup[] } };
   return rule.spec.groups;
 }
 

@@ -9,11 +9,18 @@ import { waitEstablished } from '../../kit/karpenter-crds.ts';
 
 const PROMETHEUS_OPERATOR = {
   module: 'github.com/prometheus-operator/prometheus-operator@v0.82.2',
-  files: ['example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml', 'example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml'],
+  files: [
+    'example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml',
+    'example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml',
+  ],
 };
 
 function moduleDir(module: string): string {
-  const out = execFileSync('go', ['mod', 'download', '-json', module], { encoding: 'utf8', env: { ...process.env, GOFLAGS: '-mod=mod' }, cwd: '/' });
+  const out = execFileSync('go', ['mod', 'download', '-json', module], {
+    encoding: 'utf8',
+    env: { ...process.env, GOFLAGS: '-mod=mod' },
+    cwd: '/',
+  });
   return (JSON.parse(out) as { Dir: string }).Dir;
 }
 

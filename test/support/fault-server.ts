@@ -9,14 +9,39 @@ import type { KeyPair } from '../../kit/pki.ts';
 export type Fault = 'hang' | 'garbage' | 'certificate';
 
 /** Malformed answers, one per call in turn: none of them is a valid AdmissionReview response. */
-interface Answer { status: number; body: string; contentType?: string }
+interface Answer {
+  status: number;
+  body: string;
+  contentType?: string;
+}
 
 const GARBAGE: ((uid: string) => Answer)[] = [
   () => ({ status: 200, body: 'this is not JSON' }),
   () => ({ status: 200, body: '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":' }),
-  () => ({ status: 200, body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'not-the-request-uid', allowed: true } }) }),
-  (uid) => ({ status: 200, body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: true, patchType: 'JSONPatch', patch: '%%% not base64 %%%' } }) }),
-  (uid) => ({ status: 200, body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from('{"op":"add"}').toString('base64') } }) }),
+  () => ({
+    status: 200,
+    body: JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: 'not-the-request-uid', allowed: true },
+    }),
+  }),
+  (uid) => ({
+    status: 200,
+    body: JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid, allowed: true, patchType: 'JSONPatch', patch: '%%% not base64 %%%' },
+    }),
+  }),
+  (uid) => ({
+    status: 200,
+    body: JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from('{"op":"add"}').toString('base64') },
+    }),
+  }),
   () => ({ status: 500, body: 'internal error' }),
   () => ({ status: 200, body: '<html>a proxy error page</html>', contentType: 'text/html' }),
 ];
@@ -29,8 +54,16 @@ export const UNTRUSTED_VALUE = 'untrusted';
 const UNTRUSTED_RECORD = (uid: string): Answer => ({
   status: 200,
   body: JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
-    response: { uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify([{ op: 'add', path: '/metadata/labels/veneer.io~1overlay-influenced', value: UNTRUSTED_VALUE }])).toString('base64') },
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    response: {
+      uid,
+      allowed: true,
+      patchType: 'JSONPatch',
+      patch: Buffer.from(
+        JSON.stringify([{ op: 'add', path: '/metadata/labels/veneer.io~1overlay-influenced', value: UNTRUSTED_VALUE }]),
+      ).toString('base64'),
+    },
   }),
 });
 
@@ -49,16 +82,26 @@ export class FaultServer {
     if (this.fault === 'hang') {
       this.server = createTcpServer(() => this.calls++);
     } else {
-      const https = createHttpsServer({ cert: readFileSync(pair.certPath), key: readFileSync(pair.keyPath) }, (req, res) => {
-        let body = '';
-        req.on('data', (c) => (body += c));
-        req.on('end', () => {
-          const uid = (() => { try { return JSON.parse(body).request.uid as string; } catch { return ''; } })();
-          const answer = this.fault === 'certificate' ? UNTRUSTED_RECORD(uid) : GARBAGE[this.calls++ % GARBAGE.length]!(uid);
-          res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' });
-          res.end(answer.body);
-        });
-      });
+      const https = createHttpsServer(
+        { cert: readFileSync(pair.certPath), key: readFileSync(pair.keyPath) },
+        (req, res) => {
+          let body = '';
+          req.on('data', (c) => (body += c));
+          req.on('end', () => {
+            const uid = (() => {
+              try {
+                return JSON.parse(body).request.uid as string;
+              } catch {
+                return '';
+              }
+            })();
+            const answer =
+              this.fault === 'certificate' ? UNTRUSTED_RECORD(uid) : GARBAGE[this.calls++ % GARBAGE.length]!(uid);
+            res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' });
+            res.end(answer.body);
+          });
+        },
+      );
       // A refused certificate shows up here: the apiserver hung up during the handshake.
       https.on('tlsClientError', () => this.calls++);
       this.server = https;

@@ -189,7 +189,8 @@ export class KarpenterJudge {
     this.exited = new Promise((resolve) => {
       const fail = (why: string) => {
         this.failure ??= new Error(`karpenter-oracle ${version} ${why}: ${this.stderr.trim()}`);
-        for (const w of [...this.inFlight.splice(0), ...this.queued.splice(0).map((q) => q.waiting)]) w.reject(this.failure);
+        for (const w of [...this.inFlight.splice(0), ...this.queued.splice(0).map((q) => q.waiting)])
+          w.reject(this.failure);
         resolve();
       };
       this.child.on('error', (e) => fail(`failed to start (${e.message})`));

@@ -5,7 +5,14 @@
 import type { KwokInstanceType, KwokNodePool } from '../../kit/karpenter.ts';
 import { nodePoolRequirements } from '../../kit/karpenter.ts';
 import type { OverlayObject } from '../../src/engine/index.ts';
-import type { JudgeCase, JudgeInstanceType, JudgeLaunch, JudgeNodePool, JudgeOverlay, JudgeRequirement } from './karpenter-oracle.ts';
+import type {
+  JudgeCase,
+  JudgeInstanceType,
+  JudgeLaunch,
+  JudgeNodePool,
+  JudgeOverlay,
+  JudgeRequirement,
+} from './karpenter-oracle.ts';
 
 const inReq = (key: string, ...values: string[]): JudgeRequirement => ({ key, operator: 'In', values });
 const AWS_SIZE = /^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$/;
@@ -20,7 +27,9 @@ export function judgeInstanceTypes(catalog: KwokInstanceType[]): JudgeInstanceTy
   return catalog.map((t) => {
     const cpu = t.resources.cpu ?? '';
     const [size, family] = sizeAndFamily(t.name, cpu);
-    const valuesOf = (key: string) => [...new Set(t.offerings.flatMap((o) => o.Requirements.find((r) => r.key === key)?.values ?? []))];
+    const valuesOf = (key: string) => [
+      ...new Set(t.offerings.flatMap((o) => o.Requirements.find((r) => r.key === key)?.values ?? [])),
+    ];
     return {
       name: t.name,
       requirements: [
@@ -59,6 +68,16 @@ export function judgeOverlays(overlays: OverlayObject[]): JudgeOverlay[] {
   });
 }
 
-export function kwokJudgeCase(catalog: KwokInstanceType[], pools: KwokNodePool[], overlays: OverlayObject[], launches: JudgeLaunch[] = []): JudgeCase {
-  return { instanceTypes: judgeInstanceTypes(catalog), nodePools: judgeNodePools(pools), overlays: judgeOverlays(overlays), launches };
+export function kwokJudgeCase(
+  catalog: KwokInstanceType[],
+  pools: KwokNodePool[],
+  overlays: OverlayObject[],
+  launches: JudgeLaunch[] = [],
+): JudgeCase {
+  return {
+    instanceTypes: judgeInstanceTypes(catalog),
+    nodePools: judgeNodePools(pools),
+    overlays: judgeOverlays(overlays),
+    launches,
+  };
 }

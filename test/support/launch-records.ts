@@ -6,12 +6,25 @@
 import { counter } from '../../kit/fleet.ts';
 import { storyOf, type History, type NodeVersion } from '../../kit/node-history.ts';
 
-export const RECORD_LABELS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/capacity-type', 'veneer.io/instance-family', 'veneer.io/instance-type', 'veneer.io/region', 'veneer.io/labeled-at'];
-const recordOf = (v: NodeVersion) => JSON.stringify([RECORD_LABELS.map((k) => v.labels[k] ?? null), v.annotations['veneer.io/overlay-decision'] ?? null]);
+export const RECORD_LABELS = [
+  'veneer.io/overlay-influenced',
+  'veneer.io/matching-overlay',
+  'veneer.io/capacity-type',
+  'veneer.io/instance-family',
+  'veneer.io/instance-type',
+  'veneer.io/region',
+  'veneer.io/labeled-at',
+];
+const recordOf = (v: NodeVersion) =>
+  JSON.stringify([RECORD_LABELS.map((k) => v.labels[k] ?? null), v.annotations['veneer.io/overlay-decision'] ?? null]);
 
 /** Registered by Karpenter: its label, its owner reference and finalizer, the unregistered taint gone. */
-export const registered = (v: NodeVersion | undefined) => v !== undefined && v.labels['karpenter.sh/registered'] === 'true' && v.owners.some((o) => o.startsWith('NodeClaim/'))
-  && v.finalizers.includes('karpenter.sh/termination') && !v.taints.includes('karpenter.sh/unregistered:NoExecute');
+export const registered = (v: NodeVersion | undefined) =>
+  v !== undefined &&
+  v.labels['karpenter.sh/registered'] === 'true' &&
+  v.owners.some((o) => o.startsWith('NodeClaim/')) &&
+  v.finalizers.includes('karpenter.sh/termination') &&
+  !v.taints.includes('karpenter.sh/unregistered:NoExecute');
 
 /**
  * The audit policy of a launch test: every request of the watcher, and the node requests of the
@@ -45,7 +58,13 @@ export interface AuditEntry {
 export function nodeWrites(audit: AuditEntry[], user: string): Map<string, number> {
   const writes = new Map<string, number>();
   for (const e of audit) {
-    if (e.stage === 'ResponseComplete' && e.user.username === user && e.objectRef?.resource === 'nodes' && (e.verb === 'patch' || e.verb === 'update') && e.responseStatus?.code === 200) {
+    if (
+      e.stage === 'ResponseComplete' &&
+      e.user.username === user &&
+      e.objectRef?.resource === 'nodes' &&
+      (e.verb === 'patch' || e.verb === 'update') &&
+      e.responseStatus?.code === 200
+    ) {
       writes.set(e.objectRef.name ?? '', (writes.get(e.objectRef.name ?? '') ?? 0) + 1);
     }
   }
@@ -71,17 +90,31 @@ export interface RecordsFound {
  * Checks the records of `nodes` (name -> every version the watch saw): `writes` are the watcher's
  * node writes (nodeWrites), `claimCreated` each NodeClaim's creationTimestamp in ms.
  */
-export function checkRecords(nodes: [string, NodeVersion[]][], writes: Map<string, number>, history: History, claimCreated: Map<string, number>, opts: { webhookLaterIsProblem?: boolean } = {}): RecordsFound {
+export function checkRecords(
+  nodes: [string, NodeVersion[]][],
+  writes: Map<string, number>,
+  history: History,
+  claimCreated: Map<string, number>,
+  opts: { webhookLaterIsProblem?: boolean } = {},
+): RecordsFound {
   const found: RecordsFound = {
-    problems: [], by: { webhook: 0, reconciler: 0 }, from: { node: 0, 'node+nodeclaim': 0 }, approximate: 0,
-    recordedBeforeRegistration: 0, recordedInRegistration: 0, recordedLater: 0, latency: { claimToRecord: [], nodeToRecord: [], claimToNode: [] }, evaluatedLate: [],
+    problems: [],
+    by: { webhook: 0, reconciler: 0 },
+    from: { node: 0, 'node+nodeclaim': 0 },
+    approximate: 0,
+    recordedBeforeRegistration: 0,
+    recordedInRegistration: 0,
+    recordedLater: 0,
+    latency: { claimToRecord: [], nodeToRecord: [], claimToNode: [] },
+    evaluatedLate: [],
   };
   const { problems, latency } = found;
   for (const [name, versions] of nodes) {
     const last = versions.at(-1)!;
     const firstRecorded = versions.findIndex((v) => storyOf(v) !== undefined);
     if (last.labels['karpenter.sh/capacity-type'] === 'spot') {
-      if (firstRecorded >= 0 || last.labels['veneer.io/overlay-influenced'] !== undefined) problems.push(`${name}: spot node with a record`);
+      if (firstRecorded >= 0 || last.labels['veneer.io/overlay-influenced'] !== undefined)
+        problems.push(`${name}: spot node with a record`);
       if (writes.has(name)) problems.push(`${name}: the watcher wrote to a spot node`);
       continue;
     }
@@ -97,15 +130,18 @@ export function checkRecords(nodes: [string, NodeVersion[]][], writes: Map<strin
     if (changed.length > 0) problems.push(`${name}: the record changed in ${changed.length} later versions`);
     // Inline: the record is in the CREATE itself and the watcher never wrote; else one PATCH.
     const expectedWrites = s.decidedBy === 'webhook' ? 0 : 1;
-    if ((writes.get(name) ?? 0) !== expectedWrites) problems.push(`${name}: decided by the ${s.decidedBy}, ${writes.get(name) ?? 0} watcher writes`);
+    if ((writes.get(name) ?? 0) !== expectedWrites)
+      problems.push(`${name}: decided by the ${s.decidedBy}, ${writes.get(name) ?? 0} watcher writes`);
     // Inline means in the Node's CREATE, or in Karpenter's registration update when the CREATE
     // could not be dated: the NodeClaim not yet linked, and the winning overlay changed in the
     // 15 minutes before the Node.
-    const inRegistration = firstRecorded > 0 && registered(versions[firstRecorded]) && !registered(versions[firstRecorded - 1]);
+    const inRegistration =
+      firstRecorded > 0 && registered(versions[firstRecorded]) && !registered(versions[firstRecorded - 1]);
     // Where the caller allows it (a loaded machine: the webhook's own deadline passed at CREATE, and
     // it allowed the CREATE without its patch), a later update's call records the node instead.
     if (s.decidedBy === 'webhook' && firstRecorded !== 0 && !inRegistration) {
-      if (opts.webhookLaterIsProblem ?? true) problems.push(`${name}: decided by the webhook neither at CREATE nor in the registration update`);
+      if (opts.webhookLaterIsProblem ?? true)
+        problems.push(`${name}: decided by the webhook neither at CREATE nor in the registration update`);
       else found.recordedLater++;
     }
     if (inRegistration) found.recordedInRegistration++;
@@ -126,7 +162,12 @@ export function checkRecords(nodes: [string, NodeVersion[]][], writes: Map<strin
  * Where the record on each named node (its last version) differs from the overlay the judge says
  * Karpenter applied to its launch, and a tally of type, capacity type and recorded overlay.
  */
-export function againstJudge(history: History, names: string[], launches: { instanceType: string; offering: number }[], applied: (string | null)[]): { disagree: string[]; perOverlay: string } {
+export function againstJudge(
+  history: History,
+  names: string[],
+  launches: { instanceType: string; offering: number }[],
+  applied: (string | null)[],
+): { disagree: string[]; perOverlay: string } {
   const disagree: string[] = [];
   const tally = new Map<string, number>();
   for (const [i, name] of names.entries()) {
@@ -134,21 +175,45 @@ export function againstJudge(history: History, names: string[], launches: { inst
     const recorded = storyOf(last)?.overlay ?? null;
     const key = `${launches[i]!.instanceType} ${last?.labels['karpenter.sh/capacity-type']} -> ${recorded ?? 'none'}`;
     tally.set(key, (tally.get(key) ?? 0) + 1);
-    if (recorded !== (applied[i] ?? null)) disagree.push(`${name} (${launches[i]!.instanceType}, offering ${launches[i]!.offering}): Karpenter applied ${applied[i] ?? null}, the record names ${recorded}`);
+    if (recorded !== (applied[i] ?? null))
+      disagree.push(
+        `${name} (${launches[i]!.instanceType}, offering ${launches[i]!.offering}): Karpenter applied ${applied[i] ?? null}, the record names ${recorded}`,
+      );
   }
-  return { disagree, perOverlay: [...tally.entries()].sort().map(([k, n]) => `${n} x ${k}`).join('; ') };
+  return {
+    disagree,
+    perOverlay: [...tally.entries()]
+      .sort()
+      .map(([k, n]) => `${n} x ${k}`)
+      .join('; '),
+  };
 }
 
 /** `user`'s requests that the apiserver refused, but for conflicts and not-founds (both retried as a matter of course). */
 export function refusedRequests(audit: AuditEntry[], user: string): string[] {
-  return audit.filter((e) => e.stage === 'ResponseComplete' && e.user.username === user && (e.responseStatus?.code ?? 0) >= 400 && e.responseStatus?.code !== 409 && e.responseStatus?.code !== 404)
-    .map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}: ${e.responseStatus?.code} ${e.responseStatus?.message}`);
+  return audit
+    .filter(
+      (e) =>
+        e.stage === 'ResponseComplete' &&
+        e.user.username === user &&
+        (e.responseStatus?.code ?? 0) >= 400 &&
+        e.responseStatus?.code !== 409 &&
+        e.responseStatus?.code !== 404,
+    )
+    .map(
+      (e) =>
+        `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}: ${e.responseStatus?.code} ${e.responseStatus?.message}`,
+    );
 }
 
 /** From the apiserver's own metrics: the watcher's webhooks' rejections, and how often the validating one was called at all. */
 export function webhookVerdicts(apiserverMetrics: string): { rejections: number; validatingCalls: number } {
-  const validatingCalls = counter(apiserverMetrics, 'apiserver_admission_webhook_admission_duration_seconds_count', { name: 'protect-record.nodes.veneer.io' });
-  const rejections = counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', { name: 'protect-record.nodes.veneer.io' })
-    + counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', { name: 'record.nodes.veneer.io' });
+  const validatingCalls = counter(apiserverMetrics, 'apiserver_admission_webhook_admission_duration_seconds_count', {
+    name: 'protect-record.nodes.veneer.io',
+  });
+  const rejections =
+    counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', {
+      name: 'protect-record.nodes.veneer.io',
+    }) + counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', { name: 'record.nodes.veneer.io' });
   return { rejections, validatingCalls };
 }

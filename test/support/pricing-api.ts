@@ -31,12 +31,28 @@ export interface PricingStandIn {
   close(): Promise<void>;
 }
 
-const LINUX_SHARED = { operatingSystem: 'Linux', tenancy: 'Shared', preInstalledSw: 'NA', capacitystatus: 'Used', marketoption: 'OnDemand', regionCode: 'us-east-1', location: 'US East (N. Virginia)' };
+const LINUX_SHARED = {
+  operatingSystem: 'Linux',
+  tenancy: 'Shared',
+  preInstalledSw: 'NA',
+  capacitystatus: 'Used',
+  marketoption: 'OnDemand',
+  regionCode: 'us-east-1',
+  location: 'US East (N. Virginia)',
+};
 
 function priceListItem(p: Product, index: number): { json: string; fields: Record<string, string> } {
   const sku = `SKU${String(index).padStart(12, '0')}`;
   const productFamily = p.productFamily ?? 'Compute Instance';
-  const attributes = { ...LINUX_SHARED, instanceType: p.instanceType, instanceFamily: 'General purpose', servicecode: 'AmazonEC2', usagetype: `BoxUsage:${p.instanceType}`, operation: 'RunInstances', ...p.attributes };
+  const attributes = {
+    ...LINUX_SHARED,
+    instanceType: p.instanceType,
+    instanceFamily: 'General purpose',
+    servicecode: 'AmazonEC2',
+    usagetype: `BoxUsage:${p.instanceType}`,
+    operation: 'RunInstances',
+    ...p.attributes,
+  };
   const offerTerm = `${sku}.JRTCKXETXF`;
   const item = {
     product: { productFamily, attributes, sku },
@@ -45,9 +61,20 @@ function priceListItem(p: Product, index: number): { json: string; fields: Recor
       OnDemand: {
         [offerTerm]: {
           priceDimensions: {
-            [`${offerTerm}.6YS6EN2CT7`]: { unit: 'Hrs', endRange: 'Inf', description: `${p.price} per On Demand Linux ${p.instanceType} Instance Hour`, appliesTo: [], rateCode: `${offerTerm}.6YS6EN2CT7`, beginRange: '0', pricePerUnit: { [p.currency ?? 'USD']: p.price } },
+            [`${offerTerm}.6YS6EN2CT7`]: {
+              unit: 'Hrs',
+              endRange: 'Inf',
+              description: `${p.price} per On Demand Linux ${p.instanceType} Instance Hour`,
+              appliesTo: [],
+              rateCode: `${offerTerm}.6YS6EN2CT7`,
+              beginRange: '0',
+              pricePerUnit: { [p.currency ?? 'USD']: p.price },
+            },
           },
-          sku, effectiveDate: '2026-11-01T00:00:00Z', offerTermCode: 'JRTCKXETXF', termAttributes: {},
+          sku,
+          effectiveDate: '2026-11-01T00:00:00Z',
+          offerTermCode: 'JRTCKXETXF',
+          termAttributes: {},
         },
       },
     },
@@ -69,19 +96,37 @@ export async function startPricingStandIn(products: readonly Product[]): Promise
   const handle = (req: IncomingMessage, res: ServerResponse, body: string) => {
     // Not a signature check (the stand-in has no secret), but the scope a real endpoint would
     // check it against: signed for the Price List, in the region it has an endpoint in.
-    if (!/^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/[a-z0-9-]+\/pricing\/aws4_request, SignedHeaders=[^,]*x-amz-target[^,]*, Signature=[0-9a-f]{64}$/.test(req.headers.authorization ?? '')) {
-      return reply(res, 403, { __type: 'MissingAuthenticationTokenException', message: `not signed for pricing: ${req.headers.authorization ?? 'no Authorization'}` });
+    if (
+      !/^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/[a-z0-9-]+\/pricing\/aws4_request, SignedHeaders=[^,]*x-amz-target[^,]*, Signature=[0-9a-f]{64}$/.test(
+        req.headers.authorization ?? '',
+      )
+    ) {
+      return reply(res, 403, {
+        __type: 'MissingAuthenticationTokenException',
+        message: `not signed for pricing: ${req.headers.authorization ?? 'no Authorization'}`,
+      });
     }
-    if (req.headers['x-amz-target'] !== 'AWSPriceListService.GetProducts') return reply(res, 400, { __type: 'UnknownOperationException', message: `${String(req.headers['x-amz-target'])} is not served here` });
+    if (req.headers['x-amz-target'] !== 'AWSPriceListService.GetProducts')
+      return reply(res, 400, {
+        __type: 'UnknownOperationException',
+        message: `${String(req.headers['x-amz-target'])} is not served here`,
+      });
     const request = JSON.parse(body) as GetProductsRequest;
     requests.push(request);
     if (mode === 'hang') return void hanging.add(res);
-    if (mode === 'fail') return reply(res, 500, { __type: 'InternalErrorException', Message: 'the stand-in was told to fail' });
-    const matching = items.filter((i) => (request.Filters ?? []).every((f) => f.Type !== 'TERM_MATCH' || i.fields[f.Field] === f.Value));
+    if (mode === 'fail')
+      return reply(res, 500, { __type: 'InternalErrorException', Message: 'the stand-in was told to fail' });
+    const matching = items.filter((i) =>
+      (request.Filters ?? []).every((f) => f.Type !== 'TERM_MATCH' || i.fields[f.Field] === f.Value),
+    );
     const from = Number(request.NextToken ?? 0);
     const size = request.MaxResults ?? 100;
     const page = matching.slice(from, from + size);
-    reply(res, 200, { FormatVersion: 'aws_v1', PriceList: page.map((i) => i.json), ...(from + size < matching.length ? { NextToken: String(from + size) } : {}) });
+    reply(res, 200, {
+      FormatVersion: 'aws_v1',
+      PriceList: page.map((i) => i.json),
+      ...(from + size < matching.length ? { NextToken: String(from + size) } : {}),
+    });
   };
   const server = createServer((req, res) => {
     let body = '';

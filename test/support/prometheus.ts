@@ -3,7 +3,8 @@
 import { spawnSync } from 'node:child_process';
 import { binary } from '../../kit/control-plane.ts';
 
-export const promtool = (args: string[], input?: string) => spawnSync(binary('promtool'), args, { encoding: 'utf8', ...(input === undefined ? {} : { input }) });
+export const promtool = (args: string[], input?: string) =>
+  spawnSync(binary('promtool'), args, { encoding: 'utf8', ...(input === undefined ? {} : { input }) });
 
 export interface Scrape {
   minute: number;
@@ -19,12 +20,18 @@ export interface Scrape {
  */
 export function inputSeries(scrapes: Scrape[], metric: string): { series: string; values: string }[] {
   const sorted = [...scrapes].sort((a, b) => a.minute - b.minute);
-  const samples = sorted.map((s) => new Map(
-    s.text.split('\n').filter((l) => l.startsWith(`${metric}{`)).map((l) => {
-      const cut = l.lastIndexOf(' ');
-      return [l.slice(0, cut), l.slice(cut + 1)] as const;
-    }),
-  ));
+  const samples = sorted.map(
+    (s) =>
+      new Map(
+        s.text
+          .split('\n')
+          .filter((l) => l.startsWith(`${metric}{`))
+          .map((l) => {
+            const cut = l.lastIndexOf(' ');
+            return [l.slice(0, cut), l.slice(cut + 1)] as const;
+          }),
+      ),
+  );
   const names = [...new Set(samples.flatMap((m) => [...m.keys()]))].sort();
   const last = sorted.at(-1)?.minute ?? 0;
   return names.map((series) => {

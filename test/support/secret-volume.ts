@@ -20,11 +20,19 @@ export class SecretVolume {
     mkdirSync(join(this.dir, data));
     for (const [key, content] of Object.entries(files)) writeFileSync(join(this.dir, data, key), content);
     let previous: string | undefined;
-    try { previous = readlinkSync(join(this.dir, '..data')); } catch { /* first write */ }
+    try {
+      previous = readlinkSync(join(this.dir, '..data'));
+    } catch {
+      /* first write */
+    }
     symlinkSync(data, join(this.dir, '..data_tmp'));
     renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
     for (const key of Object.keys(files)) {
-      try { symlinkSync(join('..data', key), join(this.dir, key)); } catch { /* already links to ..data */ }
+      try {
+        symlinkSync(join('..data', key), join(this.dir, key));
+      } catch {
+        /* already links to ..data */
+      }
     }
     if (previous) rmSync(join(this.dir, previous), { recursive: true, force: true });
   }

@@ -13,15 +13,34 @@ const silent = createServer((s) => {
   s.on('data', (d) => (received += d));
 });
 await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => { for (const s of sockets) s.destroy(); silent.close(() => r()); }));
+t.teardown(
+  () =>
+    new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      silent.close(() => r());
+    }),
+);
 
 const tls = { rejectUnauthorized: true };
-const client = new KubeClient({ server: `http://127.0.0.1:${(silent.address() as { port: number }).port}/`, tls: () => tls, authorization: async () => 'Bearer secret-token' });
+const client = new KubeClient({
+  server: `http://127.0.0.1:${(silent.address() as { port: number }).port}/`,
+  tls: () => tls,
+  authorization: async () => 'Bearer secret-token',
+});
 t.teardown(() => client.close());
 
 t.test('a call on a connection that never answers fails at its deadline', async (t) => {
   const start = Date.now();
-  const err = await client.call('PATCH', '/api/v1/nodes/n', { body: { metadata: { labels: { a: 'b' } } }, contentType: 'application/merge-patch+json', timeoutMs: 300 }).then(() => undefined, (e: Error) => e);
+  const err = await client
+    .call('PATCH', '/api/v1/nodes/n', {
+      body: { metadata: { labels: { a: 'b' } } },
+      contentType: 'application/merge-patch+json',
+      timeoutMs: 300,
+    })
+    .then(
+      () => undefined,
+      (e: Error) => e,
+    );
   const took = Date.now() - start;
   t.ok(err, 'the call failed');
   t.equal(err?.name, 'TimeoutError');
@@ -35,10 +54,18 @@ t.test('a call on a connection that never answers fails at its deadline', async 
 });
 
 t.test('failures read as a small fixed set of kinds', async (t) => {
-  const answered = (code: number) => new ApiError(code, JSON.stringify({ kind: 'Status', message: 'no', reason: 'Why' }));
+  const answered = (code: number) =>
+    new ApiError(code, JSON.stringify({ kind: 'Status', message: 'no', reason: 'Why' }));
   t.equal(httpStatus(answered(409)), 409);
   t.match(answered(409), { message: '409 no', reason: 'Why' });
-  t.match(new ApiError(502, '<html>bad gateway</html>'), { message: '502 <html>bad gateway</html>', reason: undefined }, 'a body that is not a Status is quoted');
-  t.same([409, 403, 422, 429, 503, 404, 302].map((c) => failureKind(answered(c))), ['conflict', 'forbidden', 'invalid', 'throttled', 'server_error', 'http_4xx', 'http_other']);
+  t.match(
+    new ApiError(502, '<html>bad gateway</html>'),
+    { message: '502 <html>bad gateway</html>', reason: undefined },
+    'a body that is not a Status is quoted',
+  );
+  t.same(
+    [409, 403, 422, 429, 503, 404, 302].map((c) => failureKind(answered(c))),
+    ['conflict', 'forbidden', 'invalid', 'throttled', 'server_error', 'http_4xx', 'http_other'],
+  );
   t.equal(failureKind(new TypeError('fetch failed')), 'network');
 });

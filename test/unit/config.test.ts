@@ -24,9 +24,20 @@ const problems = (fn: () => unknown): string[] => {
 
 t.test('defaults are the documented ones', async (t) => {
   const { config, sources } = loadConfig({});
-  t.match(config, { enabled: false, labelNamespace: 'veneer.io', overlayCacheTTLMs: 60_000, maxConcurrentReconciles: 5, gracePeriodMs: 60_000, historyRetentionMs: 3_600_000 });
+  t.match(config, {
+    enabled: false,
+    labelNamespace: 'veneer.io',
+    overlayCacheTTLMs: 60_000,
+    maxConcurrentReconciles: 5,
+    gracePeriodMs: 60_000,
+    historyRetentionMs: 3_600_000,
+  });
   t.match(config.webhook, { port: 9443, deadlineMs: 500 });
-  t.same(config.metrics, { port: 8443, secure: true, authCacheTTLMs: 60_000, maxOverlaySeries: 300 }, 'metrics over HTTPS behind authentication by default');
+  t.same(
+    config.metrics,
+    { port: 8443, secure: true, authCacheTTLMs: 60_000, maxOverlaySeries: 300 },
+    'metrics over HTTPS behind authentication by default',
+  );
   t.same(config.health, { port: 8081 });
   t.match(config.leaderElection, { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 });
   t.same(sources.enabled, { kind: 'default' });
@@ -46,7 +57,10 @@ t.test('the contracted names of variables and flags', async (t) => {
 });
 
 t.test('precedence: flags > environment > file > defaults, with the source of each value', async (t) => {
-  const f = file('p.yaml', 'nodeWatcher:\n  enabled: true\n  maxConcurrentReconciles: 7\n  labelNamespace: file.example.com\n  overlayCacheTTL: 30s\n');
+  const f = file(
+    'p.yaml',
+    'nodeWatcher:\n  enabled: true\n  maxConcurrentReconciles: 7\n  labelNamespace: file.example.com\n  overlayCacheTTL: 30s\n',
+  );
   const { config, sources } = loadConfig({
     file: f,
     env: { VENEER_NODE_WATCHER_MAX_CONCURRENT_RECONCILES: '9', VENEER_NODE_WATCHER_LABEL_NAMESPACE: 'env.example.com' },
@@ -59,23 +73,35 @@ t.test('precedence: flags > environment > file > defaults, with the source of ea
   t.same(sources.enabled, { kind: 'file', file: f, line: 2 });
   t.same(sources.maxConcurrentReconciles, { kind: 'env', name: 'VENEER_NODE_WATCHER_MAX_CONCURRENT_RECONCILES' });
   t.same(sources.labelNamespace, { kind: 'flag', name: '--label-namespace' });
-  t.same(loadConfig({ flags: { '--webhook-allowed-groups': 'ops, sre' } }).config.webhook.allowedGroups, ['ops', 'sre']);
+  t.same(loadConfig({ flags: { '--webhook-allowed-groups': 'ops, sre' } }).config.webhook.allowedGroups, [
+    'ops',
+    'sre',
+  ]);
 });
 
 t.test('every error at once, each with field, source, value and rule', async (t) => {
-  const f = file('bad.yaml', [
-    'nodeWatcher:',
-    '  enabled: yes please',
-    '  labelNamespace: Veneer_IO',
-    '  overlayCacheTTL: 2h',
-    '  maxConcurrentReconciles: 0',
-    '  overlaySelector: "a in b"',
-    '  webhook:',
-    '    port: 70000',
-    '    typo: 1',
-    '',
-  ].join('\n'));
-  const found = problems(() => loadConfig({ file: f, env: { VENEER_NODE_WATCHER_GRACE_PERIOD: '5x' }, flags: { '--metrics-port': 'abc', '--nope': '1' } }));
+  const f = file(
+    'bad.yaml',
+    [
+      'nodeWatcher:',
+      '  enabled: yes please',
+      '  labelNamespace: Veneer_IO',
+      '  overlayCacheTTL: 2h',
+      '  maxConcurrentReconciles: 0',
+      '  overlaySelector: "a in b"',
+      '  webhook:',
+      '    port: 70000',
+      '    typo: 1',
+      '',
+    ].join('\n'),
+  );
+  const found = problems(() =>
+    loadConfig({
+      file: f,
+      env: { VENEER_NODE_WATCHER_GRACE_PERIOD: '5x' },
+      flags: { '--metrics-port': 'abc', '--nope': '1' },
+    }),
+  );
   const expected = [
     /^unknown flag --nope$/,
     new RegExp(`^nodeWatcher.enabled = "yes please" \\(from ${f} line 2\\): must be boolean$`),
@@ -89,13 +115,26 @@ t.test('every error at once, each with field, source, value and rule', async (t)
     /^nodeWatcher.metrics.port = "abc" \(from flag --metrics-port\): must be integer$/,
   ];
   t.equal(found.length, expected.length, found.join('\n'));
-  for (const re of expected) t.ok(found.some((p) => re.test(p)), `reported: ${re}`);
+  for (const re of expected)
+    t.ok(
+      found.some((p) => re.test(p)),
+      `reported: ${re}`,
+    );
 });
 
 t.test('unreadable or malformed files are reported, not thrown raw', async (t) => {
-  t.match(problems(() => loadConfig({ file: join(dir, 'missing.yaml') })), [/^config file .*missing.yaml: cannot be read/]);
-  t.match(problems(() => loadConfig({ file: file('broken.yaml', 'nodeWatcher: [\n') })), [/^config file .*broken.yaml: /]);
-  t.match(problems(() => loadConfig({ file: file('top.yaml', 'other: 1\n') })), [/^other \(from .*top.yaml line 1\): is not a known setting$/]);
+  t.match(
+    problems(() => loadConfig({ file: join(dir, 'missing.yaml') })),
+    [/^config file .*missing.yaml: cannot be read/],
+  );
+  t.match(
+    problems(() => loadConfig({ file: file('broken.yaml', 'nodeWatcher: [\n') })),
+    [/^config file .*broken.yaml: /],
+  );
+  t.match(
+    problems(() => loadConfig({ file: file('top.yaml', 'other: 1\n') })),
+    [/^other \(from .*top.yaml line 1\): is not a known setting$/],
+  );
 });
 
 t.test('durations', async (t) => {
@@ -111,7 +150,9 @@ t.test('durations', async (t) => {
 });
 
 t.test('leader election timings must nest as client-go requires', async (t) => {
-  const found = problems(() => loadConfig({ flags: { '--leader-election-renew-deadline': '20s', '--leader-election-retry-period': '30s' } }));
+  const found = problems(() =>
+    loadConfig({ flags: { '--leader-election-renew-deadline': '20s', '--leader-election-retry-period': '30s' } }),
+  );
   t.match(found, [
     /leaseDuration \(15s, from default\) must be longer than renewDeadline \(20s, from flag --leader-election-renew-deadline\)/,
     /renewDeadline \(20s, from flag --leader-election-renew-deadline\) must be longer than retryPeriod \(30s, from flag --leader-election-retry-period\)/,
@@ -120,33 +161,81 @@ t.test('leader election timings must nest as client-go requires', async (t) => {
 
 t.test('metrics settings: the switch, the cache TTL bounds, and ports that must differ', async (t) => {
   t.equal(loadConfig({ env: { VENEER_NODE_WATCHER_METRICS_SECURE: 'false' } }).config.metrics.secure, false);
-  t.match(problems(() => loadConfig({ flags: { '--metrics-secure': 'off', '--metrics-auth-cache-ttl': '1h' } })), [
-    /^nodeWatcher.metrics.secure = "off" \(from flag --metrics-secure\): must be boolean$/,
-    /^nodeWatcher.metrics.authCacheTTL = "1h" \(from flag --metrics-auth-cache-ttl\): must be between 1s and 10m$/,
-  ]);
-  t.same(problems(() => loadConfig({ env: { VENEER_NODE_WATCHER_HEALTH_PORT: '9443' }, flags: { '--metrics-port': '9443' } })), [
-    'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.metrics.port (9443, from flag --metrics-port) must differ',
-    'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
-    'nodeWatcher.metrics.port (9443, from flag --metrics-port) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
-  ]);
+  t.match(
+    problems(() => loadConfig({ flags: { '--metrics-secure': 'off', '--metrics-auth-cache-ttl': '1h' } })),
+    [
+      /^nodeWatcher.metrics.secure = "off" \(from flag --metrics-secure\): must be boolean$/,
+      /^nodeWatcher.metrics.authCacheTTL = "1h" \(from flag --metrics-auth-cache-ttl\): must be between 1s and 10m$/,
+    ],
+  );
+  t.same(
+    problems(() =>
+      loadConfig({ env: { VENEER_NODE_WATCHER_HEALTH_PORT: '9443' }, flags: { '--metrics-port': '9443' } }),
+    ),
+    [
+      'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.metrics.port (9443, from flag --metrics-port) must differ',
+      'nodeWatcher.webhook.port (9443, from default) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
+      'nodeWatcher.metrics.port (9443, from flag --metrics-port) and nodeWatcher.health.port (9443, from environment variable VENEER_NODE_WATCHER_HEALTH_PORT) must differ',
+    ],
+  );
 });
 
 t.test('the overlay series cap and the Events settings: defaults, each source, and bounds', async (t) => {
   t.match(loadConfig({}).config, { metrics: { maxOverlaySeries: 300 }, events: { enabled: true, ratePerSecond: 10 } });
   const f = file('events.yaml', 'nodeWatcher:\n  metrics:\n    maxOverlaySeries: 50\n  events:\n    enabled: false\n');
-  t.match(loadConfig({ file: f, env: { VENEER_NODE_WATCHER_EVENTS_RATE_PER_SECOND: '25' } }).config, { metrics: { maxOverlaySeries: 50 }, events: { enabled: false, ratePerSecond: 25 } });
-  t.match(problems(() => loadConfig({ env: { VENEER_NODE_WATCHER_METRICS_MAX_OVERLAY_SERIES: '0' }, flags: { '--events-enabled': 'no', '--events-rate-per-second': '5000' } })), [
-    /^nodeWatcher.metrics.maxOverlaySeries = 0 \(from environment variable VENEER_NODE_WATCHER_METRICS_MAX_OVERLAY_SERIES\): must be >= 1$/,
-    /^nodeWatcher.events.enabled = "no" \(from flag --events-enabled\): must be boolean$/,
-    /^nodeWatcher.events.ratePerSecond = 5000 \(from flag --events-rate-per-second\): must be <= 1000$/,
-  ]);
+  t.match(loadConfig({ file: f, env: { VENEER_NODE_WATCHER_EVENTS_RATE_PER_SECOND: '25' } }).config, {
+    metrics: { maxOverlaySeries: 50 },
+    events: { enabled: false, ratePerSecond: 25 },
+  });
+  t.match(
+    problems(() =>
+      loadConfig({
+        env: { VENEER_NODE_WATCHER_METRICS_MAX_OVERLAY_SERIES: '0' },
+        flags: { '--events-enabled': 'no', '--events-rate-per-second': '5000' },
+      }),
+    ),
+    [
+      /^nodeWatcher.metrics.maxOverlaySeries = 0 \(from environment variable VENEER_NODE_WATCHER_METRICS_MAX_OVERLAY_SERIES\): must be >= 1$/,
+      /^nodeWatcher.events.enabled = "no" \(from flag --events-enabled\): must be boolean$/,
+      /^nodeWatcher.events.ratePerSecond = 5000 \(from flag --events-rate-per-second\): must be <= 1000$/,
+    ],
+  );
 });
 
-t.test('what Karpenter compares and when an overlay counts: the provider, its extra keys, Karpenter\'s validation', async (t) => {
-  t.match(loadConfig({}).config, { requireOverlayReady: true, karpenterProvider: 'auto', instanceTypeKeys: [] }, 'counted once Karpenter validated it; the provider each NodeClaim names');
-  const { config } = loadConfig({ env: { VENEER_NODE_WATCHER_KARPENTER_PROVIDER: 'kwok', VENEER_NODE_WATCHER_INSTANCE_TYPE_KEYS: 'example.com/a, example.com/b' }, flags: { '--require-overlay-ready': 'false' } });
-  t.match(config, { karpenterProvider: 'kwok', instanceTypeKeys: ['example.com/a', 'example.com/b'], requireOverlayReady: false });
-  t.match(loadConfig({ file: file('provider.yaml', 'nodeWatcher:\n  karpenterProvider: aws\n') }).config, { karpenterProvider: 'aws' }, 'from the file');
-  t.match(loadConfig({ env: { VENEER_NODE_WATCHER_KARPENTER_PROVIDER: 'kwok' }, flags: { '--karpenter-provider': 'auto' } }).config, { karpenterProvider: 'auto' }, 'a flag over the environment');
-  t.match(problems(() => loadConfig({ flags: { '--karpenter-provider': 'gcp' } })), ['nodeWatcher.karpenterProvider = "gcp" (from flag --karpenter-provider): must be one of auto, aws, kwok']);
-});
+t.test(
+  "what Karpenter compares and when an overlay counts: the provider, its extra keys, Karpenter's validation",
+  async (t) => {
+    t.match(
+      loadConfig({}).config,
+      { requireOverlayReady: true, karpenterProvider: 'auto', instanceTypeKeys: [] },
+      'counted once Karpenter validated it; the provider each NodeClaim names',
+    );
+    const { config } = loadConfig({
+      env: {
+        VENEER_NODE_WATCHER_KARPENTER_PROVIDER: 'kwok',
+        VENEER_NODE_WATCHER_INSTANCE_TYPE_KEYS: 'example.com/a, example.com/b',
+      },
+      flags: { '--require-overlay-ready': 'false' },
+    });
+    t.match(config, {
+      karpenterProvider: 'kwok',
+      instanceTypeKeys: ['example.com/a', 'example.com/b'],
+      requireOverlayReady: false,
+    });
+    t.match(
+      loadConfig({ file: file('provider.yaml', 'nodeWatcher:\n  karpenterProvider: aws\n') }).config,
+      { karpenterProvider: 'aws' },
+      'from the file',
+    );
+    t.match(
+      loadConfig({ env: { VENEER_NODE_WATCHER_KARPENTER_PROVIDER: 'kwok' }, flags: { '--karpenter-provider': 'auto' } })
+        .config,
+      { karpenterProvider: 'auto' },
+      'a flag over the environment',
+    );
+    t.match(
+      problems(() => loadConfig({ flags: { '--karpenter-provider': 'gcp' } })),
+      ['nodeWatcher.karpenterProvider = "gcp" (from flag --karpenter-provider): must be one of auto, aws, kwok'],
+    );
+  },
+);

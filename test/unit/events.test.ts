@@ -6,20 +6,40 @@ import { recordKeys, type NodeView } from '../../src/engine/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { eventName, nodeEvent } from '../../src/controllers/events/node-event.ts';
-import { EventRecorder, FRESH_MS, MAX_PENDING, type EventRecorderOptions } from '../../src/controllers/events/recorder.ts';
+import {
+  EventRecorder,
+  FRESH_MS,
+  MAX_PENDING,
+  type EventRecorderOptions,
+} from '../../src/controllers/events/recorder.ts';
 import { ApiError } from '../../src/kube/client.ts';
 
 const keys = recordKeys('veneer.io');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function recorded(name: string, writtenAt = Date.now(), influenced = true): NodeView {
-  const story = { influenced, overlay: influenced ? 'cost-aware-ri-m5.xlarge-us-west-2' : null, ...(influenced ? { weight: 30 } : {}), decidedBy: 'webhook', evaluatedAt: '', labeledAt: '', basis: 'exact', characteristicsFrom: 'node', labels: [] };
+  const story = {
+    influenced,
+    overlay: influenced ? 'cost-aware-ri-m5.xlarge-us-west-2' : null,
+    ...(influenced ? { weight: 30 } : {}),
+    decidedBy: 'webhook',
+    evaluatedAt: '',
+    labeledAt: '',
+    basis: 'exact',
+    characteristicsFrom: 'node',
+    labels: [],
+  };
   return {
     name,
     uid: `uid-${name}`,
     labels: {
       'veneer.io/overlay-influenced': String(influenced),
-      ...(influenced ? { 'veneer.io/matching-overlay': 'cost-aware-ri-m5.xlarge-us-west-2', 'veneer.io/capacity-type': 'reserved-instance' } : {}),
+      ...(influenced
+        ? {
+            'veneer.io/matching-overlay': 'cost-aware-ri-m5.xlarge-us-west-2',
+            'veneer.io/capacity-type': 'reserved-instance',
+          }
+        : {}),
       'veneer.io/labeled-at': basicTimestamp(writtenAt),
     },
     story: JSON.stringify(story),
@@ -28,8 +48,18 @@ function recorded(name: string, writtenAt = Date.now(), influenced = true): Node
 
 function recorder(post: EventRecorderOptions['post'], opts: Partial<EventRecorderOptions> = {}) {
   const metrics = createMetrics();
-  const r = new EventRecorder({ post, keys, enabled: true, ratePerSecond: 1000, instance: 'pod-a', metrics, log: createLogger('silent'), ...opts });
-  const count = async (result: string) => (await metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+  const r = new EventRecorder({
+    post,
+    keys,
+    enabled: true,
+    ratePerSecond: 1000,
+    instance: 'pod-a',
+    metrics,
+    log: createLogger('silent'),
+    ...opts,
+  });
+  const count = async (result: string) =>
+    (await metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
   return { r, count };
 }
 
@@ -39,7 +69,11 @@ t.test('the leader posts once per node, only for records written lately', async 
   r.seen(recorded('before-leading'));
   await sleep(20);
   t.equal(posted.length, 0, 'a follower posts nothing');
-  r.lead([recorded('before-leading'), recorded('old', Date.now() - FRESH_MS - 60_000), { name: 'no-record', labels: {} }]);
+  r.lead([
+    recorded('before-leading'),
+    recorded('old', Date.now() - FRESH_MS - 60_000),
+    { name: 'no-record', labels: {} },
+  ]);
   r.seen(recorded('fresh'));
   r.seen(recorded('fresh'));
   const garbled = recorded('garbled');
@@ -48,7 +82,11 @@ t.test('the leader posts once per node, only for records written lately', async 
   r.seen(recorded('fresh'));
   r.seen(recorded('before-leading'));
   await sleep(50);
-  t.same(posted.map((e) => (e.regarding as { name: string }).name).sort(), ['before-leading', 'fresh'], 'not the old record, nor one whose time cannot be read');
+  t.same(
+    posted.map((e) => (e.regarding as { name: string }).name).sort(),
+    ['before-leading', 'fresh'],
+    'not the old record, nor one whose time cannot be read',
+  );
   t.equal(await count('created'), 2);
   await r.stop();
 });
@@ -75,7 +113,11 @@ t.test('409 means another replica or run posted it; other failures are retried, 
   const { r, count } = recorder(async (e) => {
     const name = (e.regarding as { name: string }).name;
     calls.set(name, (calls.get(name) ?? 0) + 1);
-    if (name === 'exists') throw new ApiError(409, JSON.stringify({ kind: 'Status', reason: 'AlreadyExists', message: 'events "x" already exists' }));
+    if (name === 'exists')
+      throw new ApiError(
+        409,
+        JSON.stringify({ kind: 'Status', reason: 'AlreadyExists', message: 'events "x" already exists' }),
+      );
     if (name === 'flaky' && calls.get(name) === 1) throw new ApiError(503, 'Service Unavailable');
     if (name === 'broken') throw new Error('connection reset');
   });
@@ -129,18 +171,33 @@ t.test('the Event: fixed name per node object, MicroTime, the story in the note'
   const node = recorded('ip-10-0-1-10.us-west-2.compute.internal');
   const e = nodeEvent(node, keys, 'pod-a', Date.parse('2026-11-30T05:45:05.123Z'));
   t.match(e, {
-    apiVersion: 'events.k8s.io/v1', kind: 'Event',
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
     metadata: { name: /^ip-10-0-1-10\.us-west-2\.compute\.internal\.[0-9a-f]{16}$/, namespace: 'default' },
     eventTime: '2026-11-30T05:45:05.123000Z',
-    reportingController: 'veneer.io/node-watcher', reportingInstance: 'pod-a', action: 'Record', type: 'Normal',
+    reportingController: 'veneer.io/node-watcher',
+    reportingInstance: 'pod-a',
+    action: 'Record',
+    type: 'Normal',
     reason: 'OverlayInfluenced',
     note: 'Launched under NodeOverlay cost-aware-ri-m5.xlarge-us-west-2 (weight 30, capacity type reserved-instance); recorded by the webhook (basis exact)',
     regarding: { apiVersion: 'v1', kind: 'Node', name: node.name, uid: 'uid-ip-10-0-1-10.us-west-2.compute.internal' },
   });
-  t.match(nodeEvent(recorded('n', Date.now(), false), keys, 'p', 0), { reason: 'NoOverlayMatched', note: 'No active NodeOverlay matched this node at its launch; recorded by the webhook (basis exact)' });
+  t.match(nodeEvent(recorded('n', Date.now(), false), keys, 'p', 0), {
+    reason: 'NoOverlayMatched',
+    note: 'No active NodeOverlay matched this node at its launch; recorded by the webhook (basis exact)',
+  });
   const bare = { name: 'n', labels: { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': 'x' } };
-  t.match(nodeEvent(bare, keys, 'p', 0), { note: 'Launched under NodeOverlay x (capacity type none)', regarding: { name: 'n' } }, 'without its story, the labels tell what they can');
-  t.not(eventName(node), eventName({ ...node, uid: 'another' }), 'a node created again under the same name is a new node');
+  t.match(
+    nodeEvent(bare, keys, 'p', 0),
+    { note: 'Launched under NodeOverlay x (capacity type none)', regarding: { name: 'n' } },
+    'without its story, the labels tell what they can',
+  );
+  t.not(
+    eventName(node),
+    eventName({ ...node, uid: 'another' }),
+    'a node created again under the same name is a new node',
+  );
   const long = eventName({ name: `${'a'.repeat(240)}-.b`, labels: {} });
   t.ok(long.length <= 253 && /^a+\.[0-9a-f]{16}$/.test(long), 'a long name is cut where a name may end');
 });

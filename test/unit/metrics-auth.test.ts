@@ -4,9 +4,19 @@
 import t from 'tap';
 import type { AccessReviews, UserInfo } from '../../src/kube/access-review.ts';
 import { createLogger } from '../../src/log.ts';
-import { bearerToken, DENY_TTL_MS, jwtExpiryMs, MAX_ALLOWED_ENTRIES, MAX_DENIED_ENTRIES, MetricsAuth, REVIEW_BURST, REVIEWS_PER_SECOND } from '../../src/server/metrics-auth.ts';
+import {
+  bearerToken,
+  DENY_TTL_MS,
+  jwtExpiryMs,
+  MAX_ALLOWED_ENTRIES,
+  MAX_DENIED_ENTRIES,
+  MetricsAuth,
+  REVIEW_BURST,
+  REVIEWS_PER_SECOND,
+} from '../../src/server/metrics-auth.ts';
 
-const jwt = (claims: object) => `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2lnbmF0dXJl`;
+const jwt = (claims: object) =>
+  `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2lnbmF0dXJl`;
 
 /** Tokens starting with `ok-` belong to a user allowed to read metrics, `no-` to one who is not; `down` means the apiserver is unreachable. */
 function fakeApiserver() {
@@ -17,7 +27,9 @@ function fakeApiserver() {
       calls.authenticate++;
       if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
       if (state.down) throw Object.assign(new Error(`connect ECONNREFUSED (token ${token})`), { name: 'TypeError' });
-      return token.startsWith('ok-') || token.startsWith('no-') || token.startsWith('eyJ') ? { username: token.startsWith('no-') ? 'stranger' : 'prometheus', groups: ['system:serviceaccounts'] } : undefined;
+      return token.startsWith('ok-') || token.startsWith('no-') || token.startsWith('eyJ')
+        ? { username: token.startsWith('no-') ? 'stranger' : 'prometheus', groups: ['system:serviceaccounts'] }
+        : undefined;
     },
     async authorize(user: UserInfo, verb, path) {
       calls.authorize++;
@@ -31,9 +43,11 @@ function setup(allowTTLMs = 60_000) {
   const api = fakeApiserver();
   const clock = { now: 1_000_000 };
   let logged = '';
-  const log = createLogger('debug', { write: (line: string) => {
-    logged += line;
-  } });
+  const log = createLogger('debug', {
+    write: (line: string) => {
+      logged += line;
+    },
+  });
   const auth = new MetricsAuth({ reviews: api.reviews, allowTTLMs, log, now: () => clock.now });
   return { ...api, clock, auth, logged: () => logged };
 }
@@ -47,7 +61,7 @@ t.test('the Authorization header: only a bearer token', async (t) => {
   t.equal(bearerToken('Bearer a b'), undefined);
 });
 
-t.test('a JWT\'s expiry, and nothing from what is not one', async (t) => {
+t.test("a JWT's expiry, and nothing from what is not one", async (t) => {
   t.equal(jwtExpiryMs(jwt({ exp: 1700000000 })), 1_700_000_000_000);
   t.equal(jwtExpiryMs(jwt({ sub: 'x' })), undefined);
   t.equal(jwtExpiryMs('opaque-token'), undefined);
@@ -64,7 +78,11 @@ t.test('verdicts: none without a token, and a 15 s scrape costs no API call afte
     s.clock.now += 15_000;
     t.same(await s.auth.check('Bearer ok-1'), { result: 'allowed', user: 'prometheus' });
   }
-  t.same(s.calls, { authenticate: 1, authorize: 1 }, 'one TokenReview and one SubjectAccessReview for four scrapes in 45 s');
+  t.same(
+    s.calls,
+    { authenticate: 1, authorize: 1 },
+    'one TokenReview and one SubjectAccessReview for four scrapes in 45 s',
+  );
   s.clock.now += 15_001;
   await s.auth.check('Bearer ok-1');
   t.same(s.calls, { authenticate: 2, authorize: 2 }, 'asked again once the TTL passed');
@@ -89,7 +107,11 @@ t.test('refusals are cached briefly, errors not at all', async (t) => {
   t.same(await s.auth.check('Bearer ok-2'), { result: 'error' });
   t.equal(s.calls.authenticate, 5, 'an error is not remembered');
   s.state.down = false;
-  t.same(await s.auth.check('Bearer ok-2'), { result: 'allowed', user: 'prometheus' }, 'and the next scrape after recovery passes');
+  t.same(
+    await s.auth.check('Bearer ok-2'),
+    { result: 'allowed', user: 'prometheus' },
+    'and the next scrape after recovery passes',
+  );
   t.notMatch(s.logged(), /ok-2/, 'the error from the API call is logged without its text, which could hold the token');
   t.match(s.logged(), /"kind":"network"/);
 });
@@ -111,7 +133,7 @@ t.test('an accepted token is not trusted past its own expiry', async (t) => {
   t.equal(s.calls.authenticate, 1);
   s.clock.now += 1001;
   await s.auth.check(`Bearer ${token}`);
-  t.equal(s.calls.authenticate, 2, 'asked again at the token\'s exp, long before the 60 s TTL');
+  t.equal(s.calls.authenticate, 2, "asked again at the token's exp, long before the 60 s TTL");
 });
 
 t.test('scrapes with the same token at the same time share one review', async (t) => {
@@ -128,7 +150,11 @@ t.test('a flood of random tokens: bounded API calls, bounded memory, Prometheus 
   const before = s.calls.authenticate;
   const flood = await Promise.all(Array.from({ length: 200 }, (_, i) => s.auth.check(`Bearer random-${i}`)));
   t.equal(s.calls.authenticate - before, REVIEW_BURST - 1, 'at the same instant, only the burst is checked');
-  t.equal(flood.filter((v) => v.result === 'throttled').length, 200 - (REVIEW_BURST - 1), 'the rest are told to retry (429)');
+  t.equal(
+    flood.filter((v) => v.result === 'throttled').length,
+    200 - (REVIEW_BURST - 1),
+    'the rest are told to retry (429)',
+  );
   // A sustained flood, 100 new tokens every 100 ms for 120 s: checked at the refill rate only.
   for (let step = 0; step < 1200; step++) {
     s.clock.now += 100;
@@ -137,7 +163,11 @@ t.test('a flood of random tokens: bounded API calls, bounded memory, Prometheus 
   const checked = s.calls.authenticate - before;
   t.ok(checked <= REVIEW_BURST + 120 * REVIEWS_PER_SECOND, `${checked} TokenReviews for 120,200 random tokens`);
   t.equal(s.auth.cached.denied, MAX_DENIED_ENTRIES, 'refusals held: capped');
-  t.same(await s.auth.check('Bearer ok-prometheus'), { result: 'allowed', user: 'prometheus' }, 'Prometheus, its entry expired during the flood, is checked again at once, not throttled');
+  t.same(
+    await s.auth.check('Bearer ok-prometheus'),
+    { result: 'allowed', user: 'prometheus' },
+    'Prometheus, its entry expired during the flood, is checked again at once, not throttled',
+  );
   t.equal(s.calls.authorize, 2, 'its entry was not pushed out by the flood (a cache of its own)');
 });
 
@@ -160,7 +190,9 @@ t.test('the token is never kept: entries are keyed by an HMAC', async (t) => {
   const s = setup();
   const token = 'ok-a-secret-token-value';
   await s.auth.check(`Bearer ${token}`);
-  const held = JSON.stringify([...((s.auth as unknown as { allowed: { entries: Map<string, unknown> } }).allowed.entries)]);
+  const held = JSON.stringify([
+    ...(s.auth as unknown as { allowed: { entries: Map<string, unknown> } }).allowed.entries,
+  ]);
   t.notMatch(held, /secret-token/);
   t.match(held, /^\[\["[A-Za-z0-9+/]{43}=",/, 'a 256-bit digest as the key');
 });

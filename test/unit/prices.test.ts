@@ -17,7 +17,9 @@ t.test("the static table is the AWS controller's own, price for price", async (t
   const module = staticOnDemandPrices('us-east-1');
   const ours = staticOnDemand('us-east-1');
   t.ok(module.size > 1000, `the module's table lists ${module.size} types`);
-  const differing = [...new Set([...module.keys(), ...ours.keys()])].filter((type) => module.get(type) !== ours.get(type));
+  const differing = [...new Set([...module.keys(), ...ours.keys()])].filter(
+    (type) => module.get(type) !== ours.get(type),
+  );
   t.same(differing, [], 'src/prices/karpenter-static-prices.json is stale: run `node scripts/generate-price-table.ts`');
   t.match(staticTableSource, /karpenter-provider-aws@v1\.14\.3/);
 });
@@ -36,25 +38,53 @@ t.test("a region without a table of its own takes us-east-1's, as Karpenter does
 });
 
 t.test("the Pricing API's endpoint region, as Karpenter picks it", async (t) => {
-  t.same(['ap-northeast-1', 'cn-north-1', 'eu-west-3', 'us-west-2', 'sa-east-1', 'me-south-1'].map(pricingRegion), ['ap-south-1', 'cn-northwest-1', 'eu-central-1', 'us-east-1', 'us-east-1', 'us-east-1']);
+  t.same(['ap-northeast-1', 'cn-north-1', 'eu-west-3', 'us-west-2', 'sa-east-1', 'me-south-1'].map(pricingRegion), [
+    'ap-south-1',
+    'cn-northwest-1',
+    'eu-central-1',
+    'us-east-1',
+    'us-east-1',
+    'us-east-1',
+  ]);
 });
 
 t.test('a GetProducts page: the price of each item with one, in the currency asked', async (t) => {
-  const item = (type: string | undefined, prices: Record<string, string>) => JSON.stringify({
-    product: { attributes: type === undefined ? {} : { instanceType: type } },
-    terms: { OnDemand: { 'SKU.T': { priceDimensions: { 'SKU.T.D': { unit: 'Hrs', pricePerUnit: prices } } } } },
-  });
-  const page = [item('m5.large', { USD: '0.0960000000' }), item('c5.large', { CNY: '0.59' }), item(undefined, { USD: '1' }), item('free.type', { USD: '0.0000000000' }), 'not json {'];
-  t.same(onDemandPage(page, 'USD'), new Map([['m5.large', 0.096]]), 'no type, a zero price, another currency or a malformed item: skipped');
+  const item = (type: string | undefined, prices: Record<string, string>) =>
+    JSON.stringify({
+      product: { attributes: type === undefined ? {} : { instanceType: type } },
+      terms: { OnDemand: { 'SKU.T': { priceDimensions: { 'SKU.T.D': { unit: 'Hrs', pricePerUnit: prices } } } } },
+    });
+  const page = [
+    item('m5.large', { USD: '0.0960000000' }),
+    item('c5.large', { CNY: '0.59' }),
+    item(undefined, { USD: '1' }),
+    item('free.type', { USD: '0.0000000000' }),
+    'not json {',
+  ];
+  t.same(
+    onDemandPage(page, 'USD'),
+    new Map([['m5.large', 0.096]]),
+    'no type, a zero price, another currency or a malformed item: skipped',
+  );
   t.same(onDemandPage(page, 'CNY'), new Map([['c5.large', 0.59]]));
 });
 
 t.test('the mode from the configuration: auto reads AWS where a region is known', async (t) => {
   const config = (flags: Record<string, string> = {}) => loadConfig({ flags }).config;
-  t.same(priceSourceSettings(config(), {}), { mode: 'static', region: undefined }, 'no region anywhere: the static table');
+  t.same(
+    priceSourceSettings(config(), {}),
+    { mode: 'static', region: undefined },
+    'no region anywhere: the static table',
+  );
   t.same(priceSourceSettings(config(), { AWS_REGION: 'eu-west-1' }), { mode: 'aws', region: 'eu-west-1' });
   t.same(priceSourceSettings(config(), { AWS_DEFAULT_REGION: 'us-west-2' }), { mode: 'aws', region: 'us-west-2' });
-  t.same(priceSourceSettings(config({ '--prices-source': 'isolated', '--prices-region': 'us-gov-west-1' }), { AWS_REGION: 'eu-west-1' }), { mode: 'isolated', region: 'us-gov-west-1' }, 'the settings over the environment');
+  t.same(
+    priceSourceSettings(config({ '--prices-source': 'isolated', '--prices-region': 'us-gov-west-1' }), {
+      AWS_REGION: 'eu-west-1',
+    }),
+    { mode: 'isolated', region: 'us-gov-west-1' },
+    'the settings over the environment',
+  );
   t.same(priceSourceSettings(config({ '--prices-source': 'off' }), {}), { mode: 'off', region: undefined });
 });
 
@@ -74,8 +104,20 @@ t.test('a region that is not one stops start-up, naming the setting, the value a
   }
 });
 
-const sourceWith = (mode: 'aws' | 'isolated' | 'static' | 'off', region: string | undefined, registry = new Registry()) =>
-  new PriceSource({ mode, region, refreshMs: 60_000, timeoutMs: 1000, metrics: createMetrics(registry), log: createLogger('silent'), now: () => 0 });
+const sourceWith = (
+  mode: 'aws' | 'isolated' | 'static' | 'off',
+  region: string | undefined,
+  registry = new Registry(),
+) =>
+  new PriceSource({
+    mode,
+    region,
+    refreshMs: 60_000,
+    timeoutMs: 1000,
+    metrics: createMetrics(registry),
+    log: createLogger('silent'),
+    now: () => 0,
+  });
 
 t.test('static: the table, read at once, no AWS call; off: no prices', async (t) => {
   const registry = new Registry();
@@ -101,7 +143,9 @@ t.test('a mode that reads AWS needs a region', async (t) => {
 });
 
 t.test('the command line reads the prices once, as configured', async (t) => {
-  const book = await readPricesOnce(loadConfig({ flags: { '--prices-source': 'static', '--prices-region': 'us-gov-east-1' } }).config);
+  const book = await readPricesOnce(
+    loadConfig({ flags: { '--prices-source': 'static', '--prices-region': 'us-gov-east-1' } }).config,
+  );
   t.match(book, { source: 'static', region: 'us-gov-east-1' });
   t.equal(await readPricesOnce(loadConfig({ flags: { '--prices-source': 'off' } }).config), undefined);
 });

@@ -64,11 +64,14 @@ t.test('failures are retried with growing back-off; delayed adds wait; pause let
   const before = Date.now();
   let ranAt = 0;
   let runs = 0;
-  const delayed = new WorkQueue({ concurrency: 1, process: async () => {
-    ranAt ||= Date.now();
-    runs++;
-    return { kind: 'done' };
-  } });
+  const delayed = new WorkQueue({
+    concurrency: 1,
+    process: async () => {
+      ranAt ||= Date.now();
+      runs++;
+      return { kind: 'done' };
+    },
+  });
   delayed.start();
   delayed.addAfter('x', 100);
   delayed.addAfter('x', 300); // a later delay never postpones an earlier one

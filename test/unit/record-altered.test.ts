@@ -9,10 +9,15 @@ import { calls } from '../support/cel.ts';
 type Meta = { labels?: Record<string, string>; annotations?: Record<string, string> };
 
 const review = (oldMeta: Meta, meta: Meta): AdmissionReview => ({
-  apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
   request: {
-    uid: 'u1', kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'UPDATE', userInfo: { username: 'someone' },
-    object: { metadata: { name: 'n', ...meta } }, oldObject: { metadata: { name: 'n', ...oldMeta } },
+    uid: 'u1',
+    kind: { group: '', version: 'v1', kind: 'Node' },
+    operation: 'UPDATE',
+    userInfo: { username: 'someone' },
+    object: { metadata: { name: 'n', ...meta } },
+    oldObject: { metadata: { name: 'n', ...oldMeta } },
   },
 });
 
@@ -30,14 +35,31 @@ for (const ns of ['veneer.io', 'nodes.example.com']) {
     for (const label of [keys.influenced, keys.labeledAt, 'karpenter.sh/nodepool'])
       for (const annotation of [keys.decisionAnnotation, 'example.com/note'])
         for (const [oldLabels, labels] of fieldStates(label).flatMap((a) => fieldStates(label).map((b) => [a, b])))
-          for (const [oldAnnotations, annotations] of fieldStates(annotation).flatMap((a) => fieldStates(annotation).map((b) => [a, b]))) {
-            const oldMeta: Meta = { ...(oldLabels ? { labels: oldLabels } : {}), ...(oldAnnotations ? { annotations: oldAnnotations } : {}) };
+          for (const [oldAnnotations, annotations] of fieldStates(annotation).flatMap((a) =>
+            fieldStates(annotation).map((b) => [a, b]),
+          )) {
+            const oldMeta: Meta = {
+              ...(oldLabels ? { labels: oldLabels } : {}),
+              ...(oldAnnotations ? { annotations: oldAnnotations } : {}),
+            };
             const meta: Meta = { ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
-            const denied = validate(review(oldMeta, meta), { keys, selfUsername: () => 'watcher', allowedUsers: [], allowedGroups: [] }).outcome === 'denied';
-            const called = calls(conditions, { object: { metadata: { name: 'n', ...meta } }, oldObject: { metadata: { name: 'n', ...oldMeta } } });
+            const denied =
+              validate(review(oldMeta, meta), {
+                keys,
+                selfUsername: () => 'watcher',
+                allowedUsers: [],
+                allowedGroups: [],
+              }).outcome === 'denied';
+            const called = calls(conditions, {
+              object: { metadata: { name: 'n', ...meta } },
+              oldObject: { metadata: { name: 'n', ...oldMeta } },
+            });
             cases++;
             if (denied) denials++;
-            if (called !== denied) t.fail(`${called ? 'called' : 'not called'} for ${JSON.stringify(oldMeta)} -> ${JSON.stringify(meta)}, which validate() ${denied ? 'denies' : 'allows'}`);
+            if (called !== denied)
+              t.fail(
+                `${called ? 'called' : 'not called'} for ${JSON.stringify(oldMeta)} -> ${JSON.stringify(meta)}, which validate() ${denied ? 'denies' : 'allows'}`,
+              );
           }
     t.ok(denials > 0 && denials < cases, `${denials} of ${cases} updates denied`);
   });

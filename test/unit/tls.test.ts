@@ -19,9 +19,18 @@ t.test('a valid pair loads with its expiry', async (t) => {
 t.test('each problem is named, and the key never appears in a message', async (t) => {
   const garbage = join(dir, 'garbage.pem');
   writeFileSync(garbage, 'not pem');
-  t.throws(() => loadKeyPair({ certFile: join(dir, 'nope.crt'), keyFile: a.keyPath }), /cannot read serving certificate .*nope.crt: ENOENT/);
-  t.throws(() => loadKeyPair({ certFile: a.certPath, keyFile: join(dir, 'nope.key') }), /cannot read serving key .*nope.key: ENOENT/);
+  t.throws(
+    () => loadKeyPair({ certFile: join(dir, 'nope.crt'), keyFile: a.keyPath }),
+    /cannot read serving certificate .*nope.crt: ENOENT/,
+  );
+  t.throws(
+    () => loadKeyPair({ certFile: a.certPath, keyFile: join(dir, 'nope.key') }),
+    /cannot read serving key .*nope.key: ENOENT/,
+  );
   t.throws(() => loadKeyPair({ certFile: garbage, keyFile: a.keyPath }), /garbage.pem is not a PEM certificate/);
   t.throws(() => loadKeyPair({ certFile: a.certPath, keyFile: garbage }), /garbage.pem is not a PEM private key/);
-  t.throws(() => loadKeyPair({ certFile: a.certPath, keyFile: b.keyPath }), /b.key does not belong to the certificate in .*a.crt/);
+  t.throws(
+    () => loadKeyPair({ certFile: a.certPath, keyFile: b.keyPath }),
+    /b.key does not belong to the certificate in .*a.crt/,
+  );
 });

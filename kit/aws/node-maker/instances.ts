@@ -1,6 +1,14 @@
 // The node maker's reads of the local EC2, with AWS's own client: new instances in batches, the
 // states of those it tracks, and instance types for the kubelet's capacity.
-import { type _InstanceType, DescribeInstancesCommand, type DescribeInstancesCommandOutput, DescribeInstanceTypesCommand, EC2Client, type Instance, type InstanceTypeInfo } from '@aws-sdk/client-ec2';
+import {
+  type _InstanceType,
+  DescribeInstancesCommand,
+  type DescribeInstancesCommandOutput,
+  DescribeInstanceTypesCommand,
+  EC2Client,
+  type Instance,
+  type InstanceTypeInfo,
+} from '@aws-sdk/client-ec2';
 import { assertLoopbackOnly } from '../netns.ts';
 import type { Tasks } from './tasks.ts';
 
@@ -29,7 +37,14 @@ export function resourcesFromInstanceType(info: InstanceTypeInfo | undefined): R
   const memMiB = Math.floor(mib * (1 - 0.075));
   const storage = 20 * 1024 ** 3;
   return {
-    capacity: { cpu: String(cpu), 'ephemeral-storage': `${storage / 1024}Ki`, 'hugepages-1Gi': '0', 'hugepages-2Mi': '0', memory: `${memMiB * 1024}Ki`, pods: String(pods) },
+    capacity: {
+      cpu: String(cpu),
+      'ephemeral-storage': `${storage / 1024}Ki`,
+      'hugepages-1Gi': '0',
+      'hugepages-2Mi': '0',
+      memory: `${memMiB * 1024}Ki`,
+      pods: String(pods),
+    },
     allocatable: {
       cpu: `${Math.floor(cpu * 1000 - reservedMilli)}m`,
       'ephemeral-storage': String(Math.floor(storage * 0.9) - 1024 ** 3),
@@ -60,7 +75,8 @@ export class InstanceReader {
 
   constructor(opts: InstanceReaderOptions) {
     const host = new URL(opts.endpoint).hostname;
-    if (!['127.0.0.1', 'localhost', '[::1]'].includes(host)) throw new Error(`node maker: the EC2 endpoint ${opts.endpoint} is not on loopback`);
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(host))
+      throw new Error(`node maker: the EC2 endpoint ${opts.endpoint} is not on loopback`);
     // The network rule: anything that speaks an AWS API runs where only loopback exists, so that no
     // request can reach AWS or the instance metadata service.
     assertLoopbackOnly();
@@ -89,14 +105,21 @@ export class InstanceReader {
         this.calls++;
         let out: DescribeInstancesCommandOutput;
         try {
-          out = await this.ec2.send(new DescribeInstancesCommand(byFilter ? { Filters: [{ Name: 'instance-id', Values: chunk }], NextToken: token } : { InstanceIds: chunk, NextToken: token }));
+          out = await this.ec2.send(
+            new DescribeInstancesCommand(
+              byFilter
+                ? { Filters: [{ Name: 'instance-id', Values: chunk }], NextToken: token }
+                : { InstanceIds: chunk, NextToken: token },
+            ),
+          );
         } catch (err) {
           if (byFilter || (err as { name?: string }).name !== 'InvalidInstanceID.NotFound') throw err;
           byFilter = true;
           token = undefined;
           continue;
         }
-        for (const r of out.Reservations ?? []) for (const inst of r.Instances ?? []) if (inst.InstanceId) found.set(inst.InstanceId, inst);
+        for (const r of out.Reservations ?? [])
+          for (const inst of r.Instances ?? []) if (inst.InstanceId) found.set(inst.InstanceId, inst);
         token = out.NextToken;
       } while (token);
     }
@@ -121,16 +144,20 @@ export class InstanceReader {
     const ids = [...this.queue];
     this.queue = new Set();
     this.describing = true;
-    tasks.track(this.describe(ids).then(
-      (found) => this.o.described(ids, found),
-      (err) => {
-        tasks.fail('DescribeInstances', err);
-        for (const id of ids) tasks.after(1000, () => this.enqueue(id));
-      },
-    ).finally(() => {
-      this.describing = false;
-      this.pump();
-    }));
+    tasks.track(
+      this.describe(ids)
+        .then(
+          (found) => this.o.described(ids, found),
+          (err) => {
+            tasks.fail('DescribeInstances', err);
+            for (const id of ids) tasks.after(1000, () => this.enqueue(id));
+          },
+        )
+        .finally(() => {
+          this.describing = false;
+          this.pump();
+        }),
+    );
   }
 
   /** The instances that are neither pending nor running (moto answers that in milliseconds). */
@@ -139,8 +166,14 @@ export class InstanceReader {
     const down = new Map<string, Instance>();
     let token: string | undefined;
     do {
-      const out = await this.ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: 'instance-state-name', Values: ['shutting-down', 'terminated', 'stopping', 'stopped'] }], NextToken: token }));
-      for (const r of out.Reservations ?? []) for (const inst of r.Instances ?? []) if (inst.InstanceId) down.set(inst.InstanceId, inst);
+      const out = await this.ec2.send(
+        new DescribeInstancesCommand({
+          Filters: [{ Name: 'instance-state-name', Values: ['shutting-down', 'terminated', 'stopping', 'stopped'] }],
+          NextToken: token,
+        }),
+      );
+      for (const r of out.Reservations ?? [])
+        for (const inst of r.Instances ?? []) if (inst.InstanceId) down.set(inst.InstanceId, inst);
       token = out.NextToken;
     } while (token);
     return down;
@@ -150,7 +183,9 @@ export class InstanceReader {
     if (!name) return Promise.resolve(undefined);
     let info = this.instanceTypes.get(name);
     if (!info) {
-      info = this.ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: [name as _InstanceType] })).then((o) => o.InstanceTypes?.[0]);
+      info = this.ec2
+        .send(new DescribeInstanceTypesCommand({ InstanceTypes: [name as _InstanceType] }))
+        .then((o) => o.InstanceTypes?.[0]);
       info.catch(() => this.instanceTypes.delete(name));
       this.instanceTypes.set(name, info);
     }

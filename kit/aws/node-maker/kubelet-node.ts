@@ -13,7 +13,11 @@ export interface Taint {
 
 export const UNREGISTERED_TAINT: Taint = { key: 'karpenter.sh/unregistered', effect: 'NoExecute' };
 /** Added by the kubelet when it runs with an external cloud provider, removed by the cloud controller once it has initialized the Node. */
-export const UNINITIALIZED_TAINT: Taint = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
+export const UNINITIALIZED_TAINT: Taint = {
+  key: 'node.cloudprovider.kubernetes.io/uninitialized',
+  value: 'true',
+  effect: 'NoSchedule',
+};
 /** Added by the apiserver's TaintNodesByCondition admission on CREATE, removed by the node lifecycle controller once the Node is Ready. */
 export const NOT_READY_TAINT: Taint = { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' };
 /** The taints the node maker stands in for removing (the kube-controller-manager and the cloud controller do on EKS). */
@@ -42,7 +46,13 @@ export interface KubeletNodeInput {
 export function kubeletNode(i: KubeletNodeInput): k8s.V1Node {
   const architecture = arch(i.instance.Architecture);
   const ip = i.instance.PrivateIpAddress ?? '10.0.0.1';
-  const model = realNode({ name: i.name, index: i.index, zone: i.zone, instanceType: i.instanceType ?? 'm5.large', providerID: i.providerID });
+  const model = realNode({
+    name: i.name,
+    index: i.index,
+    zone: i.zone,
+    instanceType: i.instanceType ?? 'm5.large',
+    providerID: i.providerID,
+  });
   const labels = { ...i.claimLabels };
   // Karpenter writes these itself, at registration and initialization.
   delete labels['karpenter.sh/registered'];
@@ -83,9 +93,17 @@ export function kubeletNode(i: KubeletNodeInput): k8s.V1Node {
       capacity: i.resources.capacity,
       allocatable: i.resources.allocatable,
       // A kubelet's first status: its network plugin is not up yet.
-      conditions: conditions(at).map((c) => c.type === 'Ready'
-        ? { ...c, status: 'False', reason: 'KubeletNotReady', message: 'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized' }
-        : c),
+      conditions: conditions(at).map((c) =>
+        c.type === 'Ready'
+          ? {
+              ...c,
+              status: 'False',
+              reason: 'KubeletNotReady',
+              message:
+                'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized',
+            }
+          : c,
+      ),
       daemonEndpoints: model.status!.daemonEndpoints!,
       images: model.status!.images!,
       nodeInfo: {
@@ -105,7 +123,17 @@ export function readyStatus(resources: Resources): { status: k8s.V1NodeStatus } 
     status: {
       capacity: resources.capacity,
       allocatable: resources.allocatable,
-      conditions: conditions(at).map((c) => (c.type === 'Ready' ? c : { type: c.type, status: c.status, reason: c.reason, message: c.message, lastHeartbeatTime: c.lastHeartbeatTime })),
+      conditions: conditions(at).map((c) =>
+        c.type === 'Ready'
+          ? c
+          : {
+              type: c.type,
+              status: c.status,
+              reason: c.reason,
+              message: c.message,
+              lastHeartbeatTime: c.lastHeartbeatTime,
+            },
+      ),
     },
   };
 }
@@ -116,7 +144,11 @@ export function unknownStatus(): { status: k8s.V1NodeStatus } {
   return {
     status: {
       conditions: conditions(at).map((c) => ({
-        type: c.type, status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status.', lastTransitionTime: c.lastTransitionTime,
+        type: c.type,
+        status: 'Unknown',
+        reason: 'NodeStatusUnknown',
+        message: 'Kubelet stopped posting node status.',
+        lastTransitionTime: c.lastTransitionTime,
       })),
     },
   };

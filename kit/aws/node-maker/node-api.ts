@@ -26,12 +26,19 @@ export class NodeApi {
    * The kubelet's registration. AlreadyExists (a kubelet restarting, or a CREATE retried after a
    * timeout that the apiserver carried out) carries on with the Node there is, as a kubelet does.
    */
-  async register(body: k8s.V1Node, retry: Retry, onAttempt: () => void): Promise<{ node: k8s.V1Node; alreadyExisted: boolean }> {
+  async register(
+    body: k8s.V1Node,
+    retry: Retry,
+    onAttempt: () => void,
+  ): Promise<{ node: k8s.V1Node; alreadyExisted: boolean }> {
     try {
-      return { node: await retry(() => {
-        onAttempt();
-        return this.core.createNode({ body });
-      }), alreadyExisted: false };
+      return {
+        node: await retry(() => {
+          onAttempt();
+          return this.core.createNode({ body });
+        }),
+        alreadyExisted: false,
+      };
     } catch (err) {
       if (codeOf(err) !== 409) throw err;
       return { node: await retry(() => this.core.readNode({ name: body.metadata!.name! })), alreadyExisted: true };
@@ -52,7 +59,10 @@ export class NodeApi {
       const { keep, removed } = withoutControllerTaints((node.spec?.taints ?? []) as Taint[]);
       if (removed.length === 0) return undefined;
       try {
-        const body = { metadata: { resourceVersion: node.metadata?.resourceVersion }, spec: { taints: keep.length ? keep : null } };
+        const body = {
+          metadata: { resourceVersion: node.metadata?.resourceVersion },
+          spec: { taints: keep.length ? keep : null },
+        };
         await retry(() => this.core.patchNode({ name, body }, mergePatch));
         return removed.map((x) => `${x.key}:${x.effect}`);
       } catch (err) {

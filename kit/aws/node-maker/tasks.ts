@@ -64,7 +64,11 @@ export class Tasks {
     const timer = setInterval(() => {
       if (this.stopped || running) return;
       running = true;
-      this.track(Promise.resolve().then(fn).finally(() => (running = false)));
+      this.track(
+        Promise.resolve()
+          .then(fn)
+          .finally(() => (running = false)),
+      );
     }, ms);
     this.timers.add(timer);
   }

@@ -13,7 +13,10 @@ export const REPORTING_CONTROLLER = 'veneer.io/node-watcher';
  * is deleted and created again under its name a new one.
  */
 export function eventName(node: NodeView): string {
-  const hash = createHash('sha256').update(`${node.uid ?? ''}/${node.name}`).digest('hex').slice(0, 16);
+  const hash = createHash('sha256')
+    .update(`${node.uid ?? ''}/${node.name}`)
+    .digest('hex')
+    .slice(0, 16);
   // 253 is the limit of a name; the prefix keeps it readable, as the kubelet's `<node>.<hex>` names are.
   const prefix = node.name.slice(0, 253 - 17).replace(/[^a-z0-9]+$/, '');
   return `${prefix}.${hash}`;

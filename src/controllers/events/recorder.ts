@@ -127,7 +127,10 @@ export class EventRecorder {
         if (++item.attempts < ATTEMPTS && !this.stopped) this.pending.set(key, item);
         else {
           metrics.events.inc({ result: 'failed' });
-          log.warn({ status: httpStatus(err), err: (err as Error).message }, 'posting a node Event failed; giving up on it');
+          log.warn(
+            { status: httpStatus(err), err: (err as Error).message },
+            'posting a node Event failed; giving up on it',
+          );
         }
         return;
       }

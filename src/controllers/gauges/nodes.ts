@@ -2,7 +2,14 @@
 // nodes_by_effect_current{effect} and nodes_pending. They are computed from the node cache at
 // every scrape, never counted up and down, so that they are true at every scrape whatever was
 // missed in between.
-import { EFFECTS, needsRecord, nodeClaimFor, type NodeClaimLookup, type NodeView, type RecordKeys } from '../../engine/index.ts';
+import {
+  EFFECTS,
+  needsRecord,
+  nodeClaimFor,
+  type NodeClaimLookup,
+  type NodeView,
+  type RecordKeys,
+} from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
 
 export interface NodeSource {
@@ -12,7 +19,12 @@ export interface NodeSource {
   undecidedNodes(): Iterable<NodeView>;
 }
 
-export function exportNodeCounts(metrics: Metrics, source: NodeSource, nodeClaims: NodeClaimLookup, keys: RecordKeys): void {
+export function exportNodeCounts(
+  metrics: Metrics,
+  source: NodeSource,
+  nodeClaims: NodeClaimLookup,
+  keys: RecordKeys,
+): void {
   metrics.atScrape.nodeCounts = () => {
     metrics.nodesInfluenced.reset();
     const byEffect = new Map<string, number>(EFFECTS.map((e) => [e, 0]));

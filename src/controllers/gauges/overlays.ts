@@ -15,7 +15,12 @@ export interface OverlaySeries {
   value: number;
 }
 
-export function overlaySeries(nodes: Iterable<NodeView>, active: Iterable<OverlayView>, keys: RecordKeys, max: number): OverlaySeries[] {
+export function overlaySeries(
+  nodes: Iterable<NodeView>,
+  active: Iterable<OverlayView>,
+  keys: RecordKeys,
+  max: number,
+): OverlaySeries[] {
   const series = new Map<string, OverlaySeries>();
   const add = (overlay: string, capacityType: string, n: number) => {
     const key = `${overlay}\u0000${capacityType}`;
@@ -27,22 +32,33 @@ export function overlaySeries(nodes: Iterable<NodeView>, active: Iterable<Overla
   for (const o of active) add(o.nameLabelValue, o.labels['veneer.io/capacity-type'] || UNKNOWN, 0);
   for (const node of nodes) {
     const overlay = node.labels[keys.matchingOverlay];
-    if (node.labels[keys.influenced] === 'true' && overlay) add(overlay, node.labels[keys.copied['capacity-type']] || UNKNOWN, 1);
+    if (node.labels[keys.influenced] === 'true' && overlay)
+      add(overlay, node.labels[keys.copied['capacity-type']] || UNKNOWN, 1);
   }
   const all = [...series.values()];
   if (all.length <= max) return all;
   // The biggest series stay; ties go by name so that the same cluster gives the same series.
-  all.sort((a, b) => b.value - a.value || (a.overlay < b.overlay ? -1 : a.overlay > b.overlay ? 1 : a.capacity_type < b.capacity_type ? -1 : 1));
+  all.sort(
+    (a, b) =>
+      b.value - a.value ||
+      (a.overlay < b.overlay ? -1 : a.overlay > b.overlay ? 1 : a.capacity_type < b.capacity_type ? -1 : 1),
+  );
   const kept = all.slice(0, max - 1);
   const folded = all.slice(max - 1).reduce((sum, s) => sum + s.value, 0);
   return [...kept, { overlay: OTHER, capacity_type: OTHER, value: folded }];
 }
 
 /** Computes the gauge at every scrape from what `nodes` and `active` give then. */
-export function exportOverlayNodes(metrics: Metrics, source: { nodes: () => Iterable<NodeView>; active: () => Iterable<OverlayView> }, keys: RecordKeys, max: number): void {
+export function exportOverlayNodes(
+  metrics: Metrics,
+  source: { nodes: () => Iterable<NodeView>; active: () => Iterable<OverlayView> },
+  keys: RecordKeys,
+  max: number,
+): void {
   metrics.atScrape.overlayNodes = () => {
     metrics.overlayNodes.reset();
-    for (const s of overlaySeries(source.nodes(), source.active(), keys, max)) metrics.overlayNodes.set({ overlay: s.overlay, capacity_type: s.capacity_type }, s.value);
+    for (const s of overlaySeries(source.nodes(), source.active(), keys, max))
+      metrics.overlayNodes.set({ overlay: s.overlay, capacity_type: s.capacity_type }, s.value);
   };
 }
 

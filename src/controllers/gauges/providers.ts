@@ -5,7 +5,12 @@
 // The nodes concerned are recorded with basis approximate by the engine (chooseProvider).
 import type { Logger } from 'pino';
 import {
-  KNOWN_PROVIDERS, MAX_UNKNOWN_GROUPS, providerCensus, type EngineSettings, type NodeClaimView, type ProviderCensus,
+  KNOWN_PROVIDERS,
+  MAX_UNKNOWN_GROUPS,
+  providerCensus,
+  type EngineSettings,
+  type NodeClaimView,
+  type ProviderCensus,
 } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
 
@@ -26,7 +31,11 @@ export class ProviderWatch {
   constructor(o: ProviderWatchOptions) {
     this.o = o;
     o.metrics.atScrape.providers = () => {
-      for (const c of this.census().nodeClaims) o.metrics.providerNodeClaims.set({ provider: c.provider, matches_setting: String(c.matchesSetting) }, c.nodeClaims);
+      for (const c of this.census().nodeClaims)
+        o.metrics.providerNodeClaims.set(
+          { provider: c.provider, matches_setting: String(c.matchesSetting) },
+          c.nodeClaims,
+        );
     };
   }
 
@@ -50,7 +59,11 @@ export class ProviderWatch {
       if (this.said.has(`unknown:${group}`)) return;
       // Groups are whatever the cluster's NodeClaims name: a bounded number is named.
       if (this.unknownGroupsSaid >= MAX_UNKNOWN_GROUPS) {
-        if (!this.said.has('more-unknown')) log.warn({ karpenterProvider: settingName }, `more than ${MAX_UNKNOWN_GROUPS} unknown nodeClassRef groups; no more are logged (veneer_nodewatcher_karpenter_provider_nodeclaims{provider="unknown"} counts them all)`);
+        if (!this.said.has('more-unknown'))
+          log.warn(
+            { karpenterProvider: settingName },
+            `more than ${MAX_UNKNOWN_GROUPS} unknown nodeClassRef groups; no more are logged (veneer_nodewatcher_karpenter_provider_nodeclaims{provider="unknown"} counts them all)`,
+          );
         this.said.add('more-unknown');
         return;
       }
@@ -65,7 +78,10 @@ export class ProviderWatch {
     if (this.said.has(`known:${provider.name}`)) return;
     this.said.add(`known:${provider.name}`);
     if (setting === 'auto' || setting.name === provider.name) {
-      log.info({ karpenterProvider: settingName, provider: provider.name, group }, `NodeClaims of the ${provider.name} provider (${group}): their nodes are judged with its keys`);
+      log.info(
+        { karpenterProvider: settingName, provider: provider.name, group },
+        `NodeClaims of the ${provider.name} provider (${group}): their nodes are judged with its keys`,
+      );
     } else {
       log.warn(
         { karpenterProvider: settingName, provider: provider.name, group },

@@ -2,7 +2,17 @@
 // (the engine's scope) -> de-duplicating queue -> reconcile (reads only the caches, writes
 // one merge patch guarded by the resourceVersion it decided on). Only the leader processes.
 import type { Logger } from 'pino';
-import { decide, mergePatch, needsRecord, nodeClaimFor, recordTally, REGISTERED_LABEL, type EngineSettings, type LaunchKnowledge, type NodeView } from '../../engine/index.ts';
+import {
+  decide,
+  mergePatch,
+  needsRecord,
+  nodeClaimFor,
+  recordTally,
+  REGISTERED_LABEL,
+  type EngineSettings,
+  type LaunchKnowledge,
+  type NodeView,
+} from '../../engine/index.ts';
 import type { ClusterCaches } from '../../state/caches.ts';
 import { countRecord, type Metrics } from '../../metrics.ts';
 import { type ProcessResult, WorkQueue } from '../../kube/work-queue.ts';
@@ -77,15 +87,33 @@ export class Reconciler {
     const node = caches.nodes.get(name);
     if (!node) return { kind: 'done' };
     const now = this.o.now();
-    if (node.labels[REGISTERED_LABEL] !== 'true' && node.createdAt !== undefined && now < node.createdAt + WEBHOOK_FIRST_MS) {
+    if (
+      node.labels[REGISTERED_LABEL] !== 'true' &&
+      node.createdAt !== undefined &&
+      now < node.createdAt + WEBHOOK_FIRST_MS
+    ) {
       return { kind: 'after', ms: node.createdAt + WEBHOOK_FIRST_MS - now };
     }
     const end = metrics.reconcileDuration.startTimer();
-    const decision = decide({ node, nodeClaim: nodeClaimFor(node, caches.nodeClaims), now, decidedBy: 'reconciler', nodeClassGroups: caches.nodeClaims.groups, launch: this.o.launch }, caches.overlays.index, settings);
+    const decision = decide(
+      {
+        node,
+        nodeClaim: nodeClaimFor(node, caches.nodeClaims),
+        now,
+        decidedBy: 'reconciler',
+        nodeClassGroups: caches.nodeClaims.groups,
+        launch: this.o.launch,
+      },
+      caches.overlays.index,
+      settings,
+    );
     if (decision.outcome === 'out-of-scope' || decision.outcome === 'recorded') return { kind: 'done' };
     if (decision.outcome === 'undetermined') return { kind: 'after', ms: Math.max(100, decision.retryAt - now) };
     try {
-      await this.o.client.call('PATCH', `/api/v1/nodes/${encodeURIComponent(name)}`, { body: mergePatch(decision.record, node.resourceVersion), contentType: 'application/merge-patch+json' });
+      await this.o.client.call('PATCH', `/api/v1/nodes/${encodeURIComponent(name)}`, {
+        body: mergePatch(decision.record, node.resourceVersion),
+        contentType: 'application/merge-patch+json',
+      });
     } catch (err) {
       const code = httpStatus(err);
       if (code === 404) return { kind: 'done' };
@@ -97,7 +125,16 @@ export class Reconciler {
       end();
     }
     countRecord(metrics, 'reconciler', recordTally(decision.record, settings.keys), decision.effect);
-    log.debug({ node: name, outcome: decision.outcome, basis: decision.basis, provider: decision.provider.name, providerWarning: decision.provider.warning }, 'recorded');
+    log.debug(
+      {
+        node: name,
+        outcome: decision.outcome,
+        basis: decision.basis,
+        provider: decision.provider.name,
+        providerWarning: decision.provider.warning,
+      },
+      'recorded',
+    );
     return { kind: 'done' };
   }
 }

@@ -43,10 +43,13 @@ export interface Launch {
  * lists is Go's unstable sort's choice (its tail may differ from world to world); `cutAmbiguous`:
  * and that choice changes the launch. `launch` is then the launch with all of them.
  */
-export type LaunchOutcome = { launch: Launch; cutStraddled?: true; cutAmbiguous?: string } | { unknown: string; code: 'reserved' | 'exotic' | 'no-offering' };
+export type LaunchOutcome =
+  | { launch: Launch; cutStraddled?: true; cutAmbiguous?: string }
+  | { unknown: string; code: 'reserved' | 'exotic' | 'no-offering' };
 
 const compatible = (o: PricedOffering, claim: ClaimLaunchFacts, capacityType?: string) =>
-  (capacityType === undefined ? claim.capacityTypes.has(o.capacityType) : o.capacityType === capacityType) && (claim.zones === undefined || claim.zones.has(o.zone));
+  (capacityType === undefined ? claim.capacityTypes.has(o.capacityType) : o.capacityType === capacityType) &&
+  (claim.zones === undefined || claim.zones.has(o.zone));
 
 /** The cheapest compatible offering's price (OrderByPrice's key), +Infinity without one. */
 const cheapest = (c: PricedCandidate, claim: ClaimLaunchFacts) => {
@@ -59,16 +62,32 @@ const cheapest = (c: PricedCandidate, claim: ClaimLaunchFacts) => {
  * `priceOverlayApplied`: the NodeClaim's karpenter.sh/price-overlay-applied annotation, which
  * switches CreateFleet to the strategies that follow Karpenter's priorities.
  */
-export function awsLaunch(candidates: readonly PricedCandidate[], claim: ClaimLaunchFacts, priceOverlayApplied: boolean): LaunchOutcome {
+export function awsLaunch(
+  candidates: readonly PricedCandidate[],
+  claim: ClaimLaunchFacts,
+  priceOverlayApplied: boolean,
+): LaunchOutcome {
   // Capacity reservations are not modelled: a NodeClaim that lists `reserved` had one available.
-  if (claim.capacityTypes.has('reserved')) return { unknown: 'the NodeClaim allows reserved capacity, whose reservations the watcher does not see', code: 'reserved' };
+  if (claim.capacityTypes.has('reserved'))
+    return {
+      unknown: 'the NodeClaim allows reserved capacity, whose reservations the watcher does not see',
+      code: 'reserved',
+    };
   let types = candidates.filter((c) => c.offerings.some((o) => compatible(o, claim)));
-  if (types.length === 0) return { unknown: 'no candidate has an offering the NodeClaim allows, at the prices known', code: 'no-offering' };
+  if (types.length === 0)
+    return { unknown: 'no candidate has an offering the NodeClaim allows, at the prices known', code: 'no-offering' };
 
   if (!claim.minValues) {
     // ExoticInstanceTypeFilter: GPUs, accelerators and metal only if nothing else is left.
     if (types.some((c) => c.type.exotic === undefined) && !types.every((c) => c.type.exotic === undefined)) {
-      return { unknown: `whether ${types.filter((c) => c.type.exotic === undefined).map((c) => c.type.name).slice(0, 3).join(', ')} has GPUs or accelerators is not known`, code: 'exotic' };
+      return {
+        unknown: `whether ${types
+          .filter((c) => c.type.exotic === undefined)
+          .map((c) => c.type.name)
+          .slice(0, 3)
+          .join(', ')} has GPUs or accelerators is not known`,
+        code: 'exotic',
+      };
     }
     const generic = types.filter((c) => c.type.exotic === false);
     if (generic.length > 0) types = generic;
@@ -107,15 +126,33 @@ export function awsLaunch(candidates: readonly PricedCandidate[], claim: ClaimLa
   // stable, so which of equally priced types at the cut survive is the sort's business: the
   // launch is decided only if it is the same whichever do.
   const keyed = types.map((c) => ({ c, key: cheapest(c, claim) })).sort((a, b) => a.key - b.key);
-  if (keyed.length <= MAX_LAUNCH_TYPES) return { launch: fleet(keyed.map((k) => k.c), claim, priceOverlayApplied) };
+  if (keyed.length <= MAX_LAUNCH_TYPES)
+    return {
+      launch: fleet(
+        keyed.map((k) => k.c),
+        claim,
+        priceOverlayApplied,
+      ),
+    };
   const cut = keyed[MAX_LAUNCH_TYPES - 1]!.key;
-  if (keyed[MAX_LAUNCH_TYPES]!.key !== cut) return { launch: fleet(keyed.slice(0, MAX_LAUNCH_TYPES).map((k) => k.c), claim, priceOverlayApplied) };
+  if (keyed[MAX_LAUNCH_TYPES]!.key !== cut)
+    return {
+      launch: fleet(
+        keyed.slice(0, MAX_LAUNCH_TYPES).map((k) => k.c),
+        claim,
+        priceOverlayApplied,
+      ),
+    };
   const below = keyed.filter((k) => k.key < cut).map((k) => k.c);
   const tied = keyed.filter((k) => k.key === cut).map((k) => k.c);
   const fewest = fleet(below, claim, priceOverlayApplied);
   const most = fleet([...below, ...tied], claim, priceOverlayApplied);
   if (sameLaunch(fewest, most)) return { launch: most, cutStraddled: true };
-  return { launch: most, cutStraddled: true, cutAmbiguous: `${tied.length} candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, and which survive changes the launch` };
+  return {
+    launch: most,
+    cutStraddled: true,
+    cutAmbiguous: `${tied.length} candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, and which survive changes the launch`,
+  };
 }
 
 function sameLaunch(a: Launch, b: Launch): boolean {
@@ -131,12 +168,20 @@ function sameLaunch(a: Launch, b: Launch): boolean {
  */
 export function overridesOf(l: Launch, claim: ClaimLaunchFacts): Override[] {
   const overrides: Override[] = [];
-  for (const c of l.types) eachOverride(c, claim, l.capacityType, (o) => overrides.push({ instanceType: c.type.name, zone: o.zone, priority: o.price, list: o.list }));
+  for (const c of l.types)
+    eachOverride(c, claim, l.capacityType, (o) =>
+      overrides.push({ instanceType: c.type.name, zone: o.zone, priority: o.price, list: o.list }),
+    );
   return overrides;
 }
 
 /** The offerings that become a type's overrides: the first compatible one in each zone. */
-function eachOverride(c: PricedCandidate, claim: ClaimLaunchFacts, capacityType: string, visit: (o: PricedOffering) => void): void {
+function eachOverride(
+  c: PricedCandidate,
+  claim: ClaimLaunchFacts,
+  capacityType: string,
+  visit: (o: PricedOffering) => void,
+): void {
   const zones: string[] = [];
   for (const o of c.offerings) {
     if (!compatible(o, claim, capacityType) || zones.includes(o.zone)) continue;

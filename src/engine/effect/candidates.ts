@@ -32,7 +32,14 @@ export interface CandidateType {
 // pkg/providers/instancetype/types.go (v1.14.3), computeRequirements: the labels an AWS instance
 // type's name alone defines.
 const AWS_NAME_SCHEME = /^([a-z]+)(-[0-9]+tb)?([0-9]+).*\./;
-export const AWS_NAME_KEYS: ReadonlySet<string> = new Set([INSTANCE_TYPE, AWS_FAMILY, AWS_SIZE, AWS_CATEGORY, AWS_GENERATION, AWS_FLEX]);
+export const AWS_NAME_KEYS: ReadonlySet<string> = new Set([
+  INSTANCE_TYPE,
+  AWS_FAMILY,
+  AWS_SIZE,
+  AWS_CATEGORY,
+  AWS_GENERATION,
+  AWS_FLEX,
+]);
 
 /** What an AWS instance type's name says of it, as Karpenter's AWS provider reads the name. */
 export function awsNameLabels(name: string): Record<string, string> {
@@ -78,7 +85,12 @@ export function awsExotic(labels: Labels, knowsDevices: boolean): boolean | unde
  * NodeClaim pins them with `In [one value]`), and the labels of a node of that type if one was
  * seen (every instance-type key Karpenter defines, the GPU and accelerator counts among them).
  */
-export function awsCandidate(name: string, pinned: Labels, nodeLabels: Labels | undefined, instanceTypeKeys: ReadonlySet<string>): CandidateType {
+export function awsCandidate(
+  name: string,
+  pinned: Labels,
+  nodeLabels: Labels | undefined,
+  instanceTypeKeys: ReadonlySet<string>,
+): CandidateType {
   if (nodeLabels) {
     const labels: Record<string, string> = {};
     for (const key of instanceTypeKeys) if (Object.hasOwn(nodeLabels, key)) labels[key] = nodeLabels[key]!;
@@ -92,12 +104,21 @@ export function awsCandidate(name: string, pinned: Labels, nodeLabels: Labels | 
  * Candidate types are shared between decisions (one object per name, pinned values and node
  * labels), so that what is worked out per type, its pricing in a world above all, is kept.
  */
-const candidateTypes = new WeakMap<ReadonlySet<string>, Map<string, Map<string, Map<Labels | undefined, CandidateType>>>>();
+const candidateTypes = new WeakMap<
+  ReadonlySet<string>,
+  Map<string, Map<string, Map<Labels | undefined, CandidateType>>>
+>();
 let candidateTypeCount = 0;
 const MAX_CANDIDATE_TYPES = 20_000;
 
 /** The candidate, made once by the provider's keys, the name, the pinned values and the node labels: no key strings built per decision. */
-export function internedCandidate(name: string, pinned: Labels, pinnedKey: string, nodeLabels: Labels | undefined, instanceTypeKeys: ReadonlySet<string>): CandidateType {
+export function internedCandidate(
+  name: string,
+  pinned: Labels,
+  pinnedKey: string,
+  nodeLabels: Labels | undefined,
+  instanceTypeKeys: ReadonlySet<string>,
+): CandidateType {
   let byName = candidateTypes.get(instanceTypeKeys);
   if (!byName || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
     byName = new Map();

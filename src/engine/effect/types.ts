@@ -13,8 +13,20 @@ export type EffectVerdict = (typeof EFFECTS)[number];
 
 /** Why an effect is unknown, as a bounded code (a metric's label) beside the reason in words. */
 export const UNKNOWN_REASONS = [
-  'provider', 'no-nodeclaim', 'candidates-cut', 'no-prices', 'no-spot-prices', 'zones', 'attributes', 'conflict',
-  'fallback', 'tie', 'reserved', 'exotic', 'truncation', 'no-offering',
+  'provider',
+  'no-nodeclaim',
+  'candidates-cut',
+  'no-prices',
+  'no-spot-prices',
+  'zones',
+  'attributes',
+  'conflict',
+  'fallback',
+  'tie',
+  'reserved',
+  'exotic',
+  'truncation',
+  'no-offering',
 ] as const;
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 

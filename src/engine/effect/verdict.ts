@@ -4,7 +4,12 @@ import { type Launch, MAX_LAUNCH_TYPES } from './aws-launch.ts';
 import type { Effect, EffectInput, UnknownReason, WorldLaunch } from './types.ts';
 import type { PricedCandidate } from './worlds.ts';
 
-export const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({ verdict: 'unknown', reasonCode, reason, ...extra });
+export const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({
+  verdict: 'unknown',
+  reasonCode,
+  reason,
+  ...extra,
+});
 
 /** Both worlds' launches for a NodeClaim: all that does not depend on which of its candidates was launched. */
 export interface Replay {
@@ -16,39 +21,68 @@ export interface Replay {
   readonly withLaunch?: { launch: Launch; cutAmbiguous?: string };
   readonly predicted?: WorldLaunch;
   /** `sameRequest` undefined: a cut straddled in either world leaves the requests' tails to Karpenter's sort. */
-  readonly without?: { code: UnknownReason; reason: string } | { launch: Launch; world: WorldLaunch; sameRequest: boolean | undefined };
+  readonly without?:
+    | { code: UnknownReason; reason: string }
+    | { launch: Launch; world: WorldLaunch; sameRequest: boolean | undefined };
 }
 
 /** The effect for the launched offering, from the NodeClaim's replay. */
 export function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effect {
   const launchedType = launchedAs.instanceType;
-  const offer = launchedType === undefined ? undefined : r.priced.find((c) => c.type.name === launchedType)?.offerings.find((o) => o.capacityType === launchedAs.capacityType);
+  const offer =
+    launchedType === undefined
+      ? undefined
+      : r.priced
+          .find((c) => c.type.name === launchedType)
+          ?.offerings.find((o) => o.capacityType === launchedAs.capacityType);
   const launched = offer ? { launched: { listPrice: offer.list, price: offer.price } } : {};
   const base = { ...r.context, ...launched };
   if (r.stop) return unknown(r.stop.code, r.stop.reason, base);
   const predicted = r.predicted!;
   // With the overlays an ambiguous cut is no matter where the launch agrees with the widest survival
   // on-demand: the launched type survived it. Spot there could have been cut away.
-  if (r.withLaunch?.cutAmbiguous !== undefined && predicted.capacityType === 'spot' && launchedAs.capacityType === 'on-demand') {
+  if (
+    r.withLaunch?.cutAmbiguous !== undefined &&
+    predicted.capacityType === 'spot' &&
+    launchedAs.capacityType === 'on-demand'
+  ) {
     return unknown('truncation', r.withLaunch.cutAmbiguous, { ...base, with: predicted });
   }
-  if (predicted.capacityType !== launchedAs.capacityType || launchedType === undefined || !r.withLaunch!.launch.picks.includes(launchedType)) {
-    return unknown('fallback', `Karpenter's prices predict ${predicted.capacityType} ${names(predicted)}, and ${launchedAs.capacityType} ${launchedType} was launched: a capacity fallback, or prices that have moved since`, { ...base, with: predicted });
+  if (
+    predicted.capacityType !== launchedAs.capacityType ||
+    launchedType === undefined ||
+    !r.withLaunch!.launch.picks.includes(launchedType)
+  ) {
+    return unknown(
+      'fallback',
+      `Karpenter's prices predict ${predicted.capacityType} ${names(predicted)}, and ${launchedAs.capacityType} ${launchedType} was launched: a capacity fallback, or prices that have moved since`,
+      { ...base, with: predicted },
+    );
   }
   const w = r.without!;
   if ('code' in w) return unknown(w.code, w.reason, { ...base, with: predicted });
   const without = w.world;
   const both = { ...base, with: predicted, without };
   // The same CreateFleet request either way (another overlay prices those offerings alike): whatever EC2 does with it, the selected overlays changed nothing.
-  if (w.sameRequest) return { verdict: 'none', reason: 'without the selected overlays Karpenter would send the same CreateFleet request', ...both };
+  if (w.sameRequest)
+    return {
+      verdict: 'none',
+      reason: 'without the selected overlays Karpenter would send the same CreateFleet request',
+      ...both,
+    };
   if (without.capacityType === 'spot') return { verdict: 'capacity-type', ...both };
   if (!w.launch.picks.includes(launchedType)) return { verdict: 'instance-type', ...both };
   if (w.launch.picks.length === 1) return { verdict: 'none', ...both };
   // EC2 breaks a tie in both worlds, over requests that may or may not be the same.
   if (w.sameRequest === undefined) {
-    return unknown('truncation', `candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, so which of them each CreateFleet request lists is its sort's choice: whether EC2 would break the tie between ${names(without)} alike without the selected overlays is not known`, both);
+    return unknown(
+      'truncation',
+      `candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, so which of them each CreateFleet request lists is its sort's choice: whether EC2 would break the tie between ${names(without)} alike without the selected overlays is not known`,
+      both,
+    );
   }
   return unknown('tie', `without the selected overlays EC2 would break a tie between ${names(without)}`, both);
 }
 
-const names = (l: WorldLaunch) => `${l.instanceTypes.join(', ')}${l.instanceTypeCount > l.instanceTypes.length ? ` and ${l.instanceTypeCount - l.instanceTypes.length} more` : ''}`;
+const names = (l: WorldLaunch) =>
+  `${l.instanceTypes.join(', ')}${l.instanceTypeCount > l.instanceTypes.length ? ` and ${l.instanceTypeCount - l.instanceTypes.length} more` : ''}`;

@@ -39,7 +39,9 @@ export function adjustedPrice(list: number, overlay: Pick<OverlayView, 'price' |
   const change = overlay.price ?? overlay.priceAdjustment ?? '';
   if (change === '') return list;
   if (!change.startsWith('+') && !change.startsWith('-')) return Number.parseFloat(change);
-  const adjusted = change.endsWith('%') ? list * (1 + Number.parseFloat(change.slice(0, -1)) / 100) : list + Number.parseFloat(change);
+  const adjusted = change.endsWith('%')
+    ? list * (1 + Number.parseFloat(change.slice(0, -1)) / 100)
+    : list + Number.parseFloat(change);
   return Math.max(adjusted, 0);
 }
 
@@ -59,7 +61,9 @@ class WorldIndex {
     const frequency = new Map<string, number>();
     const pair = (k: string, v: string) => `${k}\u0000${v}`;
     const ins = (o: OverlayView) => o.requirements.filter((r) => combinedOperator(r) === 'In');
-    for (const o of overlays) for (const r of ins(o)) for (const v of r.values) frequency.set(pair(r.key, v), (frequency.get(pair(r.key, v)) ?? 0) + 1);
+    for (const o of overlays)
+      for (const r of ins(o))
+        for (const v of r.values) frequency.set(pair(r.key, v), (frequency.get(pair(r.key, v)) ?? 0) + 1);
     for (const overlay of [...overlays].sort((a, b) => (outranks(a, b) ? -1 : 1))) {
       const ranked = { overlay };
       let anchor: { req: Requirement; cost: number } | undefined;
@@ -152,7 +156,12 @@ export function priceWorld(input: WorldInput, overlays: readonly OverlayView[]):
   return { priced };
 }
 
-function priceCandidate(type: CandidateType, offerings: readonly Offering[], index: WorldIndex, input: WorldInput): Pricing {
+function priceCandidate(
+  type: CandidateType,
+  offerings: readonly Offering[],
+  index: WorldIndex,
+  input: WorldInput,
+): Pricing {
   const labels: Record<string, string> = { ...type.labels };
   if (input.region !== undefined) labels[REGION] = input.region;
   const view = new KarpenterView(labels, input.pool, input.provider);
@@ -187,7 +196,13 @@ function priceCandidate(type: CandidateType, offerings: readonly Offering[], ind
       let unknownKey: string | undefined;
       let fails = false;
       for (const req of r.overlay.requirements) {
-        if (type.known !== undefined && !type.known.has(req.key) && req.key !== CAPACITY_TYPE && req.key !== ZONE && view.role(req.key) === 'instance-type') {
+        if (
+          type.known !== undefined &&
+          !type.known.has(req.key) &&
+          req.key !== CAPACITY_TYPE &&
+          req.key !== ZONE &&
+          view.role(req.key) === 'instance-type'
+        ) {
           unknownKey ??= req.key;
         } else if (!view.passes(req)) {
           fails = true;
@@ -200,7 +215,9 @@ function priceCandidate(type: CandidateType, offerings: readonly Offering[], ind
         break;
       }
       // Met or not depends on a value of this candidate's that is not known.
-      return { unknown: `overlay ${r.overlay.name} names ${unknownKey}, whose value for candidate ${type.name} is not known` };
+      return {
+        unknown: `overlay ${r.overlay.name} names ${unknownKey}, whose value for candidate ${type.name} is not known`,
+      };
     }
     out.push({ ...o, price: winner ? adjustedPrice(o.list, winner) : o.list, ...(winner ? { overlay: winner } : {}) });
   }

@@ -40,7 +40,9 @@ const started = Date.now();
 // A boot delay as real instances have: the NodeClaim has its providerID before the kubelet's CREATE.
 const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: 2000 } });
 t.teardown(async () => {
-  if (!t.passing()) for (const p of [env.karpenter.controller, env.karpenter.moto.process]) console.error(`--- ${p.name}'s log ends:\n${p.logTail(80)}`);
+  if (!t.passing())
+    for (const p of [env.karpenter.controller, env.karpenter.moto.process])
+      console.error(`--- ${p.name}'s log ends:\n${p.logTail(80)}`);
   await env.stop();
 });
 const { karpenter, admin } = env;
@@ -48,7 +50,9 @@ const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 const core = admin.makeApiClient(k8s.CoreV1Api);
 const RI = reservedInstance('m5.xlarge', REGION);
 const RECORD_KEYS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/labeled-at'];
-t.comment(`control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${((Date.now() - started) / 1000).toFixed(1)} s (ms: ${JSON.stringify(karpenter.startup)})`);
+t.comment(
+  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${((Date.now() - started) / 1000).toFixed(1)} s (ms: ${JSON.stringify(karpenter.startup)})`,
+);
 
 const cli = join(import.meta.dirname, '..', '..', '..', 'src', 'cli.ts');
 const explain = (args: string[], env: Record<string, string> = {}) =>
@@ -57,8 +61,13 @@ const explain = (args: string[], env: Record<string, string> = {}) =>
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
   );
 const instanceIdOf = (node: k8s.V1Node) => node.spec?.providerID?.split('/').at(-1) ?? '';
-const fleetOf = (node: k8s.V1Node): FleetRequest | undefined => karpenter.moto.fleetRequests().find((f) => f.launched.some((l) => l.instanceId === instanceIdOf(node)));
-const overrides = (f: FleetRequest | undefined) => (f?.launchTemplateConfigs ?? []).flatMap((c) => c.overrides).map((o) => `${o.instanceType}@${o.priority ?? '-'}`).sort();
+const fleetOf = (node: k8s.V1Node): FleetRequest | undefined =>
+  karpenter.moto.fleetRequests().find((f) => f.launched.some((l) => l.instanceId === instanceIdOf(node)));
+const overrides = (f: FleetRequest | undefined) =>
+  (f?.launchTemplateConfigs ?? [])
+    .flatMap((c) => c.overrides)
+    .map((o) => `${o.instanceType}@${o.priority ?? '-'}`)
+    .sort();
 
 /** Launches one pod (pinned to m5.xlarge unless told otherwise); returns its node once Karpenter registered it, with its NodeClaim. */
 async function launch(name: string, pod: Omit<PendingPod, 'name'> = { instanceType: 'm5.xlarge' }) {
@@ -77,96 +86,218 @@ t.test('without the Reserved Instance overlay: spot, price-capacity-optimized, n
   const labels = node.metadata?.labels ?? {};
   t.equal(labels['karpenter.sh/capacity-type'], 'spot', 'launched spot');
   t.equal(labels['node.kubernetes.io/instance-type'], 'm5.xlarge');
-  t.same(RECORD_KEYS.filter((k) => labels[k] !== undefined), [], 'no record on a spot node');
-  t.equal(claim?.metadata.annotations?.[PRICE_OVERLAY_APPLIED], undefined, `no ${PRICE_OVERLAY_APPLIED}: no overlay exists`);
+  t.same(
+    RECORD_KEYS.filter((k) => labels[k] !== undefined),
+    [],
+    'no record on a spot node',
+  );
+  t.equal(
+    claim?.metadata.annotations?.[PRICE_OVERLAY_APPLIED],
+    undefined,
+    `no ${PRICE_OVERLAY_APPLIED}: no overlay exists`,
+  );
   const fleet = fleetOf(node);
-  t.match(fleet, { defaultTargetCapacityType: 'spot', spotAllocationStrategy: 'price-capacity-optimized', launched: [{ capacityType: 'spot', instanceType: 'm5.xlarge' }] }, 'CreateFleet: a spot fleet, price-capacity-optimized');
+  t.match(
+    fleet,
+    {
+      defaultTargetCapacityType: 'spot',
+      spotAllocationStrategy: 'price-capacity-optimized',
+      launched: [{ capacityType: 'spot', instanceType: 'm5.xlarge' }],
+    },
+    'CreateFleet: a spot fleet, price-capacity-optimized',
+  );
   const spot = karpenter.catalog.prices['m5.xlarge']?.spot ?? {};
-  t.same(overrides(fleet), Object.values(spot).map((p) => `m5.xlarge@${p}`).sort(), "one override per zone, each at Priority = its spot price (Karpenter sets priorities from prices with or without an overlay; the strategy then ignores them)");
+  t.same(
+    overrides(fleet),
+    Object.values(spot)
+      .map((p) => `m5.xlarge@${p}`)
+      .sort(),
+    'one override per zone, each at Priority = its spot price (Karpenter sets priorities from prices with or without an overlay; the strategy then ignores them)',
+  );
   t.comment(`pod to registered node: ${ms} ms`);
 });
 
-t.test('with it: on-demand, prioritized at Priority 0, recorded at CREATE with the overlay Karpenter applied', async (t) => {
-  await custom.createClusterCustomObject({ ...OVERLAY_API, body: RI });
-  await until('Karpenter validated the overlay', async () => {
-    const o = (await custom.getClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name })) as { status?: { conditions?: { type: string; status: string }[] } };
-    return o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-  }, 30_000);
-  await until('the watcher counts it', async () => /^veneer_nodewatcher_overlays\{state="counted"\} 1$/m.test(await env.watcher.metrics.registry.metrics()), 20_000);
-  // Creation timestamps have whole seconds: the launch comes in a later second than the validation.
-  await sleep(1100);
-  const { node, claim, ms } = await launch('with-overlay');
-  const labels = node.metadata?.labels ?? {};
-  t.equal(labels['karpenter.sh/capacity-type'], 'on-demand', 'launched on-demand');
-  t.equal(labels['node.kubernetes.io/instance-type'], 'm5.xlarge');
-  t.same(claim?.spec?.requirements?.find((r) => r.key === 'karpenter.sh/capacity-type')?.values?.sort(), ['on-demand', 'spot'], "the NodeClaim still allowed spot: the flip is the AWS provider's spot offering filter");
-  const fleet = fleetOf(node);
-  t.match(fleet, { defaultTargetCapacityType: 'on-demand', onDemandAllocationStrategy: 'prioritized', launched: [{ capacityType: 'on-demand', instanceType: 'm5.xlarge' }] }, 'CreateFleet: an on-demand fleet, prioritized');
-  t.same(overrides(fleet), ['m5.xlarge@0', 'm5.xlarge@0', 'm5.xlarge@0'], "every override at Priority 0, the overlay's price");
-  t.equal(claim?.metadata.annotations?.[PRICE_OVERLAY_APPLIED], 'true', `Karpenter's ${PRICE_OVERLAY_APPLIED} on the NodeClaim`);
-  t.equal(node.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], 'true', '...copied to the node');
-  t.match(labels, { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': RI.metadata.name, 'veneer.io/capacity-type': 'reserved-instance', 'veneer.io/instance-type': 'm5.xlarge', 'veneer.io/region': REGION }, 'the record names the Reserved Instance overlay');
-  const story = storyOf(node.metadata);
-  t.match(story, { decidedBy: 'webhook', basis: 'exact', characteristicsFrom: 'node+nodeclaim' }, 'decided at CREATE by the webhook, from the node and its NodeClaim');
-  t.equal(labels['veneer.io/overlay-effect'], 'capacity-type', 'the effect: without the overlay, spot');
-  t.match(story?.effect, {
-    verdict: 'capacity-type',
-    with: { capacityType: 'on-demand', strategy: 'prioritized', instanceTypes: ['m5.xlarge'] },
-    without: { capacityType: 'spot', strategy: 'price-capacity-optimized', instanceTypes: ['m5.xlarge'] },
-    launched: { listPrice: 0.192, price: 0 },
-    overlays: [RI.metadata.name],
-    prices: { source: 'static+ec2-spot' },
-  }, 'the counterfactual is the launch the first test saw: spot m5.xlarge, price-capacity-optimized');
-  const selected = JSON.parse((await env.cp.get('/api/v1/nodes?labelSelector=veneer.io%2Foverlay-effect%3Dcapacity-type')).body) as { items: { metadata: { name: string } }[] };
-  t.same(selected.items.map((n) => n.metadata.name), [node.metadata?.name], "the README's `kubectl get nodes -l veneer.io/overlay-effect=capacity-type` lists it, and only it");
+t.test(
+  'with it: on-demand, prioritized at Priority 0, recorded at CREATE with the overlay Karpenter applied',
+  async (t) => {
+    await custom.createClusterCustomObject({ ...OVERLAY_API, body: RI });
+    await until(
+      'Karpenter validated the overlay',
+      async () => {
+        const o = (await custom.getClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name })) as {
+          status?: { conditions?: { type: string; status: string }[] };
+        };
+        return o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      },
+      30_000,
+    );
+    await until(
+      'the watcher counts it',
+      async () =>
+        /^veneer_nodewatcher_overlays\{state="counted"\} 1$/m.test(await env.watcher.metrics.registry.metrics()),
+      20_000,
+    );
+    // Creation timestamps have whole seconds: the launch comes in a later second than the validation.
+    await sleep(1100);
+    const { node, claim, ms } = await launch('with-overlay');
+    const labels = node.metadata?.labels ?? {};
+    t.equal(labels['karpenter.sh/capacity-type'], 'on-demand', 'launched on-demand');
+    t.equal(labels['node.kubernetes.io/instance-type'], 'm5.xlarge');
+    t.same(
+      claim?.spec?.requirements?.find((r) => r.key === 'karpenter.sh/capacity-type')?.values?.sort(),
+      ['on-demand', 'spot'],
+      "the NodeClaim still allowed spot: the flip is the AWS provider's spot offering filter",
+    );
+    const fleet = fleetOf(node);
+    t.match(
+      fleet,
+      {
+        defaultTargetCapacityType: 'on-demand',
+        onDemandAllocationStrategy: 'prioritized',
+        launched: [{ capacityType: 'on-demand', instanceType: 'm5.xlarge' }],
+      },
+      'CreateFleet: an on-demand fleet, prioritized',
+    );
+    t.same(
+      overrides(fleet),
+      ['m5.xlarge@0', 'm5.xlarge@0', 'm5.xlarge@0'],
+      "every override at Priority 0, the overlay's price",
+    );
+    t.equal(
+      claim?.metadata.annotations?.[PRICE_OVERLAY_APPLIED],
+      'true',
+      `Karpenter's ${PRICE_OVERLAY_APPLIED} on the NodeClaim`,
+    );
+    t.equal(node.metadata?.annotations?.[PRICE_OVERLAY_APPLIED], 'true', '...copied to the node');
+    t.match(
+      labels,
+      {
+        'veneer.io/overlay-influenced': 'true',
+        'veneer.io/matching-overlay': RI.metadata.name,
+        'veneer.io/capacity-type': 'reserved-instance',
+        'veneer.io/instance-type': 'm5.xlarge',
+        'veneer.io/region': REGION,
+      },
+      'the record names the Reserved Instance overlay',
+    );
+    const story = storyOf(node.metadata);
+    t.match(
+      story,
+      { decidedBy: 'webhook', basis: 'exact', characteristicsFrom: 'node+nodeclaim' },
+      'decided at CREATE by the webhook, from the node and its NodeClaim',
+    );
+    t.equal(labels['veneer.io/overlay-effect'], 'capacity-type', 'the effect: without the overlay, spot');
+    t.match(
+      story?.effect,
+      {
+        verdict: 'capacity-type',
+        with: { capacityType: 'on-demand', strategy: 'prioritized', instanceTypes: ['m5.xlarge'] },
+        without: { capacityType: 'spot', strategy: 'price-capacity-optimized', instanceTypes: ['m5.xlarge'] },
+        launched: { listPrice: 0.192, price: 0 },
+        overlays: [RI.metadata.name],
+        prices: { source: 'static+ec2-spot' },
+      },
+      'the counterfactual is the launch the first test saw: spot m5.xlarge, price-capacity-optimized',
+    );
+    const selected = JSON.parse(
+      (await env.cp.get('/api/v1/nodes?labelSelector=veneer.io%2Foverlay-effect%3Dcapacity-type')).body,
+    ) as { items: { metadata: { name: string } }[] };
+    t.same(
+      selected.items.map((n) => n.metadata.name),
+      [node.metadata?.name],
+      "the README's `kubectl get nodes -l veneer.io/overlay-effect=capacity-type` lists it, and only it",
+    );
 
-  const judge = new KarpenterJudge(AWS_KARPENTER_VERSION);
-  t.teardown(() => judge.close());
-  const answer = await judge.judge(awsJudgeCase([node], karpenter.nodePools, [RI], karpenter.catalog));
-  t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
-  t.same(answer.applied, [RI.metadata.name], "Karpenter's own store applies the Reserved Instance overlay's price to this offering");
-  t.comment(`pod to registered node: ${ms} ms`);
+    const judge = new KarpenterJudge(AWS_KARPENTER_VERSION);
+    t.teardown(() => judge.close());
+    const answer = await judge.judge(awsJudgeCase([node], karpenter.nodePools, [RI], karpenter.catalog));
+    t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
+    t.same(
+      answer.applied,
+      [RI.metadata.name],
+      "Karpenter's own store applies the Reserved Instance overlay's price to this offering",
+    );
+    t.comment(`pod to registered node: ${ms} ms`);
 
-  // The command line explains the same effect: live, and offline on the objects as the API serves them.
-  const name = node.metadata!.name!;
-  const prices = ['--prices-source', 'isolated', '--prices-region', REGION];
-  const live = await explain([name, ...prices, '-o', 'json'], { KUBECONFIG: env.cp.writeKubeConfig() });
-  t.equal(live.code, 0, live.err);
-  const effect = { verdict: 'capacity-type', with: { capacityType: 'on-demand', instanceTypes: ['m5.xlarge'] }, without: { capacityType: 'spot', instanceTypes: ['m5.xlarge'] }, prices: { source: 'static+ec2-spot' } };
-  t.match((JSON.parse(live.out) as { effect?: unknown }[])[0]?.effect, effect, 'explain NODE: the effect the record holds');
-  const table = await explain([name, ...prices], { KUBECONFIG: env.cp.writeKubeConfig() });
-  t.match(table.out, /^ {2}effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m);
-  t.match(table.out, /^ {4}capacity type +on-demand +spot$/m, 'both launches side by side');
-  t.match(table.out, /^ {4}CreateFleet strategy +prioritized +price-capacity-optimized$/m);
+    // The command line explains the same effect: live, and offline on the objects as the API serves them.
+    const name = node.metadata!.name!;
+    const prices = ['--prices-source', 'isolated', '--prices-region', REGION];
+    const live = await explain([name, ...prices, '-o', 'json'], { KUBECONFIG: env.cp.writeKubeConfig() });
+    t.equal(live.code, 0, live.err);
+    const effect = {
+      verdict: 'capacity-type',
+      with: { capacityType: 'on-demand', instanceTypes: ['m5.xlarge'] },
+      without: { capacityType: 'spot', instanceTypes: ['m5.xlarge'] },
+      prices: { source: 'static+ec2-spot' },
+    };
+    t.match(
+      (JSON.parse(live.out) as { effect?: unknown }[])[0]?.effect,
+      effect,
+      'explain NODE: the effect the record holds',
+    );
+    const table = await explain([name, ...prices], { KUBECONFIG: env.cp.writeKubeConfig() });
+    t.match(
+      table.out,
+      /^ {2}effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m,
+    );
+    t.match(table.out, /^ {4}capacity type +on-demand +spot$/m, 'both launches side by side');
+    t.match(table.out, /^ {4}CreateFleet strategy +prioritized +price-capacity-optimized$/m);
 
-  const dir = t.testdir();
-  const files: Record<string, string> = { '--nodes': '/api/v1/nodes', '--nodeclaims': '/apis/karpenter.sh/v1/nodeclaims', '--overlays': '/apis/karpenter.sh/v1alpha1/nodeoverlays', '--nodepools': '/apis/karpenter.sh/v1/nodepools', '--ec2nodeclasses': '/apis/karpenter.k8s.aws/v1/ec2nodeclasses' };
-  const args: string[] = [];
-  for (const [flag, path] of Object.entries(files)) {
-    const file = join(dir, `${flag.slice(2)}.json`);
-    writeFileSync(file, (await env.cp.get(path)).body);
-    args.push(flag, file);
-  }
-  const offline = await explain([...args, ...prices, '-o', 'json']);
-  t.equal(offline.code, 0, offline.err);
-  const results = JSON.parse(offline.out) as { node: string; effect?: unknown }[];
-  t.match(results.find((r) => r.node === name)?.effect, effect, 'offline, with --ec2nodeclasses: the same effect');
-});
+    const dir = t.testdir();
+    const files: Record<string, string> = {
+      '--nodes': '/api/v1/nodes',
+      '--nodeclaims': '/apis/karpenter.sh/v1/nodeclaims',
+      '--overlays': '/apis/karpenter.sh/v1alpha1/nodeoverlays',
+      '--nodepools': '/apis/karpenter.sh/v1/nodepools',
+      '--ec2nodeclasses': '/apis/karpenter.k8s.aws/v1/ec2nodeclasses',
+    };
+    const args: string[] = [];
+    for (const [flag, path] of Object.entries(files)) {
+      const file = join(dir, `${flag.slice(2)}.json`);
+      writeFileSync(file, (await env.cp.get(path)).body);
+      args.push(flag, file);
+    }
+    const offline = await explain([...args, ...prices, '-o', 'json']);
+    t.equal(offline.code, 0, offline.err);
+    const results = JSON.parse(offline.out) as { node: string; effect?: unknown }[];
+    t.match(results.find((r) => r.node === name)?.effect, effect, 'offline, with --ec2nodeclasses: the same effect');
+  },
+);
 
 /** Creates an overlay and waits until Karpenter validated it and the watcher counts `counted` overlays. */
 async function addOverlay(o: { metadata: { name: string } }, counted: number) {
   await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-  await until(`Karpenter validated ${o.metadata.name}`, async () => {
-    const got = (await custom.getClusterCustomObject({ ...OVERLAY_API, name: o.metadata.name })) as { status?: { conditions?: { type: string; status: string }[] } };
-    return got.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-  }, 30_000);
-  await until(`the watcher counts ${counted}`, async () => new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(await env.watcher.metrics.registry.metrics()), 20_000);
+  await until(
+    `Karpenter validated ${o.metadata.name}`,
+    async () => {
+      const got = (await custom.getClusterCustomObject({ ...OVERLAY_API, name: o.metadata.name })) as {
+        status?: { conditions?: { type: string; status: string }[] };
+      };
+      return got.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    },
+    30_000,
+  );
+  await until(
+    `the watcher counts ${counted}`,
+    async () =>
+      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(
+        await env.watcher.metrics.registry.metrics(),
+      ),
+    20_000,
+  );
   await sleep(1100);
 }
 
 async function removeOverlay(name: string, counted: number) {
   await custom.deleteClusterCustomObject({ ...OVERLAY_API, name });
-  await until(`the watcher counts ${counted}`, async () => new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(await env.watcher.metrics.registry.metrics()), 20_000);
+  await until(
+    `the watcher counts ${counted}`,
+    async () =>
+      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(
+        await env.watcher.metrics.registry.metrics(),
+      ),
+    20_000,
+  );
   // Karpenter's store drops it on its next reconcile of the overlays.
   await sleep(2000);
 }
@@ -179,35 +310,61 @@ t.test('a -90% on-demand overlay on a family flips an unpinned launch from spot:
   const pod = { cpu: '1500m', nodeSelector: { 'karpenter.k8s.aws/instance-generation': '6' } };
   const spot = await launch('family-no-overlay', pod);
   t.equal(spot.node.metadata?.labels?.['karpenter.sh/capacity-type'], 'spot', 'without the overlay: spot');
-  const cut = { ...computeSavingsPlan(), metadata: { ...computeSavingsPlan().metadata, name: 'c6i-on-demand-90' }, spec: { requirements: [{ key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] }, { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['c6i'] }], priceAdjustment: '-90%', weight: 10 } };
+  const cut = {
+    ...computeSavingsPlan(),
+    metadata: { ...computeSavingsPlan().metadata, name: 'c6i-on-demand-90' },
+    spec: {
+      requirements: [
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['c6i'] },
+      ],
+      priceAdjustment: '-90%',
+      weight: 10,
+    },
+  };
   await addOverlay(cut, 1);
   const { node } = await launch('family-with-overlay', pod);
   const labels = node.metadata?.labels ?? {};
   t.equal(labels['karpenter.sh/capacity-type'], 'on-demand', 'with it: on-demand');
   t.equal(labels['karpenter.k8s.aws/instance-family'], 'c6i');
   t.equal(labels['veneer.io/overlay-effect'], 'capacity-type');
-  t.match(effectOf(node), { verdict: 'capacity-type', without: { capacityType: 'spot' }, overlays: ['c6i-on-demand-90'] }, 'the counterfactual, spot, is what launched without it');
+  t.match(
+    effectOf(node),
+    { verdict: 'capacity-type', without: { capacityType: 'spot' }, overlays: ['c6i-on-demand-90'] },
+    'the counterfactual, spot, is what launched without it',
+  );
   await removeOverlay('c6i-on-demand-90', 0);
 });
 
 let cheapest = '';
-t.test('an on-demand pod where an overlay reorders the candidates: instance-type, naming the type that launches once it is deleted', async (t) => {
-  // 1850m fits a 2-vCPU type but none of the nodes already up (the on-demand m5.xlarge has 1800m free).
-  const pod = { cpu: '1850m', capacityType: 'on-demand' as const };
-  const m5 = reservedInstance('m5.large', REGION);
-  await addOverlay(m5, 1);
-  const { node } = await launch('reordered', pod);
-  t.equal(node.metadata?.labels?.['node.kubernetes.io/instance-type'], 'm5.large', 'with the overlay: its type');
-  t.equal(node.metadata?.labels?.['veneer.io/overlay-effect'], 'instance-type');
-  const effect = effectOf(node);
-  t.match(effect, { verdict: 'instance-type', with: { capacityType: 'on-demand', strategy: 'prioritized' }, without: { capacityType: 'on-demand', strategy: 'lowest-price' } });
-  t.equal(effect?.without?.instanceTypes.length, 1, 'one type without it');
-  cheapest = effect?.without?.instanceTypes[0] ?? '';
-  await removeOverlay(m5.metadata.name, 0);
-  const again = await launch('reordered-again', pod);
-  t.equal(again.node.metadata?.labels?.['node.kubernetes.io/instance-type'], cheapest, `without the overlay, ${cheapest} launches: the record named it`);
-  t.equal(again.node.metadata?.labels?.['veneer.io/overlay-effect'], 'none', 'no overlay: none');
-});
+t.test(
+  'an on-demand pod where an overlay reorders the candidates: instance-type, naming the type that launches once it is deleted',
+  async (t) => {
+    // 1850m fits a 2-vCPU type but none of the nodes already up (the on-demand m5.xlarge has 1800m free).
+    const pod = { cpu: '1850m', capacityType: 'on-demand' as const };
+    const m5 = reservedInstance('m5.large', REGION);
+    await addOverlay(m5, 1);
+    const { node } = await launch('reordered', pod);
+    t.equal(node.metadata?.labels?.['node.kubernetes.io/instance-type'], 'm5.large', 'with the overlay: its type');
+    t.equal(node.metadata?.labels?.['veneer.io/overlay-effect'], 'instance-type');
+    const effect = effectOf(node);
+    t.match(effect, {
+      verdict: 'instance-type',
+      with: { capacityType: 'on-demand', strategy: 'prioritized' },
+      without: { capacityType: 'on-demand', strategy: 'lowest-price' },
+    });
+    t.equal(effect?.without?.instanceTypes.length, 1, 'one type without it');
+    cheapest = effect?.without?.instanceTypes[0] ?? '';
+    await removeOverlay(m5.metadata.name, 0);
+    const again = await launch('reordered-again', pod);
+    t.equal(
+      again.node.metadata?.labels?.['node.kubernetes.io/instance-type'],
+      cheapest,
+      `without the overlay, ${cheapest} launches: the record named it`,
+    );
+    t.equal(again.node.metadata?.labels?.['veneer.io/overlay-effect'], 'none', 'no overlay: none');
+  },
+);
 
 t.test('an overlay on the type that was cheapest anyway: none', async (t) => {
   const ri = reservedInstance(cheapest, REGION);
@@ -220,39 +377,72 @@ t.test('an overlay on the type that was cheapest anyway: none', async (t) => {
   await removeOverlay(ri.metadata.name, 0);
 });
 
-t.test("the PromQL of the README and docs/effect.md, evaluated by Prometheus' engine (promtool) on the watcher's own metrics", async (t) => {
-  const root = join(import.meta.dirname, '..', '..', '..');
-  const exprs = ['README.md', 'docs/effect.md'].flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/```promql\n([\s\S]*?)```/g)])
-    .flatMap((m) => m[1]!.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter(Boolean));
-  t.ok(exprs.length >= 4, `${exprs.length} queries`);
-  const dir = t.testdir();
-  writeFileSync(join(dir, 'queries.yaml'), stringify({ groups: [{ name: 'docs', rules: exprs.map((expr, i) => ({ record: `docs:query:${i}`, expr })) }] }));
-  const check = promtool(['check', 'rules', join(dir, 'queries.yaml')]);
-  t.equal(check.status, 0, 'every query parses', { output: check.stdout + check.stderr });
+t.test(
+  "the PromQL of the README and docs/effect.md, evaluated by Prometheus' engine (promtool) on the watcher's own metrics",
+  async (t) => {
+    const root = join(import.meta.dirname, '..', '..', '..');
+    const exprs = ['README.md', 'docs/effect.md']
+      .flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/```promql\n([\s\S]*?)```/g)])
+      .flatMap((m) =>
+        m[1]!
+          .split('\n')
+          .map((l) => l.replace(/\s+#.*$/, '').trim())
+          .filter(Boolean),
+      );
+    t.ok(exprs.length >= 4, `${exprs.length} queries`);
+    const dir = t.testdir();
+    writeFileSync(
+      join(dir, 'queries.yaml'),
+      stringify({ groups: [{ name: 'docs', rules: exprs.map((expr, i) => ({ record: `docs:query:${i}`, expr })) }] }),
+    );
+    const check = promtool(['check', 'rules', join(dir, 'queries.yaml')]);
+    t.equal(check.status, 0, 'every query parses', { output: check.stdout + check.stderr });
 
-  // What they must say, from the Nodes themselves: the recorded nodes by effect, the influenced ones.
-  const nodes = (await core.listNode()).items.map((n) => n.metadata?.labels ?? {});
-  const byEffect = EFFECTS.map((effect) => ({ labels: `{effect="${effect}"}`, value: nodes.filter((l) => l['veneer.io/overlay-effect'] === effect).length }));
-  t.ok(byEffect.filter((e) => e.value > 0).length >= 3, 'capacity-type, instance-type and none all occurred');
-  const expected = new Map([
-    ['max by (effect) (veneer_nodewatcher_nodes_by_effect_current)', byEffect],
-    ['sum(max by (capacity_type) (veneer_nodewatcher_nodes_influenced_current))', [{ labels: '{}', value: nodes.filter((l) => l['veneer.io/overlay-influenced'] === 'true').length }]],
-  ]);
-  t.same([...expected.keys()].filter((e) => !exprs.includes(e)), [], 'the queries checked are in the docs');
-  const text = await env.watcher.metrics.registry.metrics();
-  const scrapes = [{ minute: 0, text }, { minute: 10, text }];
-  const metricsUsed = [...new Set([...expected.keys()].flatMap((e) => e.match(/veneer_nodewatcher_[a-z_]+/g) ?? []))];
-  const tests = stringify({
-    rule_files: ['rules.yaml'],
-    evaluation_interval: '1m',
-    tests: [{ interval: '1m', input_series: metricsUsed.flatMap((m) => inputSeries(scrapes, m)), promql_expr_test: [...expected].map(([expr, exp_samples]) => ({ expr, eval_time: '10m', exp_samples })) }],
-  });
-  const run = testRules(tests);
-  t.equal(run.status, 0, 'on the scraped series they say what the Nodes say', { output: run.output, tests });
-});
+    // What they must say, from the Nodes themselves: the recorded nodes by effect, the influenced ones.
+    const nodes = (await core.listNode()).items.map((n) => n.metadata?.labels ?? {});
+    const byEffect = EFFECTS.map((effect) => ({
+      labels: `{effect="${effect}"}`,
+      value: nodes.filter((l) => l['veneer.io/overlay-effect'] === effect).length,
+    }));
+    t.ok(byEffect.filter((e) => e.value > 0).length >= 3, 'capacity-type, instance-type and none all occurred');
+    const expected = new Map([
+      ['max by (effect) (veneer_nodewatcher_nodes_by_effect_current)', byEffect],
+      [
+        'sum(max by (capacity_type) (veneer_nodewatcher_nodes_influenced_current))',
+        [{ labels: '{}', value: nodes.filter((l) => l['veneer.io/overlay-influenced'] === 'true').length }],
+      ],
+    ]);
+    t.same(
+      [...expected.keys()].filter((e) => !exprs.includes(e)),
+      [],
+      'the queries checked are in the docs',
+    );
+    const text = await env.watcher.metrics.registry.metrics();
+    const scrapes = [
+      { minute: 0, text },
+      { minute: 10, text },
+    ];
+    const metricsUsed = [...new Set([...expected.keys()].flatMap((e) => e.match(/veneer_nodewatcher_[a-z_]+/g) ?? []))];
+    const tests = stringify({
+      rule_files: ['rules.yaml'],
+      evaluation_interval: '1m',
+      tests: [
+        {
+          interval: '1m',
+          input_series: metricsUsed.flatMap((m) => inputSeries(scrapes, m)),
+          promql_expr_test: [...expected].map(([expr, exp_samples]) => ({ expr, eval_time: '10m', exp_samples })),
+        },
+      ],
+    });
+    const run = testRules(tests);
+    t.equal(run.status, 0, 'on the scraped series they say what the Nodes say', { output: run.output, tests });
+  },
+);
 
 t.test('footprint', async (t) => {
   const u = karpenter.usage();
   t.ok(u.karpenter && u.scheduler, 'Karpenter and kube-scheduler still running');
-  t.comment(`karpenter-aws RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB (peak ${u.karpenter?.peakRssMiB.toFixed(0)}), ${u.karpenter?.cpuSeconds.toFixed(1)} CPU-s; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.comment(
+    `karpenter-aws RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB (peak ${u.karpenter?.peakRssMiB.toFixed(0)}), ${u.karpenter?.cpuSeconds.toFixed(1)} CPU-s; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 });

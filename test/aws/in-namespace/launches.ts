@@ -9,14 +9,28 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
-import { AWS_BURST_TYPES, AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
+import {
+  AWS_BURST_TYPES,
+  AWS_KARPENTER_VERSION,
+  REGION,
+  startAwsKarpenterWithWatcher,
+} from '../../../kit/aws/karpenter.ts';
 import { NODE_MAKER_USER } from '../../../kit/aws/node-maker.ts';
 import { burstPods, KARPENTER_USER } from '../../../kit/karpenter-controller.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 import { WATCHER_USER } from '../../../kit/watcher-env.ts';
 import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
-import { againstJudge, type AuditEntry, checkRecords, launchAuditPolicy, nodeWrites, refusedRequests, registered, webhookVerdicts } from '../../support/launch-records.ts';
+import {
+  againstJudge,
+  type AuditEntry,
+  checkRecords,
+  launchAuditPolicy,
+  nodeWrites,
+  refusedRequests,
+  registered,
+  webhookVerdicts,
+} from '../../support/launch-records.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { History, quantiles, storyOf } from '../../../kit/node-history.ts';
 
@@ -27,16 +41,31 @@ t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
 const started = Date.now();
 
 const AUDIT_POLICY = launchAuditPolicy(WATCHER_USER, [KARPENTER_USER, NODE_MAKER_USER]);
-const env = await startAwsKarpenterWithWatcher({ auditPolicy: AUDIT_POLICY, karpenter: { bootDelayMs: BOOT_DELAY_MS } });
+const env = await startAwsKarpenterWithWatcher({
+  auditPolicy: AUDIT_POLICY,
+  karpenter: { bootDelayMs: BOOT_DELAY_MS },
+});
 const { cp, admin, karpenter } = env;
 const history = new History(admin);
 t.teardown(async () => {
   if (!t.passing()) {
     console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(40)}`);
-    console.error(`--- the node maker: ${JSON.stringify(karpenter.nodeMaker.stats())}; errors: ${karpenter.nodeMaker.errors().slice(-10).join('\n')}`);
-    console.error(`--- NodeClaims without a node: ${karpenter.nodeMaker.records().filter((r) => r.nodeCreatedAt === undefined).map((r) => JSON.stringify(r)).slice(0, 5).join('\n')}`);
+    console.error(
+      `--- the node maker: ${JSON.stringify(karpenter.nodeMaker.stats())}; errors: ${karpenter.nodeMaker.errors().slice(-10).join('\n')}`,
+    );
+    console.error(
+      `--- NodeClaims without a node: ${karpenter.nodeMaker
+        .records()
+        .filter((r) => r.nodeCreatedAt === undefined)
+        .map((r) => JSON.stringify(r))
+        .slice(0, 5)
+        .join('\n')}`,
+    );
     const unregistered = [...history.nodes.entries()].filter(([, v]) => !registered(v.at(-1))).slice(0, 3);
-    for (const [name, v] of unregistered) console.error(`--- unregistered ${name}: ${JSON.stringify(v.at(-1))}; claim ${JSON.stringify((await karpenter.nodeClaims()).find((c) => c.status?.providerID === v.at(-1)?.providerID))}`);
+    for (const [name, v] of unregistered)
+      console.error(
+        `--- unregistered ${name}: ${JSON.stringify(v.at(-1))}; claim ${JSON.stringify((await karpenter.nodeClaims()).find((c) => c.status?.providerID === v.at(-1)?.providerID))}`,
+      );
   }
   history.stop();
   await env.stop();
@@ -46,71 +75,133 @@ const audit = () => cp.auditEvents() as unknown as AuditEntry[];
 
 const OVERLAYS = [reservedInstance('m5.xlarge', REGION), ec2InstanceSavingsPlan('c6i', REGION), computeSavingsPlan()];
 for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-await until('Karpenter validated every overlay', async () => {
-  const items = ((await custom.listClusterCustomObject(OVERLAY_API)) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
-  return items.length === OVERLAYS.length && items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-}, 30_000);
-await until('the watcher counts them', async () => new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${OVERLAYS.length}$`, 'm').test(await env.watcher.metrics.registry.metrics()), 20_000);
+await until(
+  'Karpenter validated every overlay',
+  async () => {
+    const items = (
+      (await custom.listClusterCustomObject(OVERLAY_API)) as {
+        items: { status?: { conditions?: { type: string; status: string }[] } }[];
+      }
+    ).items;
+    return (
+      items.length === OVERLAYS.length &&
+      items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+    );
+  },
+  30_000,
+);
+await until(
+  'the watcher counts them',
+  async () =>
+    new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${OVERLAYS.length}$`, 'm').test(
+      await env.watcher.metrics.registry.metrics(),
+    ),
+  20_000,
+);
 // Creation timestamps have whole seconds: launches come in a later second than the validations.
 await sleep(1100);
 await history.start();
 const judge = new KarpenterJudge(AWS_KARPENTER_VERSION);
 t.teardown(() => judge.close());
 
-t.test(`${LAUNCHES} concurrent launches, each instance booting ${BOOT_DELAY_MS / 1000} s before its CREATE`, async (t) => {
-  const pods = burstPods('default', LAUNCHES, AWS_BURST_TYPES);
-  const onDemand = pods.filter((p) => p.capacityType === 'on-demand').length;
-  const t0 = Date.now();
-  await karpenter.createPods(pods);
-  // The nodes that exist: under load Karpenter may give up on a launch and launch again (a new
-  // NodeClaim, the first instance and its node removed), and the watch history keeps the removed.
-  const nodes = () => [...history.nodes.entries()].filter(([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === 'default' && v.at(-1)?.type !== 'DELETED');
-  // Where a slow burst stands, every 10 s: NodeClaims, launched (providerID), nodes, registered.
-  const progress = setInterval(() => {
-    const claims = [...history.claims.values()];
-    t.comment(`${Math.round((Date.now() - t0) / 1000)} s: ${claims.length} NodeClaims, ${claims.filter((c) => c.launchedAt).length} launched, ${nodes().length} nodes, ${nodes().filter(([, v]) => registered(v.at(-1))).length} registered`);
-  }, 10_000);
-  t.teardown(() => clearInterval(progress));
-  await until(`${LAUNCHES} nodes registered by Karpenter`, () => nodes().length === LAUNCHES && nodes().every(([, v]) => registered(v.at(-1))), 90_000 + LAUNCHES * 2_000);
-  const allRegistered = Date.now() - t0;
-  await until(`${onDemand} records`, () => nodes().filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemand, 60_000);
-  await sleep(1500); // room for a second write, or a change by anyone, to show up
-  const launched = nodes();
-  t.equal(launched.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
-  const claims = await karpenter.nodeClaims();
-  t.equal(claims.length, LAUNCHES, `${LAUNCHES} NodeClaims`);
-  const instances = karpenter.moto.fleetRequests().reduce((n, f) => n + f.launched.length, 0);
-  t.ok(instances >= LAUNCHES, `${instances} instances launched by CreateFleet for ${LAUNCHES} nodes (${history.claims.size - LAUNCHES} launches Karpenter gave up on and made again)`);
+t.test(
+  `${LAUNCHES} concurrent launches, each instance booting ${BOOT_DELAY_MS / 1000} s before its CREATE`,
+  async (t) => {
+    const pods = burstPods('default', LAUNCHES, AWS_BURST_TYPES);
+    const onDemand = pods.filter((p) => p.capacityType === 'on-demand').length;
+    const t0 = Date.now();
+    await karpenter.createPods(pods);
+    // The nodes that exist: under load Karpenter may give up on a launch and launch again (a new
+    // NodeClaim, the first instance and its node removed), and the watch history keeps the removed.
+    const nodes = () =>
+      [...history.nodes.entries()].filter(
+        ([, v]) => v[0]?.labels['karpenter.sh/nodepool'] === 'default' && v.at(-1)?.type !== 'DELETED',
+      );
+    // Where a slow burst stands, every 10 s: NodeClaims, launched (providerID), nodes, registered.
+    const progress = setInterval(() => {
+      const claims = [...history.claims.values()];
+      t.comment(
+        `${Math.round((Date.now() - t0) / 1000)} s: ${claims.length} NodeClaims, ${claims.filter((c) => c.launchedAt).length} launched, ${nodes().length} nodes, ${nodes().filter(([, v]) => registered(v.at(-1))).length} registered`,
+      );
+    }, 10_000);
+    t.teardown(() => clearInterval(progress));
+    await until(
+      `${LAUNCHES} nodes registered by Karpenter`,
+      () => nodes().length === LAUNCHES && nodes().every(([, v]) => registered(v.at(-1))),
+      90_000 + LAUNCHES * 2_000,
+    );
+    const allRegistered = Date.now() - t0;
+    await until(
+      `${onDemand} records`,
+      () => nodes().filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemand,
+      60_000,
+    );
+    await sleep(1500); // room for a second write, or a change by anyone, to show up
+    const launched = nodes();
+    t.equal(launched.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
+    const claims = await karpenter.nodeClaims();
+    t.equal(claims.length, LAUNCHES, `${LAUNCHES} NodeClaims`);
+    const instances = karpenter.moto.fleetRequests().reduce((n, f) => n + f.launched.length, 0);
+    t.ok(
+      instances >= LAUNCHES,
+      `${instances} instances launched by CreateFleet for ${LAUNCHES} nodes (${history.claims.size - LAUNCHES} launches Karpenter gave up on and made again)`,
+    );
 
-  const claimCreated = new Map(claims.map((c) => [c.metadata.name, Date.parse(c.metadata.creationTimestamp ?? '')]));
-  const found = checkRecords(launched, nodeWrites(audit(), WATCHER_USER), history, claimCreated, { webhookLaterIsProblem: false });
-  t.same(found.problems, [], 'every on-demand node has exactly one record, written once and never changed; spot nodes have none');
-  const inlineShare = found.recordedBeforeRegistration / onDemand;
-  t.ok(inlineShare >= 0.99, `recorded by the webhook in the CREATE itself: ${found.recordedBeforeRegistration} of ${onDemand} (share ${inlineShare.toFixed(3)}, at least 0.99); by the webhook in a later update ${found.recordedLater}, by the reconciler ${found.by.reconciler}`);
-  t.equal(found.from['node+nodeclaim'], onDemand, 'every record decided from the node and its NodeClaim (its providerID was there at CREATE)');
-  t.equal(found.approximate, 0, 'none approximate');
+    const claimCreated = new Map(claims.map((c) => [c.metadata.name, Date.parse(c.metadata.creationTimestamp ?? '')]));
+    const found = checkRecords(launched, nodeWrites(audit(), WATCHER_USER), history, claimCreated, {
+      webhookLaterIsProblem: false,
+    });
+    t.same(
+      found.problems,
+      [],
+      'every on-demand node has exactly one record, written once and never changed; spot nodes have none',
+    );
+    const inlineShare = found.recordedBeforeRegistration / onDemand;
+    t.ok(
+      inlineShare >= 0.99,
+      `recorded by the webhook in the CREATE itself: ${found.recordedBeforeRegistration} of ${onDemand} (share ${inlineShare.toFixed(3)}, at least 0.99); by the webhook in a later update ${found.recordedLater}, by the reconciler ${found.by.reconciler}`,
+    );
+    t.equal(
+      found.from['node+nodeclaim'],
+      onDemand,
+      'every record decided from the node and its NodeClaim (its providerID was there at CREATE)',
+    );
+    t.equal(found.approximate, 0, 'none approximate');
 
-  const launches = launched.map(([name]) => name);
-  const served = await Promise.all(launches.map((name) => admin.makeApiClient(k8s.CoreV1Api).readNode({ name })));
-  const judgeCase = awsJudgeCase(served, karpenter.nodePools, OVERLAYS, karpenter.catalog);
-  const answer = await judge.judge(judgeCase);
-  t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
-  const { disagree, perOverlay } = againstJudge(history, launches, judgeCase.launches, answer.applied);
-  t.same(disagree, [], `the record names the overlay Karpenter's own code applies, on all ${LAUNCHES} nodes`);
-  t.comment(perOverlay);
-  t.comment(`${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${found.by.webhook}, by reconciler ${found.by.reconciler}; NodeClaim->Node ${quantiles(found.latency.claimToNode)}; Node->record ${quantiles(found.latency.nodeToRecord)}`);
-});
+    const launches = launched.map(([name]) => name);
+    const served = await Promise.all(launches.map((name) => admin.makeApiClient(k8s.CoreV1Api).readNode({ name })));
+    const judgeCase = awsJudgeCase(served, karpenter.nodePools, OVERLAYS, karpenter.catalog);
+    const answer = await judge.judge(judgeCase);
+    t.equal(answer.error, undefined, "the judge's Reconcile succeeded");
+    const { disagree, perOverlay } = againstJudge(history, launches, judgeCase.launches, answer.applied);
+    t.same(disagree, [], `the record names the overlay Karpenter's own code applies, on all ${LAUNCHES} nodes`);
+    t.comment(perOverlay);
+    t.comment(
+      `${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${found.by.webhook}, by reconciler ${found.by.reconciler}; NodeClaim->Node ${quantiles(found.latency.claimToNode)}; Node->record ${quantiles(found.latency.nodeToRecord)}`,
+    );
+  },
+);
 
 t.test('Karpenter was never refused, and its registration never fought a record', async (t) => {
   t.same(refusedRequests(audit(), KARPENTER_USER), [], "no node write of Karpenter's refused");
-  t.same(refusedRequests(audit(), NODE_MAKER_USER), [], "no node write of the node maker's (the kubelet's stand-in) refused");
+  t.same(
+    refusedRequests(audit(), NODE_MAKER_USER),
+    [],
+    "no node write of the node maker's (the kubelet's stand-in) refused",
+  );
   const { rejections, validatingCalls } = webhookVerdicts((await cp.get('/metrics')).body);
   t.equal(rejections, 0, 'the apiserver counts no webhook rejection');
-  t.equal(validatingCalls, 0, "the validating webhook was never even called: Karpenter's writes never touch a record (its match condition)");
+  t.equal(
+    validatingCalls,
+    0,
+    "the validating webhook was never even called: Karpenter's writes never touch a record (its match condition)",
+  );
 });
 
 t.test('footprint', async (t) => {
   const u = karpenter.usage();
   t.ok(u.karpenter && u.scheduler && u.moto, 'Karpenter, kube-scheduler and the local EC2 still running');
-  t.comment(`karpenter-aws RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB (peak ${u.karpenter?.peakRssMiB.toFixed(0)}), ${u.karpenter?.cpuSeconds.toFixed(1)} CPU-s; moto RSS ${u.moto?.rssMiB.toFixed(0)} MiB, ${u.moto?.cpuSeconds.toFixed(1)} CPU-s; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.comment(
+    `karpenter-aws RSS ${u.karpenter?.rssMiB.toFixed(0)} MiB (peak ${u.karpenter?.peakRssMiB.toFixed(0)}), ${u.karpenter?.cpuSeconds.toFixed(1)} CPU-s; moto RSS ${u.moto?.rssMiB.toFixed(0)} MiB, ${u.moto?.cpuSeconds.toFixed(1)} CPU-s; file wall time ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 });

@@ -17,14 +17,22 @@ t.teardown(async () => {
   if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${env.karpenter.controller.logTail(60)}`);
   await env.stop();
 });
-await env.karpenter.createPods([{ name: 'm5', instanceType: 'm5.xlarge' }, { name: 'c6i', instanceType: 'c6i.large' }]);
+await env.karpenter.createPods([
+  { name: 'm5', instanceType: 'm5.xlarge' },
+  { name: 'c6i', instanceType: 'c6i.large' },
+]);
 const nodes = await env.karpenter.waitForNodes(2, { registered: true, timeoutMs: 90_000 });
-const served = await Promise.all(nodes.map((n) => env.admin.makeApiClient(k8s.CoreV1Api).readNode({ name: n.metadata!.name! })));
+const served = await Promise.all(
+  nodes.map((n) => env.admin.makeApiClient(k8s.CoreV1Api).readNode({ name: n.metadata!.name! })),
+);
 overlayStatuses(t, env, {
   provider: 'aws',
   region: REGION,
   judgeVersion: AWS_KARPENTER_VERSION,
-  judgeCase: (overlays) => ({ ...awsJudgeCase(served, env.karpenter.nodePools, overlays, env.karpenter.catalog), launches: [] }),
+  judgeCase: (overlays) => ({
+    ...awsJudgeCase(served, env.karpenter.nodePools, overlays, env.karpenter.catalog),
+    launches: [],
+  }),
   restrictedKey: 'karpenter.k8s.aws/instance-accelerator-color',
   restrictedRefusedBy: 'crd',
   judgeAcceptsRestrictedKey: false,
