@@ -42,7 +42,8 @@ export function adjustedPrice(list: number, overlay: Pick<OverlayView, 'price' |
   const adjusted = change.endsWith('%')
     ? list * (1 + Number.parseFloat(change.slice(0, -1)) / 100)
     : list + Number.parseFloat(change);
-  return Math.max(adjusted, 0);
+  // biome-ignore lint/complexity/useMathMinMax: Karpenter's lo.Ternary(adjusted >= 0, adjusted, 0); a NaN (an unparsable adjustment) is 0 there, and Math.max would keep it.
+  return adjusted >= 0 ? adjusted : 0;
 }
 
 interface Ranked {
