@@ -182,9 +182,21 @@ export async function spawnServe(
 ): Promise<ServeProcess> {
   const all = await watcherFlags(certs, flags);
   const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
+  // setpriv (it execs node, so the pid is the watcher's): the kernel ends the watcher when the
+  // test process dies, however it dies; a test that crashed before its teardown left one running.
   const child = spawn(
-    process.execPath,
-    [...RUNTIME_NODE_FLAGS, ...nodeFlags, cli, 'serve', ...Object.entries(all).flat()],
+    'setpriv',
+    [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      process.execPath,
+      ...RUNTIME_NODE_FLAGS,
+      ...nodeFlags,
+      cli,
+      'serve',
+      ...Object.entries(all).flat(),
+    ],
     {
       env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
       stdio: ['ignore', 'pipe', 'pipe'],
