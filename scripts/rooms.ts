@@ -12,13 +12,15 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 
 /**
  * The rooms of src/. `holds`: the room's files (a name ending in `/` is a folder of src/, with
- * everything under it). `door`: the only file of the room that other rooms may import (empty: any
- * file). `may`: the rooms it may import besides its own, `npm` for any npm package; `node:`
+ * everything under it). `door`: the only files of the room that other rooms may import (empty: any
+ * file). The engine's second door is its provider key tables, plain data: the configuration's
+ * schema lists the providers from them without loading the engine (the CLI's --help starts in
+ * about 40 ms instead of 64). `may`: the rooms it may import besides its own, `npm` for any npm package; `node:`
  * built-ins are open to every room. This table is the single source: docs/development.md quotes it.
  */
 // biome-ignore format: a table, one room a line
 export const ROOMS: readonly Room[] = [
-  { room: 'engine',      holds: 'engine/',                  door: 'index.ts', may: '' },
+  { room: 'engine',      holds: 'engine/',                  door: 'index.ts providers.ts', may: '' },
   { room: 'kube',        holds: 'kube/',                    door: '',         may: 'npm' },
   { room: 'config',      holds: 'config/',                  door: '',         may: 'engine npm' },
   { room: 'loose',       holds: 'cli.ts log.ts metrics.ts', door: '',         may: 'commands config engine npm' },
@@ -276,8 +278,9 @@ export function checkRooms(root: string, rooms: readonly Room[] = ROOMS): Report
         const to = roomOf(target);
         if (!room || !to || to === room) continue;
         if (!may.has(to.room)) violations.push(`${shown}: ${room.room} may import ${mayText(room)}`);
-        else if (to.door && inSrc(target) !== to.holds + to.door) {
-          violations.push(`${shown}: ${to.room} is entered only by src/${to.holds}${to.door}`);
+        else if (to.door && !to.door.split(' ').some((door) => inSrc(target) === to.holds + door)) {
+          const doors = to.door.split(' ').map((door) => `src/${to.holds}${door}`);
+          violations.push(`${shown}: ${to.room} is entered only by ${doors.join(' or ')}`);
         }
       } else if (specifier.startsWith('node:') || isBuiltin(specifier)) {
         // open to every room

@@ -1,6 +1,7 @@
 // The one description of every setting: type, default, bounds, and (derived from the path)
 // its environment variable and flag. Validation, `check-config` and the docs all read this.
-import { KNOWN_PROVIDERS } from '../engine/index.ts';
+// The key tables alone (data): loading the whole engine here would slow every --help by a half.
+import { KNOWN_PROVIDERS } from '../engine/providers.ts';
 
 export interface SettingSchema {
   type: 'boolean' | 'integer' | 'string' | 'duration' | 'string-list';

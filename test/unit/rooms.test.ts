@@ -52,7 +52,7 @@ t.test('each broken rule is reported on its own line', async (t) => {
     'src/state/a.ts -> src/state/b.ts: import cycle src/state/a.ts -> src/state/b.ts -> src/state/c.ts -> src/state/a.ts',
     'src/engine/decide.ts -> yaml: engine may import only engine and node:',
     'src/kube/client.ts -> src/engine/index.ts: kube may import only kube, npm and node:',
-    'src/state/door.ts -> src/engine/decide.ts: engine is entered only by src/engine/index.ts',
+    'src/state/door.ts -> src/engine/decide.ts: engine is entered only by src/engine/index.ts or src/engine/providers.ts',
     'src/state/big.ts: 351 lines, over 350',
     'src/state/upward.ts -> src/commands/serve.ts: state may import only state, engine, kube, npm and node:',
     'src/commands/serve.ts -> @kubernetes/client-node: imported by 2 files of src/, at most one',
