@@ -16,6 +16,7 @@ export interface ScrapeHooks {
   overlayStates?: () => void;
   providers?: () => void;
   prices?: () => void;
+  crds?: () => void;
 }
 
 /**
@@ -218,6 +219,13 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Seconds since the prices of each kind were last read from AWS (absent while none was).',
       labelNames: ['kind'] as const,
       registers: r,
+    }),
+    crdServed: new Gauge({
+      name: `${PREFIX}crd_served`,
+      help: 'Whether the apiserver serves each CRD the watcher reads (1) or not (0: it answered 404, or has not answered yet), by CRD and whether the watcher needs it (required="true": Karpenter\'s NodeOverlay, NodePool and NodeClaim; the watcher is not ready without them) or reads it where it is installed (the AWS provider\'s EC2NodeClass). Computed at scrape time.',
+      labelNames: ['crd', 'required'] as const,
+      registers: r,
+      collect: () => atScrape.crds?.(),
     }),
     leader: new Gauge({
       name: `${PREFIX}leader`,

@@ -13,6 +13,7 @@ import {
   type ProviderExplanation,
 } from '../engine/index.ts';
 import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
+import { regionOfNodes } from '../prices/region.ts';
 import { readPricesOnce } from '../prices/source.ts';
 
 export interface ExplainArgs extends InputFiles {
@@ -28,7 +29,9 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   const inputs = args.nodeName ? await readLive(args.nodeName) : readInputFiles(args);
   const overlays = inputs.overlays.map((o) => toOverlayView(o));
   const claims = claimLookup(inputs.nodeClaims);
-  const prices = await readPricesOnce(config);
+  // prices.region auto, and no region in the environment: the one most of the nodes read name.
+  const nodeRegion = regionOfNodes(inputs.nodes.map((n) => ({ labels: n.metadata?.labels ?? {} })));
+  const prices = await readPricesOnce(config, nodeRegion);
   const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name) };
   const explain = explainer(
     { overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups, launch },

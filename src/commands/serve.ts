@@ -12,6 +12,7 @@ import { EventRecorder } from '../controllers/events/recorder.ts';
 import { exportNodeCounts } from '../controllers/gauges/nodes.ts';
 import { exportOverlayNodes, exportOverlayStates } from '../controllers/gauges/overlays.ts';
 import { ProviderWatch } from '../controllers/gauges/providers.ts';
+import { exportCrdsServed } from '../controllers/gauges/crds.ts';
 import { exportWatchAges } from '../controllers/gauges/watches.ts';
 import { Reconciler } from '../controllers/recorder/reconciler.ts';
 import { whoAmI } from '../kube/access-review.ts';
@@ -20,13 +21,12 @@ import { loadClusterAccess } from '../kube/kubeconfig.ts';
 import { LeaderElector } from '../kube/leader.ts';
 import { createLogger } from '../log.ts';
 import { createMetrics, type Metrics } from '../metrics.ts';
-import { priceSettings } from '../prices/settings.ts';
-import { PriceSource } from '../prices/source.ts';
 import type { RunningServer } from '../server/listener.ts';
 import { startOpsListeners, type OpsListeners } from '../server/ops.ts';
 import { CertificateReloader } from '../server/tls.ts';
 import { ClusterCaches } from '../state/caches.ts';
 import { Manager, type Runnable } from './manager.ts';
+import { servePrices } from './serve-prices.ts';
 
 export interface WatcherOptions {
   config: Config;
@@ -88,6 +88,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const host = o.host ?? '0.0.0.0';
   const now = o.now ?? Date.now;
   let stopping = false;
+  const shuttingDown = () => (stopping ? 'shutting down' : undefined);
 
   // The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too.
   const loadTls = () =>
@@ -102,7 +103,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   if (!config.enabled) {
     log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
     const ops = listener<OpsListeners>('ops listeners', () =>
-      startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, ready: () => !stopping }),
+      startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, notReady: shuttingDown }),
     );
     const manager = new Manager([ops]);
     await manager.start();
@@ -133,6 +134,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   // Gauges: each family computed from the caches at scrape time.
   exportNodeCounts(metrics, caches.nodes, caches.nodeClaims, settings.keys);
   exportWatchAges(metrics, caches.watches());
+  exportCrdsServed(metrics, () => caches.crds());
   exportOverlayNodes(
     metrics,
     {
@@ -153,7 +155,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));
 
-  const prices = new PriceSource({ ...priceSettings(config), metrics, log, now });
+  const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });
   const launch = caches.launchKnowledge(() => prices.current());
   const reconciler = new Reconciler({
     caches,
@@ -205,10 +207,10 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     : undefined;
 
   let selfUsername: string | undefined;
-  // Ready when the webhook listens and every cache has synced, until shutdown begins.
-  const ops = listener<OpsListeners>('ops listeners', () =>
-    startOpsListeners({ ...opsOptions, tls, ready: () => !stopping && webhook.bound() !== undefined && caches.ready }),
-  );
+  // Ready when the webhook listens, the caches have synced and Karpenter's CRDs are served; /readyz says why not.
+  const notReady = () =>
+    shuttingDown() ?? (webhook.bound() ? caches.notReady().join('; ') || undefined : 'the webhooks do not listen yet');
+  const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions, tls, notReady }));
   const webhook = listener<RunningServer>('webhooks', () =>
     startWebhookServer({
       host,
@@ -271,6 +273,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       healthPort: ops.bound().healthPort,
       labelNamespace: config.labelNamespace,
       karpenterProvider: config.karpenterProvider,
+      prices: pricesSaid,
     },
     'node watcher started',
   );

@@ -108,13 +108,14 @@ export const SETTINGS = {
     default: 'auto',
     enum: ['auto', 'aws', 'isolated', 'static', 'off'],
     description:
-      "Where the list prices the effect is judged with come from, as Karpenter reads them: aws, the Pricing API (on-demand) and EC2 DescribeSpotPriceHistory (spot), refreshed in the background, with Karpenter's own static on-demand table until the Pricing API answers; isolated, that table for on-demand and EC2 for spot (Karpenter's ISOLATED_VPC); static, the table alone, no AWS call and no spot prices; off, none (the effect only where no selected overlay priced a candidate); auto, aws when a region is known (prices.region or AWS_REGION), else static.",
+      "Where the list prices the effect is judged with come from, as Karpenter reads them: aws, the Pricing API (on-demand) and EC2 DescribeSpotPriceHistory (spot), refreshed in the background, with Karpenter's own static on-demand table until the Pricing API answers; isolated, that table for on-demand and EC2 for spot (Karpenter's ISOLATED_VPC); static, the table alone, no AWS call and no spot prices; off, none (the effect only where no selected overlay priced a candidate); auto, aws when a region is known (prices.region, AWS_REGION, or the nodes' topology.kubernetes.io/region), else static.",
   },
   'prices.region': {
     type: 'string',
     default: 'auto',
     pattern: '^(auto|[a-z]{2}(-[a-z]+)+-[0-9])$',
-    description: "The AWS region whose prices are read (the cluster's); auto: AWS_REGION or AWS_DEFAULT_REGION.",
+    description:
+      "The AWS region whose prices are read (the cluster's); auto: AWS_REGION or AWS_DEFAULT_REGION, else, with AWS credentials but no region in the environment (EKS Pod Identity), the nodes' topology.kubernetes.io/region.",
   },
   'prices.refreshInterval': {
     type: 'duration',

@@ -12,12 +12,14 @@ export interface CacheDeps {
   log: Logger;
   now: () => number;
   watchdogMs?: number;
+  /** Whether the apiserver serves each cache's resource, as it changes (ReflectorOptions.servedChanged). */
+  servedChanged?(resource: string, served: boolean): void;
 }
 
 /** What a cache's Reflector says of itself; the client, metrics, log and clock come from the cache's deps. */
 export type CacheReflectorOptions<T> = Omit<
   ReflectorOptions<T>,
-  'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs'
+  'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs' | 'servedChanged'
 > & {
   /** The list's Accept header, where it differs from the watch's (a metadata-only view lists a List). */
   listAccept?: string;
@@ -39,5 +41,6 @@ export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflect
     log: deps.log,
     now: deps.now,
     ...(deps.watchdogMs ? { watchdogMs: deps.watchdogMs } : {}),
+    ...(deps.servedChanged ? { servedChanged: (served: boolean) => deps.servedChanged?.(o.resource, served) } : {}),
   });
 }

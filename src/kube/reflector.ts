@@ -56,6 +56,8 @@ export interface ReflectorOptions<T> {
    * every backoffMaxMs (5 minutes by default), and meanwhile the store counts as synced, empty.
    */
   optional?: boolean;
+  /** `served` changed (its first value too). Given, a 404's retries are logged at debug: the caller says it. */
+  servedChanged?(served: boolean): void;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
 }
@@ -76,6 +78,7 @@ export class Reflector<T> {
   private relistDue = false;
   private gapSince: number | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
+  private servedNow: boolean | undefined;
 
   private readonly counted: { applied: { inc(): void }; skipped: { inc(): void } };
 
@@ -92,6 +95,17 @@ export class Reflector<T> {
 
   get isSynced(): boolean {
     return this.hasSynced;
+  }
+
+  /** Whether the apiserver serves the resource: undefined until it has answered a list, false after a 404. */
+  get served(): boolean | undefined {
+    return this.servedNow;
+  }
+
+  private setServed(served: boolean): void {
+    if (served === this.servedNow) return;
+    this.servedNow = served;
+    this.o.servedChanged?.(served);
   }
 
   /** Seconds since the newest list, event or bookmark. */
@@ -132,6 +146,7 @@ export class Reflector<T> {
       } catch (err) {
         if (this.stopped) break;
         const code = httpStatus(err);
+        if (code === 404) this.setServed(false);
         if (this.o.optional && (code === 404 || code === 403)) {
           if (!this.hasSynced) {
             if (code === 404)
@@ -153,7 +168,8 @@ export class Reflector<T> {
         if (this.hasSynced) this.gapSince ??= this.lastEventAt;
         const delay = backoffDelay(failures++, this.o.backoffInitialMs ?? 500, this.o.backoffMaxMs ?? 30_000);
         this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'error' });
-        this.o.log.warn(
+        const quiet = code === 404 && this.o.servedChanged !== undefined;
+        this.o.log[quiet ? 'debug' : 'warn'](
           { resource: this.o.resource, err: describe(err), retryInMs: delay },
           'list/watch failed; retrying',
         );
@@ -184,6 +200,7 @@ export class Reflector<T> {
       this.o.handlers.upsert(item, at);
     }
     this.lastEventAt = at;
+    this.setServed(true);
     this.relistDue = false;
     this.o.handlers.listed?.(at, this.gapSince);
     this.gapSince = undefined;

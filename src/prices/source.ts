@@ -6,11 +6,13 @@
 // Modes: `aws`, the Pricing API and EC2, with Karpenter's static table until (and whenever) the
 // Pricing API cannot be read; `isolated`, the table for on-demand and EC2 for spot, as Karpenter
 // prices under ISOLATED_VPC; `static`, the table alone (no AWS call, no spot prices); `off`, none.
+// A source made without a region (`regionLater`: the nodes will name it) holds the static table
+// until useRegion() gives one, then reads as its mode says from then on.
 import type { Logger } from 'pino';
 import type { PriceBook } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Config } from '../config/load.ts';
-import { priceSettings, type PriceMode } from './settings.ts';
+import { type PriceMode, priceSettings } from './settings.ts';
 import { Prices } from './book.ts';
 import { fetchOfferedZones, fetchOnDemand, fetchSpot } from './aws-api.ts';
 import type { AwsClient } from './aws-client.ts';
@@ -26,10 +28,15 @@ export interface PriceSourceOptions {
   now: () => number;
   /** A client of other endpoints (tests); by default AWS's, with the SDK's credential chain. */
   client?: AwsClient;
+  /** A mode that reads AWS may start without a region: useRegion() gives it later (from the nodes). */
+  regionLater?: boolean;
 }
 
 export class PriceSource {
   private readonly o: PriceSourceOptions;
+  private mode: PriceMode;
+  private region: string | undefined;
+  private started = false;
   private onDemand: { prices: Map<string, number>; source: string; at?: number } | undefined;
   private spot: { prices: Map<string, Map<string, number>>; at: number } | undefined;
   private offered: Map<string, Set<string>> | undefined;
@@ -41,18 +48,38 @@ export class PriceSource {
 
   constructor(opts: PriceSourceOptions) {
     this.o = opts;
+    this.mode = opts.mode;
+    this.region = opts.region;
     if (opts.mode !== 'off') this.onDemand = { prices: staticOnDemand(opts.region), source: STATIC_SOURCE };
-    if (opts.mode === 'aws' || opts.mode === 'isolated') {
-      if (opts.region === undefined)
-        throw new Error(`prices.source ${opts.mode} needs a region (prices.region, or AWS_REGION)`);
-      const region = opts.region;
-      // Loaded only where AWS is read: static and off modes carry no signer or credential chain.
-      this.client = opts.client
-        ? Promise.resolve(opts.client)
-        : import('./aws-client.ts').then((m) => m.awsClient({ region }));
-    }
+    if (opts.region !== undefined) this.connect(opts.region);
+    else if ((opts.mode === 'aws' || opts.mode === 'isolated') && !opts.regionLater)
+      throw new Error(`prices.source ${opts.mode} needs a region (prices.region, AWS_REGION, or the nodes' label)`);
     this.rebuild();
     opts.metrics.atScrape.prices = () => this.exportGauges();
+  }
+
+  /** The AWS client of the region, where the mode reads AWS. */
+  private connect(region: string): void {
+    if (this.mode !== 'aws' && this.mode !== 'isolated') return;
+    // Loaded only where AWS is read: static and off modes carry no signer or credential chain.
+    this.client = this.o.client
+      ? Promise.resolve(this.o.client)
+      : import('./aws-client.ts').then((m) => m.awsClient({ region }));
+  }
+
+  /**
+   * The region learned after the source was made (the nodes name it), and the mode it allows: the
+   * static table of that region at once, and, in a mode that reads AWS, a reading now (once
+   * started) and every refresh period. Once: a region known already is kept.
+   */
+  useRegion(region: string, mode: PriceMode): Promise<void> {
+    if (this.region !== undefined || this.stopped || this.mode === 'off' || mode === 'off') return Promise.resolve();
+    this.region = region;
+    this.mode = mode;
+    this.onDemand = { prices: staticOnDemand(region), source: STATIC_SOURCE };
+    this.connect(region);
+    this.rebuild();
+    return this.started ? this.poll() : Promise.resolve();
   }
 
   /** The prices now; undefined when the mode is off. */
@@ -62,7 +89,12 @@ export class PriceSource {
 
   /** Reads AWS now and then every refresh period (mode aws); resolves after the first read. */
   start(): Promise<void> {
-    if (!this.client) return Promise.resolve();
+    this.started = true;
+    return this.poll();
+  }
+
+  private poll(): Promise<void> {
+    if (!this.client || this.timer) return Promise.resolve();
     const first = this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.o.refreshMs);
     this.timer.unref();
@@ -84,9 +116,9 @@ export class PriceSource {
   private async read(): Promise<void> {
     if (!this.client || this.stopped) return;
     const client = await this.client;
-    const region = this.o.region!;
+    const region = this.region!;
     const signal = AbortSignal.timeout(this.o.timeoutMs);
-    const isolated = this.o.mode === 'isolated';
+    const isolated = this.mode === 'isolated';
     const [od, spot, offered] = await Promise.allSettled([
       isolated ? Promise.resolve(undefined) : fetchOnDemand(client, region, signal),
       fetchSpot(client, new Date(this.o.now()), signal),
@@ -131,7 +163,7 @@ export class PriceSource {
     this.book = new Prices({
       source,
       ...(Number.isFinite(asOf) ? { asOf } : {}),
-      ...(this.o.region !== undefined ? { region: this.o.region } : {}),
+      ...(this.region !== undefined ? { region: this.region } : {}),
       onDemand: this.onDemand.prices,
       ...(this.spot ? { spot: this.spot.prices } : {}),
       ...(this.offered ? { offered: this.offered } : {}),
@@ -163,14 +195,15 @@ function mergeZonal(
 
 /**
  * The prices as the configuration says to read them, once (the command line's explain): the
- * static table at once, AWS's where the mode reads AWS and it answers.
+ * static table at once, AWS's where the mode reads AWS and it answers. `nodesRegion`: the region
+ * the nodes read name, where prices.region `auto` finds none in the environment.
  */
-export async function readPricesOnce(config: Config): Promise<PriceBook | undefined> {
+export async function readPricesOnce(config: Config, nodesRegion?: string): Promise<PriceBook | undefined> {
   const { Registry } = await import('prom-client');
   const { createMetrics } = await import('../metrics.ts');
   const { createLogger } = await import('../log.ts');
   const source = new PriceSource({
-    ...priceSettings(config),
+    ...priceSettings(config, process.env, nodesRegion),
     metrics: createMetrics(new Registry()),
     log: createLogger('error'),
     now: Date.now,

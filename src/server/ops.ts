@@ -20,7 +20,8 @@ export interface OpsListenersOptions {
   log: Logger;
   /** The webhooks' certificate; required when metrics.secure is true. */
   tls: CertificateReloader | undefined;
-  ready(): boolean;
+  /** Why the watcher is not ready (/readyz answers 503 and says it), or undefined when it is. */
+  notReady(): string | undefined;
 }
 
 export interface OpsListeners {
@@ -52,7 +53,10 @@ const quietLogger = (log: Logger) => log.child({}, { level: 'warn' });
 async function startHealthServer(o: OpsListenersOptions): Promise<RunningServer> {
   const app = Fastify({ loggerInstance: quietLogger(o.log), requestTimeout: 10_000, http: SLOW_CLIENT_LIMITS });
   app.get('/healthz', async () => 'ok');
-  app.get('/readyz', async (_req, reply) => (o.ready() ? 'ok' : reply.code(503).send('not ready')));
+  app.get('/readyz', async (_req, reply) => {
+    const why = o.notReady();
+    return why === undefined ? 'ok' : reply.code(503).send(`not ready: ${why}\n`);
+  });
   return { port: await listen(app, o.host, o.config.health.port), close: () => app.close() };
 }
 

@@ -25,6 +25,35 @@ export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
 export const NODEPOOLS_PATH = '/apis/karpenter.sh/v1/nodepools';
 const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
 
+/**
+ * The CRDs the caches read, by the resource name of their watch: Karpenter's are required (without
+ * them nothing can be decided: the watcher is not ready until each is served), the AWS provider's
+ * EC2NodeClass is optional. `hint`: what a missing one most likely means.
+ */
+export const CRDS = [
+  {
+    resource: 'nodeoverlays',
+    crd: 'nodeoverlays.karpenter.sh',
+    required: true,
+    hint: 'is Karpenter installed with its CRDs, at a version that has NodeOverlay?',
+  },
+  { resource: 'nodepools', crd: 'nodepools.karpenter.sh', required: true, hint: 'is Karpenter installed?' },
+  { resource: 'nodeclaims', crd: 'nodeclaims.karpenter.sh', required: true, hint: 'is Karpenter installed?' },
+  {
+    resource: 'ec2nodeclasses',
+    crd: 'ec2nodeclasses.karpenter.k8s.aws',
+    required: false,
+    hint: "Karpenter's AWS provider is not installed",
+  },
+] as const;
+
+/** A CRD the caches read, and whether the apiserver serves it (undefined: no answer yet). */
+export interface CrdState {
+  crd: string;
+  required: boolean;
+  served: boolean | undefined;
+}
+
 /** The caches report their watches as kube/ does, and the overlay cache its relists. */
 export interface StateDeps extends CacheDeps {
   metrics: CacheDeps['metrics'] & { cacheRefresh: { inc(): void } };
@@ -132,14 +161,20 @@ export class ClusterCaches {
   readonly nodes: NodeCache;
   readonly nodeClasses: NodeClassCache;
   readonly instanceTypes = new InstanceTypeLabels();
+  /** The required CRDs said not to be served. */
+  private readonly missing = new Set<string>();
 
   /** `influencedLabel`: the record's label, whose absence marks a node as undecided; `storyAnnotation`: see NodeCache. */
   constructor(deps: StateDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
-    this.overlays = new OverlayCache(deps, overlayOpts);
-    this.nodePools = new NodePoolCache(deps, this.overlays.index);
-    this.nodeClaims = new NodeClaimCache(deps);
-    this.nodes = new NodeCache(deps, influencedLabel, storyAnnotation);
-    this.nodeClasses = new NodeClassCache(deps);
+    const own: StateDeps = {
+      ...deps,
+      servedChanged: (resource, served) => this.servedChanged(deps.log, resource, served),
+    };
+    this.overlays = new OverlayCache(own, overlayOpts);
+    this.nodePools = new NodePoolCache(own, this.overlays.index);
+    this.nodeClaims = new NodeClaimCache(own);
+    this.nodes = new NodeCache(own, influencedLabel, storyAnnotation);
+    this.nodeClasses = new NodeClassCache(own);
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
   }
 
@@ -179,6 +214,42 @@ export class ClusterCaches {
 
   get ready(): boolean {
     return this.reflectors().every((r) => r.reflector.isSynced);
+  }
+
+  /** Each CRD the caches read, required or not, and whether it is served. */
+  crds(): CrdState[] {
+    return CRDS.map((c) => ({ crd: c.crd, required: c.required, served: this.reflector(c.resource)?.served }));
+  }
+
+  /**
+   * Why the caches are not ready, the worst first: each required CRD the apiserver does not serve,
+   * then each cache that has not listed yet. Empty: ready, and every required CRD served.
+   */
+  notReady(): string[] {
+    const missing = CRDS.filter((c) => c.required && this.reflector(c.resource)?.served === false);
+    return [
+      ...missing.map((c) => `the CRD ${c.crd} is not served (${c.hint})`),
+      ...this.reflectors()
+        .filter((r) => !r.reflector.isSynced && !missing.some((c) => c.resource === r.resource))
+        .map((r) => `the ${r.resource} cache has not listed yet`),
+    ];
+  }
+
+  private reflector(resource: string): Reflector<unknown> | undefined {
+    return this.reflectors().find((r) => r.resource === resource)?.reflector;
+  }
+
+  /** Says once, as an error, that a required CRD is not served, and again only when that changes. */
+  private servedChanged(log: CacheDeps['log'], resource: string, served: boolean): void {
+    const crd = CRDS.find((c) => c.resource === resource && c.required);
+    if (crd === undefined || served === !this.missing.has(crd.crd)) return;
+    if (served) {
+      this.missing.delete(crd.crd);
+      log.info({ crd: crd.crd }, `the CRD ${crd.crd} is served now`);
+    } else {
+      this.missing.add(crd.crd);
+      log.error({ crd: crd.crd }, `the CRD ${crd.crd} is not served (${crd.hint}): the watcher is not ready`);
+    }
   }
 
   async synced(): Promise<void> {

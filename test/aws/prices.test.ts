@@ -330,4 +330,37 @@ async function inNamespace(): Promise<void> {
       await source.stop();
     },
   );
+
+  t.test(
+    'prices.region auto with EKS Pod Identity (credentials, no region): static until the nodes name the region, then AWS',
+    async (t) => {
+      const registry = new Registry();
+      const source = new PriceSource({
+        mode: 'static',
+        region: undefined,
+        regionLater: true,
+        refreshMs: 3_600_000,
+        timeoutMs: 30_000,
+        metrics: createMetrics(registry),
+        log: createLogger('silent'),
+        now: () => clock,
+        client,
+      });
+      const before = standIn.requests.length;
+      await source.start();
+      t.match(source.current(), { source: 'static', hasSpot: false, region: undefined });
+      t.equal(standIn.requests.length, before, 'no AWS call while the region is unknown');
+      await source.useRegion('us-east-1', 'aws');
+      t.match(source.current(), { source: 'aws', region: 'us-east-1', hasSpot: true, asOf: clock });
+      t.equal(source.current()?.spot('c5.large', zoneC), 0.031, "the local EC2's spot price");
+      t.ok(
+        standIn.requests
+          .slice(before)
+          .every((r) => r.Filters?.some((f) => f.Field === 'regionCode' && f.Value === 'us-east-1')),
+        "the Price List asked for the nodes' region",
+      );
+      t.equal(await metric(registry, 'price_refreshes_total{kind="spot",result="ok"}'), '1');
+      await source.stop();
+    },
+  );
 }

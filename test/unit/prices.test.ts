@@ -73,19 +73,31 @@ t.test('the mode from the configuration: auto reads AWS where a region is known'
   const config = (flags: Record<string, string> = {}) => loadConfig({ flags }).config;
   t.same(
     priceSourceSettings(config(), {}),
-    { mode: 'static', region: undefined },
+    { mode: 'static', region: undefined, regionFrom: undefined },
     'no region anywhere: the static table',
   );
-  t.same(priceSourceSettings(config(), { AWS_REGION: 'eu-west-1' }), { mode: 'aws', region: 'eu-west-1' });
-  t.same(priceSourceSettings(config(), { AWS_DEFAULT_REGION: 'us-west-2' }), { mode: 'aws', region: 'us-west-2' });
+  t.same(priceSourceSettings(config(), { AWS_REGION: 'eu-west-1' }), {
+    mode: 'aws',
+    region: 'eu-west-1',
+    regionFrom: 'environment',
+  });
+  t.same(priceSourceSettings(config(), { AWS_DEFAULT_REGION: 'us-west-2' }), {
+    mode: 'aws',
+    region: 'us-west-2',
+    regionFrom: 'environment',
+  });
   t.same(
     priceSourceSettings(config({ '--prices-source': 'isolated', '--prices-region': 'us-gov-west-1' }), {
       AWS_REGION: 'eu-west-1',
     }),
-    { mode: 'isolated', region: 'us-gov-west-1' },
+    { mode: 'isolated', region: 'us-gov-west-1', regionFrom: 'setting' },
     'the settings over the environment',
   );
-  t.same(priceSourceSettings(config({ '--prices-source': 'off' }), {}), { mode: 'off', region: undefined });
+  t.same(priceSourceSettings(config({ '--prices-source': 'off' }), {}), {
+    mode: 'off',
+    region: undefined,
+    regionFrom: undefined,
+  });
 });
 
 t.test('a region that is not one stops start-up, naming the setting, the value and the rule', async (t) => {
@@ -138,7 +150,10 @@ t.test('static: the table, read at once, no AWS call; off: no prices', async (t)
 });
 
 t.test('a mode that reads AWS needs a region', async (t) => {
-  t.throws(() => sourceWith('aws', undefined), /prices\.source aws needs a region \(prices\.region, or AWS_REGION\)/);
+  t.throws(
+    () => sourceWith('aws', undefined),
+    /prices\.source aws needs a region \(prices\.region, AWS_REGION, or the nodes' label\)/,
+  );
   t.throws(() => sourceWith('isolated', undefined), /prices\.source isolated needs a region/);
 });
 
