@@ -14,6 +14,7 @@ export interface ScrapeHooks {
   nodeCounts?: () => void;
   overlayNodes?: () => void;
   overlayStates?: () => void;
+  overlaysSeen?: () => void;
   providers?: () => void;
   prices?: () => void;
   crds?: () => void;
@@ -87,6 +88,13 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['state'] as const,
       registers: r,
       collect: () => atScrape.overlayStates?.(),
+    }),
+    nodeOverlaysSeen: new Gauge({
+      name: `${PREFIX}nodeoverlays_seen`,
+      help: 'Every NodeOverlay in the cluster, by whether the overlaySelector selects it (selected). selected="true" at 0 while selected="false" is above 0: the selector matches none of them, and every node is recorded overlay-influenced=false (computed from the overlay cache at scrape time).',
+      labelNames: ['selected'] as const,
+      registers: r,
+      collect: () => atScrape.overlaysSeen?.(),
     }),
     providerNodeClaims: new Gauge({
       name: `${PREFIX}karpenter_provider_nodeclaims`,

@@ -323,10 +323,32 @@ t.test(
         'VeneerNodeWatcherWebhookBypassed',
         'VeneerNodeWatcherOverlayIdle',
         'VeneerNodeWatcherOverlaysNotCounting',
+        'VeneerNodeWatcherNoOverlaySelected',
         'VeneerNodeWatcherProviderInDoubt',
+        'VeneerNodeWatcherSpotPricesUnknown',
         'VeneerNodeWatcherNoLeader',
+        'VeneerNodeWatcherAbsent',
       ],
     );
+    const absent = (extra: string[]) =>
+      ruleGroups(extra)[0]?.rules.find((r) => r.alert === 'VeneerNodeWatcherAbsent')?.expr;
+    t.equal(
+      absent([]),
+      'absent(veneer_nodewatcher_leader{job="veneer-node-watcher",namespace="veneer-system"})',
+      'absent: the job and namespace the ServiceMonitor gives (the Service, the release namespace)',
+    );
+    t.equal(
+      absent(['--set-string', 'metrics.prometheusRule.absent.selector=job="vnw"\\,cluster="prod"']),
+      'absent(veneer_nodewatcher_leader{job="vnw",cluster="prod"})',
+      'absent: the selector given',
+    );
+    for (const source of ['static', 'off'])
+      t.notOk(
+        ruleGroups(['--set', `nodeWatcher.prices.source=${source}`])[0]?.rules.some(
+          (r) => r.alert === 'VeneerNodeWatcherSpotPricesUnknown',
+        ),
+        `no spot-prices alert with prices.source ${source}: no spot prices by choice`,
+      );
     t.notOk(
       ruleGroups([])[0]?.rules.some((r) => r.alert === 'VeneerNodeWatcherOverlayIdle'),
       'the idle-overlay alert is off by default',
@@ -334,7 +356,7 @@ t.test(
     const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
     writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
     const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
-    t.match(check.stdout, /SUCCESS: 10 rules found/, check.stderr);
+    t.match(check.stdout, /SUCCESS: 13 rules found/, check.stderr);
     const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
     const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
     t.same(

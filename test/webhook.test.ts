@@ -368,6 +368,16 @@ t.test('the exposition passes promtool and carries the contracted names', async 
     'the two overlays left, validated as Karpenter does, count',
   );
   t.equal(counter(text, 'veneer_nodewatcher_overlays', { state: 'unvalidated' }), 0, 'every state has a series');
+  t.equal(
+    counter(text, 'veneer_nodewatcher_nodeoverlays_seen', { selected: 'true' }),
+    2,
+    "every NodeOverlay seen: the two left are Veneer's, selected",
+  );
+  t.match(
+    text,
+    /^veneer_nodewatcher_nodeoverlays_seen\{selected="false"\} 0$/m,
+    'no other NodeOverlay: the series is there at 0',
+  );
   const claims = (await custom.listClusterCustomObject({
     group: 'karpenter.sh',
     version: 'v1',

@@ -10,7 +10,7 @@ import type { Config } from '../config/load.ts';
 import { EVENT_NAMESPACE } from '../controllers/events/node-event.ts';
 import { EventRecorder } from '../controllers/events/recorder.ts';
 import { exportNodeCounts } from '../controllers/gauges/nodes.ts';
-import { exportOverlayNodes, exportOverlayStates } from '../controllers/gauges/overlays.ts';
+import { exportOverlayNodes, exportOverlayStates, exportOverlaysSeen } from '../controllers/gauges/overlays.ts';
 import { ProviderWatch } from '../controllers/gauges/providers.ts';
 import { exportCrdsServed } from '../controllers/gauges/crds.ts';
 import { exportWatchAges } from '../controllers/gauges/watches.ts';
@@ -151,6 +151,12 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   // The overlays of the selector's: the watch also brings the others, which only outrank them.
   exportOverlayStates(metrics, () =>
     [...caches.overlays.reflector.store.values()].filter((ov) => policy.selector.matches(ov.labels)),
+  );
+  // All of them, selected or not: a selector that matches none of the cluster's overlays shows.
+  exportOverlaysSeen(
+    metrics,
+    () => caches.overlays.reflector.store.values(),
+    (ov) => policy.selector.matches(ov.labels),
   );
   const providers = new ProviderWatch({ settings, groups: caches.nodeClaims.groups, metrics, log });
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));

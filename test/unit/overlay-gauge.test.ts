@@ -1,11 +1,12 @@
 // The per-overlay series: records counted by the overlay and capacity type they name, every
 // active overlay present at 0, and the cap folding the smallest into one "other" series.
 import t from 'tap';
-import { overlayState, recordKeys, toOverlayView, type NodeView } from '../../src/engine/index.ts';
+import { overlayState, parseSelector, recordKeys, toOverlayView, type NodeView } from '../../src/engine/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import {
   exportOverlayNodes,
   exportOverlayStates,
+  exportOverlaysSeen,
   OTHER,
   overlaySeries,
 } from '../../src/controllers/gauges/overlays.ts';
@@ -148,4 +149,53 @@ t.test("overlays by Karpenter's verdict: every state has a series, and no overla
     'a state with no overlay reads 0',
   );
   t.notMatch(text, /cost-aware/, 'no overlay names');
+});
+
+t.test('every NodeOverlay seen, selected or not, counted at each scrape, never named', async (t) => {
+  const handMade = toOverlayView({
+    metadata: { name: 'team-gpu-discount', labels: { team: 'ml' } },
+    spec: { requirements: [], priceAdjustment: '-10%' },
+  });
+  let seen = [...active, handMade];
+  const metrics = createMetrics();
+  const selector = parseSelector('app.kubernetes.io/managed-by=veneer');
+  exportOverlaysSeen(
+    metrics,
+    () => seen,
+    (o) => selector.matches(o.labels),
+  );
+  const count = async () => {
+    const text = await metrics.registry.metrics();
+    t.notMatch(text, /cost-aware|team-gpu/, 'no overlay names');
+    return [...text.matchAll(/^veneer_nodewatcher_nodeoverlays_seen\{selected="(true|false)"\} (\d+)$/gm)].map((m) => [
+      m[1],
+      Number(m[2]),
+    ]);
+  };
+  t.same(
+    await count(),
+    [
+      ['true', 3],
+      ['false', 1],
+    ],
+    "Veneer's three selected, the hand-made one not",
+  );
+  seen = [handMade];
+  t.same(
+    await count(),
+    [
+      ['true', 0],
+      ['false', 1],
+    ],
+    'the selector matches none of the overlays there are: both series, selected at 0',
+  );
+  seen = [];
+  t.same(
+    await count(),
+    [
+      ['true', 0],
+      ['false', 0],
+    ],
+    'no overlay at all (or the cache not synced yet): both at 0',
+  );
 });

@@ -3,6 +3,8 @@
 // has a series, 0 included: a 0 is what shows an overlay that steers nothing. Overlay names are
 // bounded by what Veneer creates, but a scrape must stay bounded whatever is in the cluster, so
 // past `max` series the smallest are summed into one.
+// veneer_nodewatcher_overlays{state} and veneer_nodewatcher_nodeoverlays_seen{selected} count the
+// overlays themselves, never by name.
 import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type RecordKeys } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
 
@@ -71,5 +73,27 @@ export function exportOverlayStates(metrics: Metrics, current: () => Iterable<Ov
       counts.set(state, (counts.get(state) ?? 0) + 1);
     }
     for (const [state, n] of counts) metrics.overlays.set({ state }, n);
+  };
+}
+
+/**
+ * veneer_nodewatcher_nodeoverlays_seen{selected}: every NodeOverlay the watch sees, by whether
+ * the overlaySelector selects it. None selected while others exist: the selector matches none of
+ * the cluster's overlays, and every node is recorded overlay-influenced=false.
+ */
+export function exportOverlaysSeen(
+  metrics: Metrics,
+  all: () => Iterable<OverlayView>,
+  selected: (overlay: OverlayView) => boolean,
+): void {
+  metrics.atScrape.overlaysSeen = () => {
+    let yes = 0;
+    let no = 0;
+    for (const o of all()) {
+      if (selected(o)) yes++;
+      else no++;
+    }
+    metrics.nodeOverlaysSeen.set({ selected: 'true' }, yes);
+    metrics.nodeOverlaysSeen.set({ selected: 'false' }, no);
   };
 }
