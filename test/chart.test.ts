@@ -308,6 +308,267 @@ t.test('the rendered config file is valid for the watcher', async (t) => {
   t.match(config, { enabled: true, labelNamespace: 'veneer.io', maxConcurrentReconciles: 5 });
 });
 
+/** A values file in a fresh directory, for values `--set` cannot give (lists of objects). */
+function valuesFile(values: object): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-values-'));
+  writeFileSync(join(dir, 'values.yaml'), stringify(values));
+  return ['-f', join(dir, 'values.yaml')];
+}
+
+const HOST_NETWORK = valuesFile({
+  nodeWatcher: { enabled: true },
+  hostNetwork: true,
+  containerPorts: { webhook: 19443, metrics: 18443, health: 18081 },
+});
+
+/**
+ * The ports as each rendered object says them: the container's, the watcher's own (its config
+ * file and the Deployment's environment, loaded as the watcher loads them), the Service's
+ * targets and the probes' (names resolved through the container's ports), the NetworkPolicy's.
+ */
+function ports(objs: Obj[]) {
+  const pod = (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec;
+  const container = pod?.containers[0];
+  const byName = (p: string | number | undefined) =>
+    typeof p === 'number' ? p : container?.ports?.find((c) => c.name === p)?.containerPort;
+  const cm = find(objs, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
+  const dir = mkdtempSync(join(tmpdir(), 'vnw-ports-'));
+  writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');
+  const env = Object.fromEntries(
+    (container?.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value] as const])),
+  );
+  const { config } = loadConfig({ file: join(dir, 'config.yaml'), env });
+  const service = (find(objs, 'Service') as unknown as k8s.V1Service).spec?.ports ?? [];
+  const policy = find(objs, 'NetworkPolicy') as unknown as k8s.V1NetworkPolicy | undefined;
+  return {
+    container: Object.fromEntries((container?.ports ?? []).map((p) => [p.name, p.containerPort])),
+    watcher: { webhook: config.webhook.port, metrics: config.metrics.port, health: config.health.port },
+    service: Object.fromEntries(service.map((p) => [p.name, byName(p.targetPort)])),
+    probes: [byName(container?.readinessProbe?.httpGet?.port), byName(container?.livenessProbe?.httpGet?.port)],
+    networkPolicy: policy?.spec?.ingress?.map((r) => r.ports?.map((p) => p.port)),
+  };
+}
+
+t.test("hostNetwork: the node's network, and every object names the same ports", async (t) => {
+  const defaults = template(FULL);
+  const pod = (objs: Obj[]) => (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec;
+  t.equal(pod(defaults)?.hostNetwork, undefined, 'the pod network by default');
+  t.equal(pod(defaults)?.dnsPolicy, undefined);
+  t.same(
+    ports(defaults),
+    {
+      container: { webhook: 9443, metrics: 8443, health: 8081 },
+      watcher: { webhook: 9443, metrics: 8443, health: 8081 },
+      service: { webhook: 9443, metrics: 8443 },
+      probes: [8081, 8081],
+      networkPolicy: undefined,
+    },
+    'the default ports, the same in the container, the watcher, the Service and the probes',
+  );
+
+  const host = template([...HOST_NETWORK, '--set', 'networkPolicy.enabled=true']);
+  t.equal(pod(host)?.hostNetwork, true);
+  t.equal(pod(host)?.dnsPolicy, 'ClusterFirstWithHostNet', 'cluster names still resolve on the host network');
+  t.same(
+    ports(host),
+    {
+      container: { webhook: 19443, metrics: 18443, health: 18081 },
+      watcher: { webhook: 19443, metrics: 18443, health: 18081 },
+      service: { webhook: 19443, metrics: 18443 },
+      probes: [18081, 18081],
+      networkPolicy: [[19443], [18081]],
+    },
+    'containerPorts move the container, the listeners, the Service targets, the probes and the policy together',
+  );
+  t.same(
+    (find(host, 'Service') as unknown as k8s.V1Service).spec?.ports?.map((p) => [p.name, p.port]),
+    [
+      ['webhook', 443],
+      ['metrics', 8443],
+    ],
+    'the Service ports, which the webhook configurations name, stay',
+  );
+
+  const clash = run(['template', 'x', chart, '--kube-version', KUBE_VERSION, '--set', 'containerPorts.health=8443']);
+  t.not(clash.status, 0);
+  t.match(clash.stderr, /containerPorts: webhook, metrics and health need three different ports/);
+  const override = run([
+    'template',
+    'x',
+    chart,
+    '--kube-version',
+    KUBE_VERSION,
+    '--set',
+    'extraEnv[0].name=VENEER_NODE_WATCHER_WEBHOOK_PORT',
+    '--set',
+    'extraEnv[0].value=9444',
+  ]);
+  t.not(override.status, 0, 'extraEnv may not move a listener behind the chart');
+  t.match(override.stderr, /extraEnv: VENEER_NODE_WATCHER_WEBHOOK_PORT is set by the chart from containerPorts/);
+});
+
+t.test("extraEnv, extraVolumes and extraVolumeMounts are rendered as given, after the chart's own", async (t) => {
+  const extraEnv = [
+    { name: 'AWS_REGION', value: 'eu-west-1' },
+    { name: 'AWS_ENDPOINT_URL_EC2', value: 'https://vpce-0123456789abcdef0-abcd1234.ec2.eu-west-1.vpce.amazonaws.com' },
+    { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+  ];
+  const extraVolumes = [{ name: 'extra-ca', configMap: { name: 'corporate-ca', optional: true } }];
+  const extraVolumeMounts = [{ name: 'extra-ca', mountPath: '/etc/veneer-node-watcher/extra-ca', readOnly: true }];
+  const container = (objs: Obj[]) =>
+    (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec?.containers[0];
+  const volumes = (objs: Obj[]) =>
+    (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec?.volumes;
+
+  const defaults = template(FULL);
+  const chartEnv = container(defaults)?.env ?? [];
+  t.same(
+    chartEnv.map((e) => e.name),
+    [
+      'POD_NAME',
+      'VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAMESPACE',
+      'VENEER_NODE_WATCHER_LEADER_ELECTION_LEASE_NAME',
+      'VENEER_NODE_WATCHER_WEBHOOK_PORT',
+      'VENEER_NODE_WATCHER_METRICS_PORT',
+      'VENEER_NODE_WATCHER_HEALTH_PORT',
+    ],
+    "by default only the chart's own",
+  );
+  t.same(
+    volumes(defaults)?.map((v) => v.name),
+    ['tls', 'config'],
+  );
+
+  const extra = template([...FULL, ...valuesFile({ extraEnv, extraVolumes, extraVolumeMounts })]);
+  t.same(container(extra)?.env, [...chartEnv, ...extraEnv]);
+  t.same(volumes(extra), [...(volumes(defaults) ?? []), ...extraVolumes]);
+  t.same(container(extra)?.volumeMounts, [...(container(defaults)?.volumeMounts ?? []), ...extraVolumeMounts]);
+  t.same(
+    find(extra, 'ConfigMap', 'veneer-node-watcher'),
+    find(defaults, 'ConfigMap', 'veneer-node-watcher'),
+    'the config file is untouched',
+  );
+});
+
+t.test('the NetworkPolicy: only when enabled; webhook and probes open, metrics to metricsFrom', async (t) => {
+  t.notOk(find(template(FULL), 'NetworkPolicy'), 'none by default');
+  const selector = (find(template(FULL), 'Deployment') as unknown as k8s.V1Deployment).spec?.selector.matchLabels;
+
+  const open = find(template([...FULL, '--set', 'networkPolicy.enabled=true']), 'NetworkPolicy') as unknown as
+    | k8s.V1NetworkPolicy
+    | undefined;
+  t.same(
+    open?.spec,
+    {
+      podSelector: { matchLabels: selector },
+      policyTypes: ['Ingress'],
+      ingress: [{ ports: [{ port: 9443, protocol: 'TCP' }] }, { ports: [{ port: 8081, protocol: 'TCP' }] }],
+    },
+    'the webhook and the probes from anywhere, no one to metrics, egress not restricted',
+  );
+
+  const metricsFrom = [
+    {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+    },
+  ];
+  const egress = [{ to: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 443, protocol: 'TCP' }] }];
+  const closed = find(
+    template([...FULL, ...valuesFile({ networkPolicy: { enabled: true, metricsFrom, egress } })]),
+    'NetworkPolicy',
+  ) as unknown as k8s.V1NetworkPolicy | undefined;
+  t.same(
+    closed?.spec,
+    {
+      podSelector: { matchLabels: selector },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [
+        { ports: [{ port: 9443, protocol: 'TCP' }] },
+        { ports: [{ port: 8081, protocol: 'TCP' }] },
+        { from: metricsFrom, ports: [{ port: 8443, protocol: 'TCP' }] },
+      ],
+      egress,
+    },
+    'metrics to the given peers, egress as given',
+  );
+});
+
+t.test('the PodDisruptionBudget never blocks a drain', async (t) => {
+  const pdb = (extra: string[]) =>
+    find(template(extra), 'PodDisruptionBudget') as unknown as k8s.V1PodDisruptionBudget | undefined;
+  t.notOk(
+    pdb(['--set', 'replicaCount=1']),
+    'one replica: no budget (minAvailable 1 would forbid every eviction of it)',
+  );
+  const selector = (find(template(), 'Deployment') as unknown as k8s.V1Deployment).spec?.selector;
+  t.same(
+    pdb([])?.spec,
+    { minAvailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector },
+    'two replicas: one stays up while the other is evicted; an unready one is evicted regardless',
+  );
+  t.equal(pdb(['--set', 'replicaCount=3', '--set', 'podDisruptionBudget.minAvailable=2'])?.spec?.minAvailable, 2);
+  t.equal(pdb(['--set', 'podDisruptionBudget.minAvailable=50%'])?.spec?.minAvailable, '50%');
+  t.notOk(pdb(['--set', 'podDisruptionBudget.enabled=false']), 'off when disabled');
+  for (const [replicas, minAvailable] of [
+    ['2', '2'],
+    ['2', '51%'],
+    ['3', '67%'],
+    ['1', '1'],
+  ] as const) {
+    const r = run([
+      'template',
+      'x',
+      chart,
+      '--kube-version',
+      KUBE_VERSION,
+      '--set',
+      `replicaCount=${replicas}`,
+      '--set',
+      `podDisruptionBudget.minAvailable=${minAvailable}`,
+    ]);
+    if (replicas === '1') {
+      t.equal(r.status, 0, 'with one replica there is no budget to refuse');
+      continue;
+    }
+    t.not(r.status, 0, `minAvailable ${minAvailable} of ${replicas} refused`);
+    t.match(r.stderr, /would block every drain/);
+  }
+});
+
+t.test('values.schema.json types the new values', async (t) => {
+  const wrong = [
+    '--set',
+    'hostNetwork=yes',
+    '--set',
+    'containerPorts.webhook=443',
+    '--set',
+    'containerPorts.typo=1',
+    '--set',
+    'networkPolicy.enabled=sometimes',
+    '--set',
+    'networkPolicy.metricsFrom=prometheus',
+    '--set',
+    'extraVolumeMounts[0].name=a',
+    '--set',
+    'podDisruptionBudget.minAvailable=one',
+  ];
+  for (const command of ['lint', 'template']) {
+    const r = run([command, ...(command === 'template' ? ['x'] : []), chart, '--kube-version', KUBE_VERSION, ...wrong]);
+    t.not(r.status, 0, `helm ${command} fails`);
+    const out = r.stdout + r.stderr;
+    t.match(out, /\/hostNetwork.*got string, want boolean/, command);
+    t.match(out, /\/containerPorts\/webhook.*minimum: got 443, want 1,024/, command);
+    t.match(out, /\/containerPorts.*additional properties 'typo' not allowed/, command);
+    t.match(out, /\/networkPolicy\/enabled.*got string, want boolean/, command);
+    t.match(out, /\/networkPolicy\/metricsFrom.*got string, want array/, command);
+    t.match(out, /\/extraVolumeMounts\/0.*missing property 'mountPath'/, command);
+    t.match(out, /\/podDisruptionBudget\/minAvailable.*does not match pattern/, command);
+  }
+  const r = run(['template', 'x', chart, '--kube-version', KUBE_VERSION, '--set', 'extraEnv.name=AWS_REGION']);
+  t.match(r.stderr, /\/extraEnv.*got object, want array/);
+});
+
 t.test(
   'promtool accepts the PrometheusRule, and every alert fires on the series it is for and only on them',
   async (t) => {
@@ -415,6 +676,23 @@ t.test("on a real apiserver: every object accepted, and the watcher works with t
       (e: { body?: string }) => e.body ?? String(e),
     );
     t.equal(err, undefined, `${obj.kind} ${obj.metadata.name} accepted (server-side dry run)`);
+  }
+  const optional = template([
+    ...FULL,
+    ...HOST_NETWORK,
+    ...valuesFile({
+      networkPolicy: { enabled: true, metricsFrom: [{ namespaceSelector: {} }], egress: [{}] },
+      extraEnv: [{ name: 'AWS_REGION', value: 'eu-west-1' }],
+      extraVolumes: [{ name: 'extra', emptyDir: {} }],
+      extraVolumeMounts: [{ name: 'extra', mountPath: '/extra' }],
+    }),
+  ]);
+  for (const obj of optional.filter((o) => ['Deployment', 'NetworkPolicy'].includes(o.kind))) {
+    const err = await client.create(obj as k8s.KubernetesObject, undefined, 'All').then(
+      () => undefined,
+      (e: { body?: string }) => e.body ?? String(e),
+    );
+    t.equal(err, undefined, `${obj.kind} with hostNetwork, a NetworkPolicy and extras accepted (server-side dry run)`);
   }
   // Apply the chart's identity and rights for real, and run the watcher with a token of its ServiceAccount.
   for (const obj of full.filter((o) =>
