@@ -27,6 +27,10 @@ export interface RuleGroup {
 export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
   spawnSync(binary('helm'), args, { encoding: 'utf8', env });
 
+/** `helm template` of the chart as release x, its exit status and output as they are (to see a refusal). */
+export const renderRaw = (extra: string[] = []) =>
+  helm(['template', 'x', CHART, '--kube-version', KUBE_VERSION, ...extra]);
+
 /** `helm template` of the chart as release veneer-node-watcher in veneer-system. */
 export function template(extra: string[] = [], release = RELEASE): Obj[] {
   const r = helm(['template', release, CHART, '--namespace', NS, '--kube-version', KUBE_VERSION, ...extra]);
