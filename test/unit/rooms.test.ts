@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { checkRooms, cycles, importsOf, ROOMS } from '../../scripts/rooms.ts';
+import { importsOf } from '../../scripts/imports-of.ts';
+import { checkRooms, cycles, ROOMS } from '../../scripts/rooms.ts';
 
 const SCRIPT = join(import.meta.dirname, '..', '..', 'scripts', 'rooms.ts');
 
