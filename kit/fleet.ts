@@ -171,7 +171,10 @@ export const SOURCE_CLI = join(import.meta.dirname, '..', 'src', 'cli.ts');
  */
 export const COMPILED_CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 
-/** `veneer-node-watcher serve` as its own process, so that it can be killed like a pod; `nodeFlags` go to Node. */
+/**
+ * `veneer-node-watcher serve` as its own process, so that it can be killed like a pod; `nodeFlags`
+ * go to Node; `env` is the pod's environment (default: this process's).
+ */
 export async function spawnServe(
   cp: ControlPlane,
   certs: WebhookCerts,
@@ -179,6 +182,7 @@ export async function spawnServe(
   flags: Record<string, string> = {},
   nodeFlags: string[] = [],
   cli = SOURCE_CLI,
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<ServeProcess> {
   const all = await watcherFlags(certs, flags);
   const kubeconfig = cp.writeKubeConfig(cp.userKubeConfig(user), `kubeconfig-${user}`);
@@ -198,7 +202,7 @@ export async function spawnServe(
       ...Object.entries(all).flat(),
     ],
     {
-      env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: user },
+      env: { ...env, KUBECONFIG: kubeconfig, POD_NAME: user },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

@@ -23,7 +23,7 @@ async function inNamespace(): Promise<void> {
   const { staticOnDemand } = await import('../../src/prices/static-table.ts');
   const { createMetrics } = await import('../../src/metrics.ts');
   const { createLogger } = await import('../../src/log.ts');
-  const { startPricingStandIn } = await import('../support/pricing-api.ts');
+  const { priceListOf, startPricingStandIn } = await import('../support/pricing-api.ts');
   type Product = import('../support/pricing-api.ts').Product;
 
   assertLoopbackOnly();
@@ -41,14 +41,7 @@ async function inNamespace(): Promise<void> {
   // types as the Price List files them: dedicated, "Compute Instance (bare metal)"), and around
   // m5.large the rows Karpenter's filters leave out, each at a price that would show if one got in.
   const table = staticOnDemand('us-east-1');
-  const usd = (n: number) => n.toFixed(10);
-  const products: Product[] = [...table].map(([instanceType, price]) => ({
-    instanceType,
-    price: usd(price),
-    ...(instanceType.endsWith('.metal') || instanceType.includes('.metal-')
-      ? { productFamily: 'Compute Instance (bare metal)', attributes: { tenancy: 'Dedicated' } }
-      : {}),
-  }));
+  const products = priceListOf(table);
   const decoys: Product[] = [
     { instanceType: 'm5.large', price: '0.1880000000', attributes: { operatingSystem: 'Windows' } },
     { instanceType: 'm5.large', price: '0.1060000000', attributes: { tenancy: 'Dedicated' } },

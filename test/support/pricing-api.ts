@@ -84,6 +84,21 @@ function priceListItem(p: Product, index: number): { json: string; fields: Recor
   return { json: JSON.stringify(item), fields: { ...attributes, productFamily, serviceCode: 'AmazonEC2' } };
 }
 
+/**
+ * The Price List's products of an on-demand price table (type to USD per hour): metal types filed
+ * as the Price List files them (dedicated, "Compute Instance (bare metal)"), the rest as Linux,
+ * shared-tenancy instances of us-east-1.
+ */
+export function priceListOf(table: ReadonlyMap<string, number>): Product[] {
+  return [...table].map(([instanceType, price]) => ({
+    instanceType,
+    price: price.toFixed(10),
+    ...(instanceType.endsWith('.metal') || instanceType.includes('.metal-')
+      ? { productFamily: 'Compute Instance (bare metal)', attributes: { tenancy: 'Dedicated' } }
+      : {}),
+  }));
+}
+
 export async function startPricingStandIn(products: readonly Product[]): Promise<PricingStandIn> {
   const items = products.map(priceListItem);
   const requests: GetProductsRequest[] = [];

@@ -14,6 +14,14 @@
 // (capacity-type); for a pod that asks for on-demand, an overlay that reorders the candidates moves the
 // launch to its type (instance-type, naming the type that launches once the overlay is deleted);
 // an overlay on that very type, the cheapest anyway, changes nothing (none).
+//
+// Each of those launches is decided twice, in the same CREATE: by the watcher that has the region in
+// its environment (AWS_REGION, as IRSA's webhook sets it), which writes the veneer.io record, and by
+// a second watcher, `serve` as its own process, whose environment is EKS Pod Identity's: the agent's
+// credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI, a stand-in on loopback) and no region. Its own
+// mutating webhook writes its record under another label namespace. It prices with the static table
+// until the first node names the region, then reads AWS (EC2 and the Price List, a stand-in serving
+// Karpenter's own table); its records must be the first watcher's, effect for effect.
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,8 +29,11 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { stringify } from 'yaml';
 import * as k8s from '@kubernetes/client-node';
-import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
+import { counter, metricsOf, OVERLAY_API, sleep, spawnServe, until, waitReady } from '../../../kit/fleet.ts';
 import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
+import { staticOnDemandPrices } from '../../../kit/aws/prices.ts';
+import { waitForMutatingWebhook } from '../../../kit/watcher-env.ts';
+import { mutatingWebhookConfiguration } from '../../../kit/webhook-registration.ts';
 import type { FleetRequest } from '../../../kit/aws/moto.ts';
 import { type PendingPod, PRICE_OVERLAY_APPLIED } from '../../../kit/karpenter-controller.ts';
 import { computeSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
@@ -30,28 +41,113 @@ import { awsJudgeCase } from '../../support/aws-judge.ts';
 import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf } from '../../../kit/node-history.ts';
-import { EFFECTS } from '../../../src/engine/index.ts';
+import { EFFECTS, type DecisionStory, readStory, recordKeys } from '../../../src/engine/index.ts';
 import { testRules } from '../../support/chart.ts';
 import { inputSeries, promtool } from '../../support/prometheus.ts';
+import { startPodIdentityAgent } from '../../support/pod-identity-agent.ts';
+import { priceListOf, startPricingStandIn } from '../../support/pricing-api.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(240_000);
 const started = Date.now();
+/** The second watcher's identity and label namespace: EKS Pod Identity's environment, no region. */
+const POD_IDENTITY_USER = 'veneer-watcher-b';
+const POD_IDENTITY_NS = 'pod-identity.veneer.io';
 // A boot delay as real instances have: the NodeClaim has its providerID before the kubelet's CREATE.
-const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: 2000 } });
+// The first watcher takes the region from its environment (AWS_REGION, set by the kit as IRSA sets it).
+const env = await startAwsKarpenterWithWatcher({
+  karpenter: { bootDelayMs: 2000 },
+  extraWatchers: [POD_IDENTITY_USER],
+  watcherFlags: { '--prices-region': 'auto' },
+});
+const upAt = Date.now();
+const agent = await startPodIdentityAgent(t.testdir());
+const priceList = await startPricingStandIn(priceListOf(staticOnDemandPrices(REGION)));
+const podIdentity = await spawnServe(
+  env.cp,
+  env.certs,
+  POD_IDENTITY_USER,
+  { '--label-namespace': POD_IDENTITY_NS, '--leader-election-lease-name': 'veneer-node-watcher-pod-identity' },
+  [],
+  undefined,
+  {
+    // No AWS_REGION, AWS_DEFAULT_REGION or keys: the pod's AWS variables are Pod Identity's and the endpoints'.
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))),
+    ...agent.env,
+    AWS_ENDPOINT_URL_EC2: env.karpenter.moto.endpoint,
+    AWS_ENDPOINT_URL_PRICING: priceList.endpoint,
+    AWS_EC2_METADATA_DISABLED: 'true',
+  },
+);
 t.teardown(async () => {
   if (!t.passing())
     for (const p of [env.karpenter.controller, env.karpenter.moto.process])
       console.error(`--- ${p.name}'s log ends:\n${p.logTail(80)}`);
+  if (!t.passing())
+    console.error(
+      `--- the Pod Identity watcher's log ends:\n${podIdentity.output().split('\n').slice(-40).join('\n')}`,
+    );
+  podIdentity.child.kill('SIGKILL');
+  await podIdentity.exited;
+  await Promise.all([agent.close(), priceList.close()]);
   await env.stop();
 });
+await waitReady(podIdentity.healthPort);
+await env.admin.makeApiClient(k8s.AdmissionregistrationV1Api).createMutatingWebhookConfiguration({
+  body: mutatingWebhookConfiguration({
+    name: 'veneer-node-watcher-pod-identity',
+    caBundle: env.certs.caPem,
+    url: `https://127.0.0.1:${podIdentity.webhookPort}`,
+    labelNamespace: POD_IDENTITY_NS,
+    timeoutSeconds: 5,
+  }),
+});
+await waitForMutatingWebhook(env.admin, POD_IDENTITY_NS);
+const podIdentityUpMs = Date.now() - upAt;
 const { karpenter, admin } = env;
 const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 const core = admin.makeApiClient(k8s.CoreV1Api);
 const RI = reservedInstance('m5.xlarge', REGION);
 const RECORD_KEYS = ['veneer.io/overlay-influenced', 'veneer.io/matching-overlay', 'veneer.io/labeled-at'];
 t.comment(
-  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${((Date.now() - started) / 1000).toFixed(1)} s (ms: ${JSON.stringify(karpenter.startup)})`,
+  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${((Date.now() - started) / 1000).toFixed(1)} s (ms: ${JSON.stringify(karpenter.startup)}; the Pod Identity watcher and its webhook ${podIdentityUpMs})`,
+);
+
+const podIdentityMetrics = () => metricsOf(podIdentity.metricsPort);
+const podIdentityLog = () =>
+  podIdentity
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg: string; [k: string]: unknown });
+/** Both watchers count `n` overlays. */
+const bothCount = (n: number) =>
+  until(
+    `both watchers count ${n} overlays`,
+    async () =>
+      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${n}$`, 'm').test(
+        await env.watcher.metrics.registry.metrics(),
+      ) && counter(await podIdentityMetrics(), 'veneer_nodewatcher_overlays', { state: 'counted' }) === n,
+    20_000,
+  );
+
+t.test(
+  "the watcher with EKS Pod Identity's environment (credentials, no region): static prices and no AWS call until a node names the region",
+  async (t) => {
+    t.match(
+      podIdentityLog().find((l) => l.msg === 'node watcher started'),
+      { labelNamespace: POD_IDENTITY_NS, prices: { mode: 'static', regionFrom: 'nodes (not named yet)' } },
+      'its start-up line: the region is to come from the nodes',
+    );
+    const text = await podIdentityMetrics();
+    t.ok(
+      counter(text, 'veneer_nodewatcher_prices_known', { kind: 'on_demand', source: 'static' }) > 0,
+      "on-demand from Karpenter's static table",
+    );
+    t.equal(counter(text, 'veneer_nodewatcher_prices_known', { kind: 'spot' }), 0, 'no spot prices');
+    t.equal(counter(text, 'veneer_nodewatcher_price_refreshes_total', {}), 0, 'no reading of AWS');
+    t.equal(agent.served + agent.refused, 0, 'no credentials asked for');
+  },
 );
 
 const cli = join(import.meta.dirname, '..', '..', '..', 'src', 'cli.ts');
@@ -68,6 +164,9 @@ const overrides = (f: FleetRequest | undefined) =>
     .flatMap((c) => c.overrides)
     .map((o) => `${o.instanceType}@${o.priority ?? '-'}`)
     .sort();
+
+/** The nodes of the two flips from spot: the RI overlay's and the -90% family overlay's. */
+const flips = { ri: '', family: '' };
 
 /** Launches one pod (pinned to m5.xlarge unless told otherwise); returns its node once Karpenter registered it, with its NodeClaim. */
 async function launch(name: string, pod: Omit<PendingPod, 'name'> = { instanceType: 'm5.xlarge' }) {
@@ -115,7 +214,50 @@ t.test('without the Reserved Instance overlay: spot, price-capacity-optimized, n
     'one override per zone, each at Priority = its spot price (Karpenter sets priorities from prices with or without an overlay; the strategy then ignores them)',
   );
   t.comment(`pod to registered node: ${ms} ms`);
+  t.equal(labels['topology.kubernetes.io/region'], REGION, 'the node names the region');
 });
+
+t.test(
+  "the Pod Identity watcher, once that node named the region: AWS's prices for it, with the agent's credentials",
+  async (t) => {
+    const t0 = Date.now();
+    await until(
+      'the Pod Identity watcher read AWS',
+      async () => {
+        const text = await podIdentityMetrics();
+        return (
+          counter(text, 'veneer_nodewatcher_prices_known', { kind: 'on_demand', source: 'aws' }) > 0 &&
+          counter(text, 'veneer_nodewatcher_price_refreshes_total', { kind: 'spot', result: 'ok' }) > 0
+        );
+      },
+      30_000,
+    );
+    t.comment(`prices from AWS ${Date.now() - t0} ms after the node registered`);
+    t.match(
+      podIdentityLog().find((l) => l.msg === "prices: the region, from the nodes' topology.kubernetes.io/region"),
+      { region: REGION, regionFrom: 'nodes', mode: 'aws' },
+      'the log says the nodes named it, and that prices are read from AWS',
+    );
+    const text = await podIdentityMetrics();
+    for (const kind of ['on_demand', 'spot', 'offerings'])
+      t.equal(
+        counter(text, 'veneer_nodewatcher_price_refreshes_total', { kind, result: 'error' }),
+        0,
+        `no ${kind} reading failed`,
+      );
+    t.equal(
+      counter(text, 'veneer_nodewatcher_prices_known', { kind: 'on_demand', source: 'aws' }),
+      staticOnDemandPrices(REGION).size,
+      "on-demand prices from the Price List (Karpenter's own table)",
+    );
+    t.ok(agent.served > 0 && agent.refused === 0, `credentials from the Pod Identity agent (${agent.served} requests)`);
+    t.ok(
+      priceList.requests.length > 0 &&
+        priceList.requests.every((r) => r.Filters?.some((f) => f.Field === 'regionCode' && f.Value === REGION)),
+      `the Price List asked for ${REGION} (${priceList.requests.length} pages)`,
+    );
+  },
+);
 
 t.test(
   'with it: on-demand, prioritized at Priority 0, recorded at CREATE with the overlay Karpenter applied',
@@ -131,15 +273,11 @@ t.test(
       },
       30_000,
     );
-    await until(
-      'the watcher counts it',
-      async () =>
-        /^veneer_nodewatcher_overlays\{state="counted"\} 1$/m.test(await env.watcher.metrics.registry.metrics()),
-      20_000,
-    );
+    await bothCount(1);
     // Creation timestamps have whole seconds: the launch comes in a later second than the validation.
     await sleep(1100);
     const { node, claim, ms } = await launch('with-overlay');
+    flips.ri = node.metadata?.name ?? '';
     const labels = node.metadata?.labels ?? {};
     t.equal(labels['karpenter.sh/capacity-type'], 'on-demand', 'launched on-demand');
     t.equal(labels['node.kubernetes.io/instance-type'], 'm5.xlarge');
@@ -277,27 +415,13 @@ async function addOverlay(o: { metadata: { name: string } }, counted: number) {
     },
     30_000,
   );
-  await until(
-    `the watcher counts ${counted}`,
-    async () =>
-      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(
-        await env.watcher.metrics.registry.metrics(),
-      ),
-    20_000,
-  );
+  await bothCount(counted);
   await sleep(1100);
 }
 
 async function removeOverlay(name: string, counted: number) {
   await custom.deleteClusterCustomObject({ ...OVERLAY_API, name });
-  await until(
-    `the watcher counts ${counted}`,
-    async () =>
-      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${counted}$`, 'm').test(
-        await env.watcher.metrics.registry.metrics(),
-      ),
-    20_000,
-  );
+  await bothCount(counted);
   // Karpenter's store drops it on its next reconcile of the overlays.
   await sleep(2000);
 }
@@ -324,6 +448,7 @@ t.test('a -90% on-demand overlay on a family flips an unpinned launch from spot:
   };
   await addOverlay(cut, 1);
   const { node } = await launch('family-with-overlay', pod);
+  flips.family = node.metadata?.name ?? '';
   const labels = node.metadata?.labels ?? {};
   t.equal(labels['karpenter.sh/capacity-type'], 'on-demand', 'with it: on-demand');
   t.equal(labels['karpenter.k8s.aws/instance-family'], 'c6i');
@@ -376,6 +501,66 @@ t.test('an overlay on the type that was cheapest anyway: none', async (t) => {
   t.match(effectOf(node), { verdict: 'none', without: { instanceTypes: [cheapest] } });
   await removeOverlay(ri.metadata.name, 0);
 });
+
+t.test(
+  'with credentials and no region (EKS Pod Identity), every record the same as with the region in the environment (IRSA)',
+  async (t) => {
+    const withRegion = recordKeys('veneer.io');
+    const noRegion = recordKeys(POD_IDENTITY_NS);
+    const labelsOf = (labels: Record<string, string>, keys: typeof withRegion) => ({
+      influenced: labels[keys.influenced],
+      matchingOverlay: labels[keys.matchingOverlay],
+      ...Object.fromEntries(Object.entries(keys.copied).map(([k, key]) => [k, labels[key]])),
+      effect: labels[keys.effect],
+    });
+    // All but when it was written (labeledAt), the label keys (their prefix) and the prices' source and age.
+    const decisionOf = (story: DecisionStory | undefined) => {
+      if (story === undefined) return undefined;
+      const { labeledAt: _at, labels: _keys, effect, ...rest } = story;
+      const { prices: _prices, ...replay } = effect ?? {};
+      return { ...rest, effect: replay };
+    };
+    const verdicts: string[] = [];
+    const nodes = (await core.listNode()).items;
+    for (const node of nodes) {
+      const name = node.metadata?.name ?? '';
+      const labels = node.metadata?.labels ?? {};
+      const annotations = node.metadata?.annotations ?? {};
+      const first = readStory(annotations[withRegion.decisionAnnotation]);
+      const second = readStory(annotations[noRegion.decisionAnnotation]);
+      if (first === undefined) {
+        t.equal(second, undefined, `${name} (${labels['karpenter.sh/capacity-type']}): no record by either`);
+        continue;
+      }
+      t.same(labelsOf(labels, noRegion), labelsOf(labels, withRegion), `${name}: the same labels`);
+      t.same(decisionOf(second), decisionOf(first), `${name}: the same decision and effect (${first.effect?.verdict})`);
+      t.match(
+        second,
+        { decidedBy: 'webhook', effect: { prices: { source: 'aws' } } },
+        `${name}: by its webhook, with AWS's prices`,
+      );
+      t.match(
+        first,
+        { decidedBy: 'webhook', effect: { prices: { source: 'static+ec2-spot' } } },
+        `${name}: the first watcher's by its webhook, with the static table and EC2's spot prices`,
+      );
+      verdicts.push(first.effect?.verdict ?? '-');
+    }
+    const effectOn = (name: string) =>
+      nodes.find((n) => n.metadata?.name === name)?.metadata?.labels?.[noRegion.effect];
+    t.same(
+      [effectOn(flips.ri), effectOn(flips.family)],
+      ['capacity-type', 'capacity-type'],
+      'the RI flip and the -90% flip: capacity-type without the region too (not unknown, no-spot-prices)',
+    );
+    t.equal(
+      counter(await podIdentityMetrics(), 'veneer_nodewatcher_effect_unknown_total', {}),
+      0,
+      'no effect unknown to the Pod Identity watcher',
+    );
+    t.comment(`compared ${verdicts.length} records: ${verdicts.sort().join(', ')}`);
+  },
+);
 
 t.test(
   "the PromQL of the README and docs/effect.md, evaluated by Prometheus' engine (promtool) on the watcher's own metrics",
