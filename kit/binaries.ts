@@ -18,6 +18,8 @@ const BINARIES = {
   /** cert-manager's CRDs, from the module version its controllers were built from. */
   certManagerCrds: 'VENEER_CERT_MANAGER_CRDS',
   promtool: 'VENEER_PROMTOOL',
+  /** Lints the GitHub Actions workflows (.github/workflows/release.yml): test/release.test.ts. */
+  actionlint: 'VENEER_ACTIONLINT',
   /** test/aws-instance-keys: the label keys karpenter-provider-aws's own code defines. */
   awsInstanceKeys: 'VENEER_AWS_INSTANCE_KEYS',
   /** test/karpenter-oracle built on sigs.k8s.io/karpenter v1.14.3: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
