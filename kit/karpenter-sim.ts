@@ -8,6 +8,8 @@ export const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy
 export class KarpenterSim {
   readonly core: k8s.CoreV1Api;
   readonly custom: k8s.CustomObjectsApi;
+  /** Each NodeClaim's uid, for the Node's ownerReference: kube-controller-manager's garbage collector deletes a Node whose owner's uid is not its NodeClaim's. */
+  private readonly claimUids = new Map<string, string>();
 
   constructor(kc: k8s.KubeConfig) {
     this.core = kc.makeApiClient(k8s.CoreV1Api);
@@ -16,7 +18,7 @@ export class KarpenterSim {
 
   async createNodeClaim(shape: NodeShape & { claimName: string }): Promise<void> {
     const claim = nodeClaimFor(shape);
-    await this.custom.createClusterCustomObject({
+    const created = (await this.custom.createClusterCustomObject({
       group: 'karpenter.sh',
       version: 'v1',
       plural: 'nodeclaims',
@@ -29,7 +31,8 @@ export class KarpenterSim {
           ],
         },
       },
-    });
+    })) as { metadata: { uid: string } };
+    this.claimUids.set(shape.claimName, created.metadata.uid);
     await this.custom.patchClusterCustomObjectStatus(
       {
         group: 'karpenter.sh',
@@ -50,6 +53,7 @@ export class KarpenterSim {
   /** Karpenter's registration: every NodeClaim label, the ownerReference, registered=true. */
   async register(shape: NodeShape & { claimName?: string }): Promise<k8s.V1Node> {
     const full = karpenterNode({ ...shape, stage: 'registered' });
+    const uid = shape.claimName ? await this.claimUid(shape.claimName) : undefined;
     return this.core.patchNode(
       {
         name: shape.name,
@@ -63,7 +67,7 @@ export class KarpenterSim {
                       apiVersion: 'karpenter.sh/v1',
                       kind: 'NodeClaim',
                       name: shape.claimName,
-                      uid: '00000000-0000-0000-0000-000000000001',
+                      uid,
                       blockOwnerDeletion: true,
                     },
                   ],
@@ -74,6 +78,19 @@ export class KarpenterSim {
       },
       mergePatch,
     );
+  }
+
+  private async claimUid(name: string): Promise<string> {
+    const known = this.claimUids.get(name);
+    if (known) return known;
+    const claim = (await this.custom.getClusterCustomObject({
+      group: 'karpenter.sh',
+      version: 'v1',
+      plural: 'nodeclaims',
+      name,
+    })) as { metadata: { uid: string } };
+    this.claimUids.set(name, claim.metadata.uid);
+    return claim.metadata.uid;
   }
 
   /**
