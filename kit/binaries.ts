@@ -13,6 +13,10 @@ const BINARIES = {
   /** kube-scheduler of the same release: it marks pending pods Unschedulable, which Karpenter provisions for. */
   kubeScheduler: 'VENEER_KUBE_SCHEDULER',
   etcd: 'VENEER_ETCD',
+  /** The real node (kit/node/): a kubelet and kube-controller-manager of the apiserver's release, and the sandbox's pause. */
+  kubelet: 'VENEER_KUBELET',
+  kubeControllerManager: 'VENEER_KUBE_CONTROLLER_MANAGER',
+  pause: 'VENEER_PAUSE',
   helm: 'VENEER_HELM',
   certManager: 'VENEER_CERT_MANAGER',
   /** cert-manager's CRDs, from the module version its controllers were built from. */

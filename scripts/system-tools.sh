@@ -10,7 +10,11 @@ set -euo pipefail
 GO_MIN=1.26.7
 GO_HOW="Go >= $GO_MIN from https://go.dev/dl/"
 # tool:Debian package. Go is apart: Debian's golang-go is older than the builds need.
-TOOLS=(openssl:openssl setpriv:util-linux unshare:util-linux ip:iproute2)
+# The real node (kit/node/) runs Debian's containerd and runc with the CNI plugins, and assembles
+# its images with umoci and skopeo; actionlint runs shellcheck on the workflows' scripts.
+TOOLS=(openssl:openssl setpriv:util-linux unshare:util-linux ip:iproute2 iptables:iptables
+  containerd:containerd ctr:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins
+  /usr/lib/cni/host-local:containernetworking-plugins umoci:umoci skopeo:skopeo shellcheck:shellcheck)
 
 if [ "${1:-}" = "--go" ]; then
   have="$(go env GOVERSION 2>/dev/null | sed 's/^go//')" || true
@@ -26,7 +30,7 @@ packages=()
 for entry in "${TOOLS[@]}"; do
   tool="${entry%%:*}"
   package="${entry#*:}"
-  command -v "$tool" >/dev/null 2>&1 && continue
+  if [[ "$tool" == /* ]]; then [ -x "$tool" ] && continue; else command -v "$tool" >/dev/null 2>&1 && continue; fi
   missing+=("$tool")
   [[ " ${packages[*]} " == *" $package "* ]] || packages+=("$package")
 done

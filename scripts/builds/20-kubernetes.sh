@@ -6,6 +6,11 @@
 K8S_VERSION="${VENEER_K8S_VERSION:-v1.35.4}"
 program kube-apiserver "$CACHE_ROOT/kubernetes-$K8S_VERSION/kube-apiserver" VENEER_KUBE_APISERVER "build_kubernetes_command kube-apiserver"
 program kube-scheduler "$CACHE_ROOT/kubernetes-$K8S_VERSION/kube-scheduler" VENEER_KUBE_SCHEDULER "build_kubernetes_command kube-scheduler"
+# The real node (kit/node/): a kubelet running the chart's pods, and kube-controller-manager for
+# what a Deployment needs (ReplicaSets, EndpointSlices, ServiceAccount tokens, the node's
+# not-ready taint lifted).
+program kubelet "$CACHE_ROOT/kubernetes-$K8S_VERSION/kubelet" VENEER_KUBELET "build_kubernetes_command kubelet"
+program kube-controller-manager "$CACHE_ROOT/kubernetes-$K8S_VERSION/kube-controller-manager" VENEER_KUBE_CONTROLLER_MANAGER "build_kubernetes_command kube-controller-manager"
 
 # One command of k8s.io/kubernetes (cmd/<name>), with the version ldflags the release build sets
 # (a wrong version string breaks the apiserver's start-up).

@@ -1,0 +1,3 @@
+module veneer.local/pause
+
+go 1.26
