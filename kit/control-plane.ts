@@ -32,6 +32,13 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** More kube-apiserver flags (for example a short --etcd-compaction-interval). */
   extraApiServerArgs?: string[];
+  /**
+   * Serve a real node (kit/node/) at this address of the test's network namespace: the apiserver
+   * listens there too (pods reach it through the `kubernetes` Service, which the node's DNAT
+   * stands in for kube-proxy for), authorizes the kubelet as a node, mounts ServiceAccount tokens
+   * into pods, reaches the kubelet (logs, exec) at its InternalIP and a Service at its endpoints.
+   */
+  nodeAddress?: string;
 }
 
 export interface AuditEvent {
@@ -42,6 +49,27 @@ export interface AuditEvent {
   stage: string;
   /** RFC 3339 with microseconds. */
   stageTimestamp?: string;
+}
+
+// Without a node nothing creates ServiceAccounts (no kube-controller-manager), so the admission
+// plugin that would refuse pods without one is off.
+const loopbackArgs = [
+  '--bind-address=127.0.0.1',
+  '--advertise-address=127.0.0.1',
+  '--authorization-mode=RBAC',
+  '--disable-admission-plugins=ServiceAccount',
+];
+
+function nodeServingArgs(address: string): string[] {
+  return [
+    '--bind-address=0.0.0.0',
+    `--advertise-address=${address}`,
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
+    '--enable-aggregator-routing=true',
+    // The node's name resolves nowhere in the namespace: reach the kubelet at its address.
+    '--kubelet-preferred-address-types=InternalIP',
+  ];
 }
 
 const live = new Set<ControlPlane>();
@@ -136,7 +164,7 @@ export class ControlPlane {
       commonName: 'kube-apiserver',
       usage: 'server',
       dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
-      ipAddresses: ['127.0.0.1', '10.0.0.1'],
+      ipAddresses: ['127.0.0.1', '10.0.0.1', ...(opts.nodeAddress ? [opts.nodeAddress] : [])],
     });
     const saKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const saKeyPath = join(pki, 'sa.key');
@@ -188,8 +216,7 @@ export class ControlPlane {
       bins.apiserver,
       [
         `--etcd-servers=http://127.0.0.1:${etcdClient}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
+        ...(opts.nodeAddress ? nodeServingArgs(opts.nodeAddress) : loopbackArgs),
         // The default reconciler publishes the advertise address as the `kubernetes` Service's
         // endpoint, which 1.37 refuses for a loopback address; nothing here uses that Service.
         '--endpoint-reconciler-type=none',
@@ -199,13 +226,11 @@ export class ControlPlane {
         `--tls-private-key-file=${serving.keyPath}`,
         `--token-auth-file=${tokenFile}`,
         `--client-ca-file=${ca.certPath}`,
-        '--authorization-mode=RBAC',
         `--service-account-issuer=https://127.0.0.1:${securePort}`,
         `--service-account-key-file=${saPubPath}`,
         `--service-account-signing-key-file=${saKeyPath}`,
         '--service-cluster-ip-range=10.0.0.0/24',
         '--allow-privileged=true',
-        '--disable-admission-plugins=ServiceAccount',
         ...auditArgs,
         ...(opts.extraApiServerArgs ?? []),
       ],
