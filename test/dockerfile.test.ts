@@ -1,90 +1,33 @@
-// No Docker engine here: this runs the Dockerfile's own steps (COPY, RUN, WORKDIR, per stage)
-// in clean temporary directories and starts the runtime stage's entrypoint, so a broken
-// Dockerfile fails CI. The base images are the one part that cannot run here: the build
-// stage's commands run with this machine's npm, and the runtime stage's node is Node 24 from
-// the npm package `node`, standing in for distroless's /nodejs/bin/node.
+// No Docker engine here: this runs the Dockerfile's own steps (COPY, RUN, WORKDIR, per stage,
+// kit/dockerfile.ts) in clean temporary directories and starts the runtime stage's entrypoint, so
+// a broken Dockerfile fails CI. The base images are the one part that cannot run here: the build
+// stage's commands run with this machine's npm, and the runtime stage's node is Node 24 from the
+// npm package `node`, standing in for distroless's /nodejs/bin/node. The OCI image the real node
+// runs (kit/node/image.ts, test/node.test.ts) is assembled from the same replay: checked here to
+// be the image this Dockerfile describes.
 import { execSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { freePort } from '../kit/control-plane.ts';
+import { CLEAN_ENV, inStage, replay } from '../kit/dockerfile.ts';
+import { configOf, watcherImage } from '../kit/node/image.ts';
 import { scrape } from '../kit/scrape.ts';
 import { makeWebhookCerts } from '../kit/watcher-env.ts';
 
-const root = join(import.meta.dirname, '..');
-const lines = readFileSync(join(root, 'Dockerfile'), 'utf8')
-  .split('\n')
-  .map((l) => l.trim())
-  .filter((l) => l && !l.startsWith('#'));
 const work = mkdtempSync(join(tmpdir(), 'vnw-docker-'));
 t.teardown(() => execSync(`rm -rf ${work}`));
-
-interface Stage {
-  name: string;
-  dir: string;
-  workdir: string;
-  user?: string;
-  entrypoint?: string[];
-  cmd?: string[];
-}
-const stages: Stage[] = [];
-// As in a container: none of the test runner's loaders, coverage or npm settings. tap
-// re-injects its variables into every child it sees spawned, so the shell drops them itself.
-const CLEAN =
-  'for v in $(compgen -e | grep -E "^(npm_|NODE_OPTIONS|NODE_V8_COVERAGE|_TAPJS|TAP)"); do unset "$v"; done; export PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin;';
-const at = (s: Stage, p: string) => join(s.dir, p.startsWith('/') ? p : join(s.workdir, p));
-
-for (const line of lines) {
-  const [instruction = '', ...rest] = line.split(/\s+/);
-  const args = rest.join(' ');
-  const stage = stages.at(-1);
-  switch (instruction.toUpperCase()) {
-    case 'FROM': {
-      const name = /\bAS\s+(\S+)/i.exec(args)?.[1] ?? `stage${stages.length}`;
-      stages.push({ name, dir: join(work, name), workdir: '/' });
-      mkdirSync(join(work, name), { recursive: true });
-      break;
-    }
-    case 'WORKDIR':
-      stage!.workdir = args;
-      mkdirSync(at(stage!, '.'), { recursive: true });
-      break;
-    case 'COPY': {
-      const parts = rest.filter((p) => !p.startsWith('--'));
-      const from = /--from=(\S+)/.exec(args)?.[1];
-      const dest = parts.pop()!;
-      for (const src of parts) {
-        const source = from ? at(stages.find((s) => s.name === from)!, src) : join(root, src);
-        const target =
-          dest.endsWith('/') || parts.length > 1 ? join(at(stage!, dest), src.split('/').pop()!) : at(stage!, dest);
-        cpSync(source, target, { recursive: true });
-      }
-      break;
-    }
-    case 'RUN':
-      execSync(`${CLEAN} ${args}`, { cwd: at(stage!, '.'), stdio: 'pipe', shell: '/bin/bash', timeout: 240_000 });
-      break;
-    case 'USER':
-      stage!.user = args;
-      break;
-    case 'ENTRYPOINT':
-      stage!.entrypoint = JSON.parse(args) as string[];
-      break;
-    case 'CMD':
-      stage!.cmd = JSON.parse(args) as string[];
-      break;
-  }
-}
+const stages = replay(work);
 const runtime = stages.at(-1)!;
 
 t.test('the runtime stage: production dependencies only, non-root, exec-form entrypoint', async (t) => {
   t.equal(stages.length, 2, 'multi-stage');
-  t.ok(existsSync(at(runtime, 'dist/cli.js')), 'the build output');
-  t.ok(existsSync(at(runtime, 'node_modules/@kubernetes/client-node')), 'runtime dependencies');
+  t.ok(existsSync(inStage(runtime, 'dist/cli.js')), 'the build output');
+  t.ok(existsSync(inStage(runtime, 'node_modules/@kubernetes/client-node')), 'runtime dependencies');
   for (const dev of ['typescript', 'tap', 'node', 'fast-check'])
-    t.notOk(existsSync(at(runtime, `node_modules/${dev}`)), `no ${dev}`);
+    t.notOk(existsSync(inStage(runtime, `node_modules/${dev}`)), `no ${dev}`);
   t.match(runtime.user, /^65532/);
   t.same(
     runtime.entrypoint,
@@ -124,8 +67,8 @@ t.test("the image's entrypoint starts, serves health, and exits cleanly on SIGTE
   );
   const child = spawn(
     'bash',
-    ['-c', `${CLEAN} export KUBECONFIG='${kubeconfig}'; exec ${argv.map((a) => `'${a}'`).join(' ')}`],
-    { cwd: at(runtime, '.'), stdio: ['ignore', 'pipe', 'pipe'] },
+    ['-c', `${CLEAN_ENV} export KUBECONFIG='${kubeconfig}'; exec ${argv.map((a) => `'${a}'`).join(' ')}`],
+    { cwd: inStage(runtime, '.'), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
   child.stdout.on('data', (c) => (out += c));
@@ -148,3 +91,61 @@ t.test("the image's entrypoint starts, serves health, and exits cleanly on SIGTE
   child.kill('SIGTERM');
   t.equal(await exited, 0);
 });
+
+t.test('the OCI image the real node runs is the image this Dockerfile describes', async (t) => {
+  const image = watcherImage();
+  const config = configOf(image.tar);
+  t.same(
+    config,
+    {
+      user: runtime.user,
+      workdir: runtime.workdir,
+      entrypoint: runtime.entrypoint,
+      cmd: runtime.cmd,
+      exposed: [...runtime.exposed].sort(),
+    },
+    "USER, WORKDIR, ENTRYPOINT, CMD and EXPOSE are the Dockerfile's runtime stage's",
+  );
+  const files = new Set(imageFiles(image.tar));
+  for (const path of [
+    'nodejs/bin/node',
+    'app/package.json',
+    'app/dist/cli.js',
+    'app/node_modules/fastify/package.json',
+  ])
+    t.ok(files.has(path), `the image holds /${path}`);
+  for (const dev of ['typescript', 'tap', 'node', '@biomejs/biome'])
+    t.notOk(files.has(`app/node_modules/${dev}/package.json`), `no ${dev}`);
+  t.notOk(
+    [...files].some((f) => f.startsWith('app/src/')),
+    'no TypeScript source: the runtime stage copies only the build',
+  );
+  t.same(
+    [...files].filter((f) => f.startsWith('app/dist/')).sort(),
+    execSync('find dist -type f', { cwd: inStage(runtime, '.'), encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((f) => `app/${f}`)
+      .sort(),
+    "the build output, file for file, is the replayed runtime stage's",
+  );
+});
+
+/** Every regular file of the image's layers (a docker-archive holds each layer as a tar). */
+function imageFiles(tar: string): string[] {
+  const manifest = JSON.parse(execSync(`tar -xOf ${tar} manifest.json`, { encoding: 'utf8' })) as {
+    Layers: string[];
+  }[];
+  return manifest[0]!.Layers.flatMap((layer) =>
+    execSync(`tar -xOf ${tar} ${layer} | tar -tvf -`, { encoding: 'utf8', maxBuffer: 1 << 26 })
+      .split('\n')
+      .filter((l) => l.startsWith('-'))
+      .map((l) =>
+        l
+          .split(/\s+/)
+          .slice(5)
+          .join(' ')
+          .replace(/^\.?\//, ''),
+      ),
+  );
+}
