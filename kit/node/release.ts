@@ -1,0 +1,114 @@
+// The project's chart installed with the real helm on the real node, as a user installs it: the
+// image assembled here (pulled from nowhere: `imagePullPolicy: Never`), the pods pinned to the
+// kit's node (the simulated nodes the tests create are Nodes too, which the scheduler would
+// otherwise pick).
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { binary } from '../binaries.ts';
+import type { ControlPlane } from '../control-plane.ts';
+import { REPO_ROOT } from '../dockerfile.ts';
+import type { Image } from './image.ts';
+import { NODE_NAME } from './node.ts';
+
+export const CHART = join(REPO_ROOT, 'charts', 'veneer-node-watcher');
+const run = promisify(execFile);
+
+export interface ReleaseOptions {
+  name?: string;
+  namespace?: string;
+}
+
+export class ChartRelease {
+  readonly name: string;
+  readonly namespace: string;
+  private readonly cp: ControlPlane;
+  private readonly image: Image;
+  private readonly apps: k8s.AppsV1Api;
+  private readonly core: k8s.CoreV1Api;
+
+  constructor(cp: ControlPlane, image: Image, opts: ReleaseOptions = {}) {
+    this.cp = cp;
+    this.image = image;
+    this.name = opts.name ?? 'veneer-node-watcher';
+    this.namespace = opts.namespace ?? 'veneer-system';
+    this.apps = cp.adminKubeConfig().makeApiClient(k8s.AppsV1Api);
+    this.core = cp.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
+  }
+
+  /** helm as admin; rejects with helm's own words. */
+  async helm(args: string[]): Promise<string> {
+    const home = join(this.cp.dir, 'helm');
+    const { stdout } = await run(binary('helm'), args, {
+      env: {
+        ...process.env,
+        KUBECONFIG: this.cp.writeKubeConfig(),
+        HELM_CACHE_HOME: home,
+        HELM_CONFIG_HOME: home,
+        HELM_DATA_HOME: home,
+      },
+      maxBuffer: 1 << 24,
+    }).catch((err: { stderr?: string; message: string }) => {
+      throw new Error(`helm ${args[0]}: ${err.stderr?.trim() || err.message}`);
+    });
+    return stdout;
+  }
+
+  /** `helm install --wait`: every replica Ready, or helm says why not. */
+  install(sets: string[] = []): Promise<string> {
+    return this.helm(['install', this.name, CHART, '-n', this.namespace, '--create-namespace', ...this.flags(sets)]);
+  }
+
+  /** `helm upgrade --wait` with the same values and `sets` on top. */
+  upgrade(sets: string[] = []): Promise<string> {
+    return this.helm(['upgrade', this.name, CHART, '-n', this.namespace, '--reuse-values', ...this.flags(sets)]);
+  }
+
+  uninstall(): Promise<string> {
+    return this.helm(['uninstall', this.name, '-n', this.namespace, '--wait', '--timeout', '2m']);
+  }
+
+  private flags(sets: string[]): string[] {
+    const [repository, tag] = this.image.ref.split(/:(?=[^:]+$)/);
+    return [
+      '--wait',
+      '--timeout',
+      '3m',
+      '--set',
+      'nodeWatcher.enabled=true',
+      '--set',
+      `image.repository=${repository}`,
+      '--set',
+      `image.tag=${tag}`,
+      '--set',
+      'image.pullPolicy=Never',
+      '--set',
+      `nodeSelector.kubernetes\\.io/hostname=${NODE_NAME}`,
+      ...sets.flatMap((s) => ['--set', s]),
+    ];
+  }
+
+  /** The release's pods, running or not. */
+  async pods(): Promise<k8s.V1Pod[]> {
+    const list = await this.core.listNamespacedPod({
+      namespace: this.namespace,
+      labelSelector: `app.kubernetes.io/instance=${this.name}`,
+    });
+    return list.items;
+  }
+
+  async deployment(): Promise<k8s.V1Deployment> {
+    return this.apps.readNamespacedDeployment({ name: this.name, namespace: this.namespace });
+  }
+
+  /** Who holds the leader Lease (the pod's name and a suffix), if anyone. */
+  async leader(): Promise<string | undefined> {
+    const lease = await this.cp
+      .adminKubeConfig()
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: this.name, namespace: this.namespace })
+      .catch(() => undefined);
+    return lease?.spec?.holderIdentity || undefined;
+  }
+}
