@@ -1,4 +1,4 @@
-// `npm run demo [-- --keep] [-- --karpenter | --aws]`: the whole flow on a local control plane. Builds
+// `npm run demo [-- --keep] [-- --karpenter | --aws | --node]`: the whole flow on a local control plane. Builds
 // kube-apiserver and etcd if needed, starts them, installs the Karpenter CRDs, runs the watcher
 // (webhooks and reconciler) under its own least-privilege identity with development certificates,
 // creates Veneer's overlays, launches nodes the way Karpenter does, and shows what was recorded.
@@ -12,6 +12,8 @@
 // Everything that speaks an AWS API must run in a network namespace with only loopback, so this
 // process re-runs the body (scripts/demo-aws.ts) in one (kit/netns.ts). No --keep with --aws:
 // nothing outside that namespace could reach the cluster.
+// --node: the chart installed with the real helm on a real node (kit/node/: kubelet, containerd, the
+// image the Dockerfile describes), in a namespace of its own too (scripts/demo-node.ts).
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +50,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
 const withKarpenter = process.argv.includes('--karpenter');
 const withAws = process.argv.includes('--aws');
+const withNode = process.argv.includes('--node');
 const t0 = Date.now();
 const step = (msg: string) => console.log(`[demo +${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -59,38 +62,37 @@ const waitFor = async (what: string, cond: () => Promise<boolean> | boolean, ms 
 if (process.argv.includes('--help')) {
   console.log(
     [
-      'npm run demo [-- --keep] [-- --karpenter | --aws]',
+      'npm run demo [-- --keep] [-- --karpenter | --aws | --node]',
       '  (none)       the flow on a local control plane, nodes launched as Karpenter does (a simulation)',
       '  --karpenter  real Karpenter (KWOK provider) and kube-scheduler launch the nodes for pending pods',
       '  --aws        real Karpenter with its AWS provider launches them in a local EC2 (moto), inside a',
       '               network namespace with only loopback; shows the spot/on-demand flip the RI overlay makes',
+      '  --node       the chart installed with helm on a real node (kubelet, containerd) from the image the',
+      '               Dockerfile describes; the pods record the nodes launched, then `report` runs in a pod',
       '  --keep       keep the cluster and the watcher running afterwards (not with --aws: nothing outside',
       '               its namespace could reach it)',
     ].join('\n'),
   );
   process.exit(0);
 }
-if (withAws) {
+/**
+ * Builds `programs` if needed, then re-runs `script` (the demo's body) in a network namespace of its
+ * own, and exits with its code: AWS APIs must not be reachable (--aws), the node needs addresses
+ * of its own (--node).
+ */
+async function inOwnNamespace(script: string, programs: string[], what: string, why: string): Promise<never> {
   if (keep) {
     console.error(
-      '[demo] --keep is not supported with --aws: the cluster lives in a network namespace with only loopback, which nothing outside it can reach',
+      `[demo] --keep is not supported with ${what}: the cluster lives in a network namespace of its own, which nothing outside it can reach`,
     );
     process.exit(2);
   }
-  step(
-    'local control plane: building kube-apiserver, etcd, kube-scheduler, Karpenter v1.14.3 (AWS provider) and the local EC2 (moto) if not cached (the first build takes a while)',
-  );
-  execFileSync(
-    'bash',
-    [join(root, 'scripts', 'control-plane.sh'), 'etcd', 'kube-apiserver', 'kube-scheduler', 'karpenter-aws', 'moto'],
-    { stdio: 'inherit' },
-  );
-  step(
-    'entering a network namespace with only loopback (AWS and the instance metadata service unreachable by construction)',
-  );
+  step(`local control plane: building ${programs.join(', ')} if not cached (the first build takes a while)`);
+  execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), ...programs], { stdio: 'inherit' });
+  step(`entering a network namespace of its own (${why})`);
   let code: number;
   try {
-    code = await runInOwnNetworkNamespace(join(root, 'scripts', 'demo-aws.ts'), {
+    code = await runInOwnNetworkNamespace(join(root, 'scripts', script), {
       ifRefused: 'throw',
       env: { VENEER_DEMO_T0: String(t0) },
     });
@@ -100,6 +102,20 @@ if (withAws) {
   }
   process.exit(code);
 }
+if (withAws)
+  await inOwnNamespace(
+    'demo-aws.ts',
+    ['etcd', 'kube-apiserver', 'kube-scheduler', 'karpenter-aws', 'moto'],
+    '--aws',
+    'with only loopback: AWS and the instance metadata service unreachable by construction',
+  );
+if (withNode)
+  await inOwnNamespace(
+    'demo-node.ts',
+    ['etcd', 'kube-apiserver', 'kube-scheduler', 'kubelet', 'kube-controller-manager', 'pause', 'helm', 'cert-manager'],
+    '--node',
+    'the node and its pods get addresses there',
+  );
 
 if (withKarpenter) {
   step(
