@@ -569,6 +569,7 @@ t.test(
         'VeneerNodeWatcherCertificateExpiring',
         'VeneerNodeWatcherWebhookBypassed',
         'VeneerNodeWatcherOverlayIdle',
+        'VeneerNodeWatcherKarpenterCRDMissing',
         'VeneerNodeWatcherOverlaysNotCounting',
         'VeneerNodeWatcherNoOverlaySelected',
         'VeneerNodeWatcherProviderInDoubt',
@@ -603,7 +604,7 @@ t.test(
     const dir = mkdtempSync(join(tmpdir(), 'vnw-rules-'));
     writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
     const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
-    t.match(check.stdout, /SUCCESS: 13 rules found/, check.stderr);
+    t.match(check.stdout, /SUCCESS: 14 rules found/, check.stderr);
     const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
     const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
     t.same(
