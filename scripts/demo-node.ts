@@ -2,8 +2,7 @@
 // own (kit/netns.ts): the chart installed with helm on a real node (kit/node/: a kubelet with
 // containerd, from the image the Dockerfile describes, assembled here), cert-manager issuing its
 // certificate, nodes launched as Karpenter launches them, and the records the pods wrote; then
-// `report` run in a pod of the same image, as `kubectl exec` would run it on a cluster.
-import * as k8s from '@kubernetes/client-node';
+// `report` run in the leader pod through the apiserver and the kubelet, as `kubectl exec` runs it.
 import { startCertManager } from '../kit/cert-manager.ts';
 import { ControlPlane } from '../kit/control-plane.ts';
 import { Fleet, until } from '../kit/fleet.ts';
@@ -72,52 +71,16 @@ try {
     ]),
   ]);
 
-  step("`report` in a pod of the same image, under the chart's ServiceAccount (as `kubectl exec ... report` runs it)");
-  console.log(await runInPod(cp, release, ['report']));
+  const leaderPod = pods.find((p) => leader?.startsWith(p.metadata!.name!))!.metadata!.name!;
+  const report = ['/nodejs/bin/node', 'dist/cli.js', 'report'];
+  step(`kubectl exec -n ${release.namespace} ${leaderPod} -- ${report.join(' ')}`);
+  const { stdout, stderr, status } = await release.exec(leaderPod, report);
+  console.log(stdout || stderr);
+  if (status !== 'Success') throw new Error(`report in the pod ended ${status}: ${stderr}`);
   step('helm uninstall');
   await release.uninstall();
   step('done');
 } finally {
   await certManager?.stop();
   await cp.stop();
-}
-
-/** The image's entrypoint with `args`, in a pod confined as the chart confines the watcher; its log. */
-async function runInPod(cp: ControlPlane, release: ChartRelease, args: string[]): Promise<string> {
-  const core = cp.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
-  const deployment = await release.deployment();
-  const podSpec = deployment.spec!.template.spec!;
-  const watcher = podSpec.containers[0]!;
-  const name = 'veneer-report';
-  await core.createNamespacedPod({
-    namespace: release.namespace,
-    body: {
-      metadata: { name },
-      spec: {
-        ...podSpec,
-        restartPolicy: 'Never',
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: 'report',
-            image: watcher.image,
-            imagePullPolicy: 'Never',
-            args,
-            securityContext: watcher.securityContext,
-          },
-        ],
-        volumes: [],
-      },
-    },
-  });
-  await until(
-    'the report pod finished',
-    async () =>
-      ['Succeeded', 'Failed'].includes(
-        (await core.readNamespacedPod({ name, namespace: release.namespace })).status?.phase ?? '',
-      ),
-    60_000,
-  );
-  // The log through the apiserver from the kubelet (client-node cannot parse its text/plain).
-  return (await cp.get(`/api/v1/namespaces/${release.namespace}/pods/${name}/log`)).body;
 }

@@ -68,7 +68,7 @@ if (process.argv.includes('--help')) {
       '  --aws        real Karpenter with its AWS provider launches them in a local EC2 (moto), inside a',
       '               network namespace with only loopback; shows the spot/on-demand flip the RI overlay makes',
       '  --node       the chart installed with helm on a real node (kubelet, containerd) from the image the',
-      '               Dockerfile describes; the pods record the nodes launched, then `report` runs in a pod',
+      '               Dockerfile describes; the pods record the nodes launched, then `report` runs in one (exec)',
       '  --keep       keep the cluster and the watcher running afterwards (not with --aws: nothing outside',
       '               its namespace could reach it)',
     ].join('\n'),

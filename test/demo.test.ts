@@ -183,7 +183,7 @@ t.test(
 
 // The chart on a real node (kit/node/); the demo enters a network namespace of its own for it.
 t.test(
-  '--node: the chart installed on a real node, its pods record the launches, `report` runs in a pod',
+  '--node: the chart installed on a real node, its pods record the launches, `report` runs in one',
   { skip: networkNamespaceRefusal() ?? false },
   async (t) => {
     const { stdout: out } = await demo('--node');
@@ -212,7 +212,15 @@ t.test(
       'm5.xlarge true cost-aware-ri-m5.xlarge-us-west-2 reserved-instance webhook',
       'm5.large true cost-aware-ec2-sp-m5-us-west-2 ec2-instance-savings-plan webhook',
     ]);
-    t.match(out, /^6 on-demand Karpenter nodes: 6 influenced, .*6 of 6 records written inline/m, 'report, in a pod');
+    t.match(
+      out,
+      /\] kubectl exec -n veneer-system veneer-node-watcher-\S+ -- \/nodejs\/bin\/node dist\/cli\.js report$/m,
+    );
+    t.match(
+      out,
+      /^6 on-demand Karpenter nodes: 6 influenced, .*6 of 6 records written inline/m,
+      'report, run in the leader pod through the kubelet',
+    );
     t.match(out, /\] done$/m, 'torn down');
   },
 );

@@ -4,6 +4,7 @@
 // otherwise pick).
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { binary } from '../binaries.ts';
@@ -100,6 +101,29 @@ export class ChartRelease {
 
   async deployment(): Promise<k8s.V1Deployment> {
     return this.apps.readNamespacedDeployment({ name: this.name, namespace: this.namespace });
+  }
+
+  /**
+   * A command in the watcher's container, as `kubectl exec` runs it (the apiserver streams it from
+   * the kubelet); its output and exit status.
+   */
+  async exec(pod: string, command: string[]): Promise<{ stdout: string; stderr: string; status: string }> {
+    const out = { stdout: '', stderr: '' };
+    const sink = (key: 'stdout' | 'stderr') =>
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          out[key] += chunk.toString();
+          done();
+        },
+      });
+    const status = await new Promise<string>((resolve, reject) => {
+      new k8s.Exec(this.cp.adminKubeConfig())
+        .exec(this.namespace, pod, 'watcher', command, sink('stdout'), sink('stderr'), null, false, (s) =>
+          resolve(s.status ?? 'Unknown'),
+        )
+        .catch(reject);
+    });
+    return { ...out, status };
   }
 
   /** Who holds the leader Lease (the pod's name and a suffix), if anyone. */
