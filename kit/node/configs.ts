@@ -1,6 +1,5 @@
 // The configuration files of the real node's parts, all under the node's own directory: containerd
-// (its CRI plugin), the CNI bridge and the kubelet. What each setting works around is in
-// ../shared/notes/real-node.md; the comments here say why in a line.
+// (its CRI plugin), the CNI bridge and the kubelet. The comments say what a setting works around.
 import { join } from 'node:path';
 
 export const POD_SUBNET = '10.88.0.0/16';
@@ -61,6 +60,9 @@ export function cniConfig(dir: string): string {
   });
 }
 
+// cgroup v1 (this machine's) is allowed; the kubelet's own health port and read-only port are off;
+// no resolv.conf of the host is handed to pods; the pod logs and plugins stay in the node's
+// directory (the field is podLogsDir: a wrong name is only logged).
 export function kubeletConfig(dir: string, address: string): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

@@ -2,8 +2,7 @@
 // kubelet of the apiserver's release registered as `kit-node`, and kube-scheduler and kube-controller-manager for
 // what a Deployment needs (ReplicaSets, EndpointSlices, ServiceAccounts, kube-root-ca.crt, the node's
 // not-ready taint lifted). It runs in the test's own network namespace (kit/netns.ts), pods from
-// images assembled here (image.ts), and leaves nothing behind (host.ts). The facts it rests on:
-// ../shared/notes/real-node.md.
+// images assembled here (image.ts), and leaves nothing behind (host.ts).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
