@@ -72,7 +72,14 @@ try {
   ]);
 
   const leaderPod = pods.find((p) => leader?.startsWith(p.metadata!.name!))!.metadata!.name!;
-  const report = ['/nodejs/bin/node', 'dist/cli.js', 'report'];
+  // The pod's settings come from the chart's ConfigMap, not its environment: report reads the same file.
+  const report = [
+    '/nodejs/bin/node',
+    'dist/cli.js',
+    'report',
+    '--config',
+    '/etc/veneer-node-watcher/config/config.yaml',
+  ];
   step(`kubectl exec -n ${release.namespace} ${leaderPod} -- ${report.join(' ')}`);
   const { stdout, stderr, status } = await release.exec(leaderPod, report);
   console.log(stdout || stderr);

@@ -214,7 +214,7 @@ t.test(
     ]);
     t.match(
       out,
-      /\] kubectl exec -n veneer-system veneer-node-watcher-\S+ -- \/nodejs\/bin\/node dist\/cli\.js report$/m,
+      /\] kubectl exec -n veneer-system veneer-node-watcher-\S+ -- \/nodejs\/bin\/node dist\/cli\.js report --config \/etc\/veneer-node-watcher\/config\/config\.yaml$/m,
     );
     t.match(
       out,
