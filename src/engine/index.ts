@@ -96,7 +96,7 @@ export {
   type CountedOverlay,
   type WorldLaunch,
 } from './effect/types.ts';
-export type { PriceBook } from './effect/prices.ts';
+export { onDemandListPrice, type PriceBook } from './effect/prices.ts';
 export type { Labels } from './requirements.ts';
 export { awsNameLabels } from './effect/candidates.ts';
 export {

@@ -1,5 +1,8 @@
 // The list prices a launch was decided with, as the engine reads them: a snapshot the watcher's
 // price sources keep up to date (src/prices), passed in like the caches' views.
+import { labelValue } from '../normalize.ts';
+import type { Labels } from '../requirements.ts';
+import { INSTANCE_TYPE } from './candidates.ts';
 
 export interface PriceBook {
   /** Where the prices come from (`aws`, `static`, `kwok`), for the record. */
@@ -19,4 +22,13 @@ export interface PriceBook {
    * does not say: it is then taken to be offered wherever the NodeClass launches.
    */
   offeredZones?(instanceType: string): ReadonlySet<string> | undefined;
+}
+
+/**
+ * A node's on-demand list price an hour, as the launch replay reads it: its instance type (the
+ * label Karpenter compares, or its deprecated alias) in the book; undefined when not known.
+ */
+export function onDemandListPrice(labels: Labels, prices: PriceBook | undefined): number | undefined {
+  const instanceType = labelValue(labels, INSTANCE_TYPE);
+  return instanceType === undefined ? undefined : prices?.onDemand(instanceType);
 }
