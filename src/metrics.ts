@@ -1,6 +1,6 @@
 // Every metric the watcher exports, on one registry per process (and per test).
 // Label values are bounded sets: never a node name; overlay names only in overlay_nodes_current,
-// capped by metrics.maxOverlaySeries; providers by name (aws, kwok) or `unknown`, never a group.
+// overlay_dollars_per_hour and launches_total, each capped by metrics.maxOverlaySeries; providers by name (aws, kwok) or `unknown`, never a group.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RecordTally } from './engine/index.ts';
 
@@ -13,6 +13,8 @@ export interface ScrapeHooks {
   watchAges?: () => void;
   nodeCounts?: () => void;
   overlayNodes?: () => void;
+  overlayDollars?: () => void;
+  launches?: () => void;
   overlayStates?: () => void;
   overlaysSeen?: () => void;
   providers?: () => void;
@@ -81,6 +83,20 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['overlay', 'capacity_type'] as const,
       registers: r,
       collect: () => atScrape.overlayNodes?.(),
+    }),
+    overlayDollars: new Gauge({
+      name: `${PREFIX}overlay_dollars_per_hour`,
+      help: 'On-demand list price in USD an hour of the nodes in the cluster now whose record names the overlay, by overlay and the effect the record carries (capacity-type, instance-type, none, unknown); a node whose price is not known adds nothing. Past metrics.maxOverlaySeries series the smallest are summed under overlay="other",effect="other" (computed from the node cache and the prices held, at scrape time).',
+      labelNames: ['overlay', 'effect'] as const,
+      registers: r,
+      collect: () => atScrape.overlayDollars?.(),
+    }),
+    launches: new Counter({
+      name: `${PREFIX}launches_total`,
+      help: 'Records naming an overlay, counted once by the leader when its watch first shows them written, by overlay and effect (capacity-type, instance-type, none, unknown). Every active overlay has a series from 0. Past metrics.maxOverlaySeries series, new ones are counted under overlay="other",effect="other".',
+      labelNames: ['overlay', 'effect'] as const,
+      registers: r,
+      collect: () => atScrape.launches?.(),
     }),
     overlays: new Gauge({
       name: `${PREFIX}overlays`,

@@ -11,6 +11,8 @@ import { EVENT_NAMESPACE } from '../controllers/events/node-event.ts';
 import { EventRecorder } from '../controllers/events/recorder.ts';
 import { exportNodeCounts } from '../controllers/gauges/nodes.ts';
 import { exportOverlayNodes, exportOverlayStates, exportOverlaysSeen } from '../controllers/gauges/overlays.ts';
+import { exportOverlayDollars } from '../controllers/gauges/dollars.ts';
+import { LaunchCounter } from '../controllers/launches/counter.ts';
 import { ProviderWatch } from '../controllers/gauges/providers.ts';
 import { exportCrdsServed } from '../controllers/gauges/crds.ts';
 import { exportWatchAges } from '../controllers/gauges/watches.ts';
@@ -135,19 +137,14 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   exportNodeCounts(metrics, caches.nodes, caches.nodeClaims, settings.keys);
   exportWatchAges(metrics, caches.watches());
   exportCrdsServed(metrics, () => caches.crds());
-  exportOverlayNodes(
-    metrics,
-    {
-      nodes: () => caches.nodes.nodes(),
-      active: () =>
-        caches.overlays.index
-          .activeVersionsAt(now())
-          .filter((v) => v.ineligible === undefined && v.selected)
-          .map((v) => v.overlay),
-    },
-    settings.keys,
-    config.metrics.maxOverlaySeries,
-  );
+  const { maxOverlaySeries } = config.metrics;
+  const allNodes = () => caches.nodes.nodes();
+  const selectedActive = () =>
+    caches.overlays.index
+      .activeVersionsAt(now())
+      .filter((v) => v.ineligible === undefined && v.selected)
+      .map((v) => v.overlay);
+  exportOverlayNodes(metrics, { nodes: allNodes, active: selectedActive }, settings.keys, maxOverlaySeries);
   // The overlays of the selector's: the watch also brings the others, which only outrank them.
   exportOverlayStates(metrics, () =>
     [...caches.overlays.reflector.store.values()].filter((ov) => policy.selector.matches(ov.labels)),
@@ -162,6 +159,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   caches.nodeClaims.subscribe((claim) => providers.seen(claim));
 
   const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });
+  exportOverlayDollars(metrics, allNodes, () => prices.current(), settings.keys, maxOverlaySeries);
   const launch = caches.launchKnowledge(() => prices.current());
   const reconciler = new Reconciler({
     caches,
@@ -186,10 +184,14 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     now,
   });
   caches.nodes.onMetadata((node) => events.seen(node));
+  const active = () => selectedActive().map((o) => o.nameLabelValue);
+  const launches = new LaunchCounter({ metrics, keys: settings.keys, max: maxOverlaySeries, active, now });
+  caches.nodes.onMetadata((node) => launches.seen(node));
 
   // The writers (the reconciler and Events) work only while this replica leads.
   const lead = () => {
     reconciler.startProcessing();
+    launches.lead();
     events.lead(caches.nodes.nodes());
   };
   const le = config.leaderElection;
@@ -207,6 +209,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
         onStartedLeading: lead,
         onStoppedLeading: () => {
           events.follow();
+          launches.follow();
           return reconciler.stopProcessing();
         },
       })

@@ -9,7 +9,7 @@ import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type Rec
 import type { Metrics } from '../../metrics.ts';
 
 export const OTHER = 'other';
-const UNKNOWN = 'unknown';
+export const UNKNOWN = 'unknown';
 
 export interface OverlaySeries {
   overlay: string;
@@ -37,17 +37,24 @@ export function overlaySeries(
     if (node.labels[keys.influenced] === 'true' && overlay)
       add(overlay, node.labels[keys.copied['capacity-type']] || UNKNOWN, 1);
   }
-  const all = [...series.values()];
+  return foldSeries([...series.values()], max, 'capacity_type');
+}
+
+/**
+ * At most `max` series: the biggest stay, the rest are summed into one whose labels are all
+ * `other`. Ties go by name, so that the same cluster gives the same series.
+ */
+export function foldSeries<K extends string, S extends { overlay: string; value: number } & Record<K, string>>(
+  all: S[],
+  max: number,
+  second: K,
+): S[] {
   if (all.length <= max) return all;
-  // The biggest series stay; ties go by name so that the same cluster gives the same series.
-  all.sort(
-    (a, b) =>
-      b.value - a.value ||
-      (a.overlay < b.overlay ? -1 : a.overlay > b.overlay ? 1 : a.capacity_type < b.capacity_type ? -1 : 1),
-  );
+  const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  all.sort((a, b) => b.value - a.value || byName(a.overlay, b.overlay) || byName(a[second], b[second]));
   const kept = all.slice(0, max - 1);
-  const folded = all.slice(max - 1).reduce((sum, s) => sum + s.value, 0);
-  return [...kept, { overlay: OTHER, capacity_type: OTHER, value: folded }];
+  const sum = all.slice(max - 1).reduce((n, s) => n + s.value, 0);
+  return [...kept, { overlay: OTHER, [second]: OTHER, value: sum } as S];
 }
 
 /** Computes the gauge at every scrape from what `nodes` and `active` give then. */
