@@ -626,6 +626,14 @@ t.test('every dashboard query is PromQL promtool accepts', async (t) => {
     exprs.some((e) => e.includes('veneer_nodewatcher_overlay_nodes_current')),
     'a panel shows the nodes each overlay steers',
   );
+  for (const [metric, what] of [
+    ['veneer_nodewatcher_overlay_dollars_per_hour', 'what each overlay steers is worth an hour'],
+    ['veneer_nodewatcher_launches_total', 'the launches recorded per overlay'],
+  ])
+    t.ok(
+      exprs.some((e) => e.includes(metric!)),
+      `a panel shows ${what} (test/overlays-report.test.ts evaluates it on a real watcher's metrics)`,
+    );
   const dir = mkdtempSync(join(tmpdir(), 'vnw-dashboard-'));
   writeFileSync(
     join(dir, 'queries.yaml'),

@@ -1,9 +1,11 @@
 // "Are the overlays working?" per overlay, against a real apiserver: a fleet with a steering, an
 // outranked and an idle overlay; the report live and from the files `kubectl get -o yaml` gives;
-// the per-overlay gauge (the idle overlay at 0, the cap folding the rest into "other"); and
+// the per-overlay gauge (the idle overlay at 0, the cap folding the rest into "other"); what each
+// overlay is worth (its nodes' list price an hour) and its launches, counted once, not again by a
+// restarted leader, with the dashboard's panels for both evaluated by promtool on the scrapes; and
 // exactly one Event on each recorded node, whoever wrote the record, across a restart.
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
@@ -16,6 +18,9 @@ import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
 import { UNVALIDATED_ANNOTATION } from '../kit/overlay-validation.ts';
 import { OVERLAY_API, sleep, until } from '../kit/fleet.ts';
 import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
+import { staticOnDemand } from '../src/prices/static-table.ts';
+import { testRules } from './support/chart.ts';
+import { inputSeries, promtool } from './support/prometheus.ts';
 
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
 const report = (args: string[], kubeconfig?: string) =>
@@ -63,12 +68,41 @@ const gauge = async (w: RunningWatcher) => {
     ].map((m) => [`${m[1]} ${m[2]}`, Number(m[3])]),
   );
 };
+/** `overlay effect` -> value, of a metric labelled by overlay and effect. */
+const byOverlayEffect = (text: string, metric: string) =>
+  Object.fromEntries(
+    [...text.matchAll(new RegExp(`^${metric}\\{overlay="([^"]+)",effect="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => [
+      `${m[1]} ${m[2]}`,
+      Number(m[3]),
+    ]),
+  );
+const launchCounts = async (w: RunningWatcher) =>
+  Object.fromEntries(
+    Object.entries(byOverlayEffect(await w.metrics.registry.metrics(), 'veneer_nodewatcher_launches_total')).filter(
+      ([, n]) => n > 0,
+    ),
+  );
+/** The static table: what the watcher prices with here (no region in the environment; us-west-2 has none of its own). */
+const LIST = staticOnDemand('us-west-2');
+const dashboardExpr = (metric: string) =>
+  (
+    JSON.parse(
+      readFileSync(
+        join(import.meta.dirname, '..', 'charts', 'veneer-node-watcher', 'dashboards', 'veneer-node-watcher.json'),
+        'utf8',
+      ),
+    ) as { panels: { targets: { expr: string }[] }[] }
+  ).panels
+    .flatMap((p) => p.targets.map((x) => x.expr))
+    .find((e) => e.includes(metric))!;
+let beforeLaunches = '';
 const eventCount = async (w: RunningWatcher, result: string) =>
   (await w.metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
 
 t.test('records by the reconciler and inline by the webhook: one Event each, none for spot or dry runs', async (t) => {
   watcher = (await launchWatcher(cp, certs, WATCHER_USER)).watcher;
   await leading(watcher);
+  beforeLaunches = await watcher.metrics.registry.metrics();
   await sleep(1100); // launches in a later second than the overlays: exact decisions
   // No webhook yet: the reconciler records these.
   for (const [name, instanceType] of [
@@ -133,6 +167,88 @@ t.test('records by the reconciler and inline by the webhook: one Event each, non
       [`${IDLE} reserved-instance`]: 0,
     },
     'every active overlay, the idle and the outranked at 0',
+  );
+});
+
+t.test('what each overlay is worth an hour, and its launches counted once, as the Nodes say', async (t) => {
+  const w = watcher!;
+  const counts: Record<string, number> = {};
+  const dollars: Record<string, number> = {};
+  for (const n of await recordedNodes()) {
+    const l = n.metadata?.labels ?? {};
+    const key = `${l['veneer.io/matching-overlay']} ${l['veneer.io/overlay-effect'] ?? 'unknown'}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+    dollars[key] =
+      Math.round(((dollars[key] ?? 0) + LIST.get(l['node.kubernetes.io/instance-type']!)!) * 10_000) / 10_000;
+  }
+  t.same(
+    Object.values(counts).reduce((a, b) => a + b),
+    5,
+    `the records: ${JSON.stringify(counts)}`,
+  );
+  await until('every record counted', async () => Object.values(await launchCounts(w)).reduce((a, b) => a + b, 0) >= 5);
+  await sleep(500); // room for a second count to show up
+  t.same(await launchCounts(w), counts, 'launches_total: each record once, by the overlay and effect it names');
+  const text = await w.metrics.registry.metrics();
+  t.same(
+    byOverlayEffect(text, 'veneer_nodewatcher_overlay_dollars_per_hour'),
+    dollars,
+    'overlay_dollars_per_hour: the list price of the nodes each record names it on',
+  );
+  const launchSeries = byOverlayEffect(text, 'veneer_nodewatcher_launches_total');
+  t.equal(Object.keys(launchSeries).length, 16, 'four active overlays, a series per effect each, 0 included');
+  t.notMatch(text, /late-|inline-|spot-1/, 'no node names');
+  const check = promtool(['check', 'metrics'], text);
+  t.equal(check.status, 0, check.stderr);
+  t.equal(check.stdout.trim(), '', 'promtool has nothing to say of the exposition');
+
+  // The dashboard's panels, evaluated by Prometheus' engine on the two scrapes, ten minutes apart.
+  const scrapes = [
+    { minute: 0, text: beforeLaunches },
+    { minute: 10, text },
+  ];
+  const launchesExpr = dashboardExpr('veneer_nodewatcher_launches_total');
+  const dollarsExpr = dashboardExpr('veneer_nodewatcher_overlay_dollars_per_hour');
+  const steered = new Map<string, number>();
+  for (const [key, usd] of Object.entries(dollars)) {
+    const [overlay, effect] = key.split(' ') as [string, string];
+    if (effect === 'capacity-type' || effect === 'instance-type')
+      steered.set(overlay, (steered.get(overlay) ?? 0) + usd);
+  }
+  const tests = stringify({
+    rule_files: ['rules.yaml'],
+    evaluation_interval: '1m',
+    tests: [
+      {
+        interval: '1m',
+        input_series: ['veneer_nodewatcher_launches_total', 'veneer_nodewatcher_overlay_dollars_per_hour'].flatMap(
+          (m) => inputSeries(scrapes, m),
+        ),
+        promql_expr_test: [
+          {
+            expr: launchesExpr,
+            eval_time: '10m',
+            exp_samples: Object.keys(launchSeries).map((key) => {
+              const [overlay, effect] = key.split(' ');
+              return { labels: `{effect="${effect}",overlay="${overlay}"}`, value: counts[key] ?? 0 };
+            }),
+          },
+          {
+            expr: dollarsExpr,
+            eval_time: '10m',
+            exp_samples: [...steered].map(([overlay, value]) => ({ labels: `{overlay="${overlay}"}`, value })),
+          },
+        ],
+      },
+    ],
+  });
+  const run = testRules(tests);
+  t.equal(run.status, 0, 'the panels say what the Nodes say (launches in the last hour: each record once)', {
+    output: run.output,
+    tests,
+  });
+  t.comment(
+    `effects here: ${Object.keys(counts).join(', ')} (the steered panel is evaluated on real effects in test/aws/flip.test.ts)`,
   );
 });
 
@@ -221,6 +337,22 @@ t.test(
       await gauge(watcher),
       { [`${RI} reserved-instance`]: 3, 'other other': 2 },
       'two series at most: the biggest, and the sum of the rest',
+    );
+    const text = await watcher.metrics.registry.metrics();
+    t.same(await launchCounts(watcher), {}, 'the new leader counts none of the records written before it led');
+    t.ok(
+      Object.keys(byOverlayEffect(text, 'veneer_nodewatcher_launches_total')).length <= 2,
+      'launches_total: two series at most',
+    );
+    t.ok(Object.keys(byOverlayEffect(text, 'veneer_nodewatcher_overlay_dollars_per_hour')).length <= 2);
+    await sleep(1100); // a record in a later second than the leadership
+    await sim.launch({ name: 'after-restart', claimName: 'after-restart-claim', instanceType: 'm5.xlarge' });
+    await until('the new record counted', async () => Object.keys(await launchCounts(watcher!)).length > 0);
+    await sleep(500);
+    t.same(
+      Object.values(await launchCounts(watcher)),
+      [1],
+      'a record written since it leads: counted once (in its own series or in other)',
     );
   },
 );

@@ -22,6 +22,9 @@
 // mutating webhook writes its record under another label namespace. It prices with the static table
 // until the first node names the region, then reads AWS (EC2 and the Price List, a stand-in serving
 // Karpenter's own table); its records must be the first watcher's, effect for effect.
+//
+// Last, the docs' PromQL and the dashboard's steered $/h panel, evaluated by promtool on the
+// watcher's own series: they must say what the Nodes' records say.
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -621,6 +624,73 @@ t.test(
     });
     const run = testRules(tests);
     t.equal(run.status, 0, 'on the scraped series they say what the Nodes say', { output: run.output, tests });
+  },
+);
+
+t.test(
+  "what the overlays steered is worth an hour, and their launches: the watcher's series and the dashboard's panel, evaluated by promtool",
+  async (t) => {
+    // From the Nodes: each record naming an overlay, and the list price its effect was judged with.
+    const counts: Record<string, number> = {};
+    const steered = new Map<string, number>();
+    for (const n of (await core.listNode()).items) {
+      const l = n.metadata?.labels ?? {};
+      const overlay = l['veneer.io/matching-overlay'];
+      if (l['veneer.io/overlay-influenced'] !== 'true' || !overlay) continue;
+      const effect = l['veneer.io/overlay-effect'] ?? 'unknown';
+      counts[`${overlay} ${effect}`] = (counts[`${overlay} ${effect}`] ?? 0) + 1;
+      if (effect !== 'capacity-type' && effect !== 'instance-type') continue;
+      const listPrice = storyOf(n.metadata)?.effect?.launched?.listPrice;
+      t.ok(listPrice !== undefined, `${n.metadata?.name}: the record has the launched list price`);
+      steered.set(overlay, Math.round(((steered.get(overlay) ?? 0) + (listPrice ?? 0)) * 10_000) / 10_000);
+    }
+    t.ok(steered.size >= 3, `overlays that steered: ${JSON.stringify(Object.fromEntries(steered))}`);
+    const text = await env.watcher.metrics.registry.metrics();
+    const series = (metric: string) =>
+      Object.fromEntries(
+        [...text.matchAll(new RegExp(`^${metric}\\{overlay="([^"]+)",effect="([^"]+)"\\} (\\S+)$`, 'gm'))]
+          .filter((m) => Number(m[3]) > 0)
+          .map((m) => [`${m[1]} ${m[2]}`, Number(m[3])]),
+      );
+    t.same(
+      series('veneer_nodewatcher_launches_total'),
+      counts,
+      'launches_total: each record once, by overlay and effect',
+    );
+
+    const root = join(import.meta.dirname, '..', '..', '..');
+    const dashboard = JSON.parse(
+      readFileSync(join(root, 'charts', 'veneer-node-watcher', 'dashboards', 'veneer-node-watcher.json'), 'utf8'),
+    ) as { panels: { targets: { expr: string }[] }[] };
+    const expr = dashboard.panels
+      .flatMap((p) => p.targets.map((x) => x.expr))
+      .find((e) => e.includes('veneer_nodewatcher_overlay_dollars_per_hour'))!;
+    const scrapes = [
+      { minute: 0, text },
+      { minute: 10, text },
+    ];
+    const tests = stringify({
+      rule_files: ['rules.yaml'],
+      evaluation_interval: '1m',
+      tests: [
+        {
+          interval: '1m',
+          input_series: inputSeries(scrapes, 'veneer_nodewatcher_overlay_dollars_per_hour'),
+          promql_expr_test: [
+            {
+              expr,
+              eval_time: '10m',
+              exp_samples: [...steered].map(([overlay, value]) => ({ labels: `{overlay="${overlay}"}`, value })),
+            },
+          ],
+        },
+      ],
+    });
+    const run = testRules(tests);
+    t.equal(run.status, 0, "the steered $/h panel gives each overlay its nodes' list price, as the records say", {
+      output: run.output,
+      tests,
+    });
   },
 );
 
