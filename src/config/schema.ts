@@ -189,7 +189,7 @@ export const SETTINGS = {
     minimum: 1,
     maximum: 10_000,
     description:
-      'At most this many series of overlay_nodes_current; the overlays with the fewest nodes are summed under overlay="other".',
+      'At most this many series of each per-overlay metric (overlay_nodes_current, overlay_dollars_per_hour, launches_total); the rest are summed under overlay="other".',
   },
   'events.enabled': {
     type: 'boolean',
