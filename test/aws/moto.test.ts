@@ -104,18 +104,31 @@ async function inNamespace(): Promise<void> {
     moto.setCatalog(catalog);
   });
 
-  // Two launch templates, as Karpenter makes one per AMI/requirement set; every override names a zonal subnet.
-  async function launchTemplate(name: string): Promise<string> {
+  // Two launch templates, as Karpenter makes one per AMI/requirement set; every override names a zonal
+  // subnet. The first names its security group as SecurityGroupIds, the second on its primary network
+  // interface, as Karpenter's own launch templates do (NetworkInterfaces[0].Groups).
+  async function launchTemplate(name: string, groupsOn: 'instance' | 'interface'): Promise<string> {
+    const groups = [seed.securityGroupId];
     const out = await ec2.send(
       new ec2sdk.CreateLaunchTemplateCommand({
         LaunchTemplateName: name,
-        LaunchTemplateData: { ImageId: seed.amiId, SecurityGroupIds: [seed.securityGroupId] },
+        LaunchTemplateData: {
+          ImageId: seed.amiId,
+          ...(groupsOn === 'instance'
+            ? { SecurityGroupIds: groups }
+            : { NetworkInterfaces: [{ DeviceIndex: 0, Groups: groups }] }),
+        },
       }),
     );
     return out.LaunchTemplate?.LaunchTemplateId ?? '';
   }
-  const first = await launchTemplate('karpenter-first');
-  const second = await launchTemplate('karpenter-second');
+  const first = await launchTemplate('karpenter-first', 'instance');
+  const second = await launchTemplate('karpenter-second', 'interface');
+  // What Karpenter's drift check compares with its EC2NodeClass: only the discovered group, not the VPC's default.
+  const groupsOf = (i: import('@aws-sdk/client-ec2').Instance) => ({
+    instance: i.SecurityGroups?.map((g) => g.GroupId),
+    primaryInterface: i.NetworkInterfaces?.find((n) => n.Attachment?.DeviceIndex === 0)?.Groups?.map((g) => g.GroupId),
+  });
   const override = (instanceType: string, zone: string, priority?: number) => ({
     InstanceType: instanceType as never,
     SubnetId: seed.subnets[zone],
@@ -173,9 +186,9 @@ async function inNamespace(): Promise<void> {
     t.equal(instance && where(instance), `c5.large/${zoneC}`);
     t.equal(instance?.SubnetId, seed.subnets[zoneC]);
     t.same(
-      instance?.SecurityGroups?.map((g) => g.GroupId),
-      [seed.securityGroupId],
-      "the launch template's security group",
+      instance && groupsOf(instance),
+      { instance: [seed.securityGroupId], primaryInterface: [seed.securityGroupId] },
+      "the security group of the launch template's primary network interface",
     );
     t.equal(instance?.SpotInstanceRequestId, undefined, 'on-demand');
     t.match(out.Instances?.[0], {
@@ -191,6 +204,11 @@ async function inNamespace(): Promise<void> {
   t.test('equal priorities keep request order', async (t) => {
     const { instances } = await createFleet('on-demand', 'prioritized', [1, 0, 0, 0, 1, 1]);
     t.equal(instances[0] && where(instances[0]), `m5.large/${zoneB}`);
+    t.same(
+      instances[0] && groupsOf(instances[0]),
+      { instance: [seed.securityGroupId], primaryInterface: [seed.securityGroupId] },
+      "the launch template's SecurityGroupIds",
+    );
   });
 
   t.test('on-demand lowest-price launches the cheapest list price', async (t) => {
@@ -209,6 +227,11 @@ async function inNamespace(): Promise<void> {
     t.equal(instance?.InstanceLifecycle, 'spot');
     t.match(instance?.SpotInstanceRequestId, /^sir-/, 'Karpenter tells spot by its SpotInstanceRequestId');
     t.equal(out.Instances?.[0]?.Lifecycle, 'spot');
+    t.same(
+      instance && groupsOf(instance),
+      { instance: [seed.securityGroupId], primaryInterface: [seed.securityGroupId] },
+      "a spot instance too has its launch template's group",
+    );
   });
 
   t.test('spot capacity-optimized-prioritized launches the lowest Priority', async (t) => {

@@ -20,8 +20,11 @@ side of the choice is made as EC2 documents it, so this launcher patches moto's 
   first pool that the catalog's `insufficientCapacity` list does not name receives the whole target
   capacity; each listed pool ranked before it is reported in the response's `Errors` as
   InsufficientInstanceCapacity, as EC2 reports the pools it tried.
-- Instances get the launch template's SecurityGroupIds (moto gave them the VPC's default group),
-  and spot instances their SpotInstanceRequestId, by which Karpenter tells spot from on-demand.
+- Instances get the launch template's security groups, as EC2 gives them: its SecurityGroupIds or
+  else the groups of its primary network interface, where Karpenter puts them (moto read neither
+  and gave every instance the VPC's default group, so Karpenter's SecurityGroupDrift marked every
+  NodeClaim Drifted at once), and spot instances their SpotInstanceRequestId, by which Karpenter
+  tells spot from on-demand.
 - DescribeInstanceTypes and DescribeInstanceTypeOfferings answer only the catalog's `offered` types
   when it lists them (a region, or an account, that offers these families): Karpenter computes every
   offered type on every launch, and moto's ~800 would make each launch cost seconds of CPU here.
@@ -137,9 +140,18 @@ def install(catalog_path, fleet_log):
         return entry.get("onDemand", UNRANKED)
 
     def template_security_groups(fleet, spec):
+        """The groups EC2 gives an instance of this launch template: its SecurityGroupIds, or else
+        those of its primary network interface (device 0 of network card 0), which is where
+        Karpenter's launch templates put them (NetworkInterfaces[0].Groups, never SecurityGroupIds).
+        DescribeInstances reports the primary interface's groups as the instance's SecurityGroups."""
         template = spec.launch_template_spec
         data = fleet.ec2_backend.get_launch_template(template["LaunchTemplateId"]).get_version(template["Version"]).data
-        return list(data.get("SecurityGroupIds") or [])
+        if data.get("SecurityGroupIds"):
+            return list(data["SecurityGroupIds"])
+        for interface in data.get("NetworkInterfaces") or []:
+            if int(interface.get("DeviceIndex", 0)) == 0 and int(interface.get("NetworkCardIndex", 0)) == 0:
+                return list(interface.get("Groups") or [])
+        return []
 
     def get_launch_spec_counts(self, weight_to_add):
         """The pool that receives the capacity, in place of moto's first override."""
