@@ -77,7 +77,32 @@ export interface AwsNodePool {
   capacityTypes?: CapacityType[];
   /** Narrows `node.kubernetes.io/instance-type` (default: every type the EC2NodeClass allows). */
   instanceTypes?: string[];
+  /** spec.disruption (default NO_DISRUPTION: Karpenter replaces and deletes nothing it launched). */
+  disruption?: NodePoolDisruption;
 }
+
+/** A NodePool's spec.disruption, as karpenter.sh/v1 has it. */
+export interface NodePoolDisruption {
+  consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized';
+  /** A duration (`10s`, `5m`) or `Never`. */
+  consolidateAfter: string;
+  budgets?: {
+    nodes: string;
+    reasons?: ('Underutilized' | 'Empty' | 'Drifted')[];
+    schedule?: string;
+    duration?: string;
+  }[];
+}
+
+/**
+ * What a test that is not about disruption wants: nothing Karpenter launched is replaced or deleted
+ * while it runs, so what it counts stays put. A test about consolidation or drift opts in.
+ */
+export const NO_DISRUPTION: NodePoolDisruption = {
+  consolidationPolicy: 'WhenEmpty',
+  consolidateAfter: 'Never',
+  budgets: [{ nodes: '0' }],
+};
 
 export function awsNodePoolObject(p: AwsNodePool) {
   const requirements: NodeSelectorRequirement[] = [
@@ -99,9 +124,7 @@ export function awsNodePoolObject(p: AwsNodePool) {
           expireAfter: 'Never',
         },
       },
-      // moto's instances never carry the launch template's security group, so every NodeClaim turns
-      // Drifted at once: no disruption at all keeps Karpenter from replacing what it launched.
-      disruption: { consolidationPolicy: 'WhenEmpty', consolidateAfter: 'Never', budgets: [{ nodes: '0' }] },
+      disruption: p.disruption ?? NO_DISRUPTION,
     },
   };
 }
