@@ -98,6 +98,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       registers: r,
       collect: () => atScrape.launches?.(),
     }),
+    recordedDisruptions: new Counter({
+      name: `${PREFIX}recorded_disruptions_total`,
+      help: "Nodes whose record names an overlay, removed while their NodeClaim carried Karpenter's DisruptionReason condition, counted once by the leader, by that reason (underutilized, empty, drifted, unhealthy, other) and the state of the overlay the record names at the node's removal: counting (on the same terms as at the launch), changed (its weight, price or price adjustment, or it no longer counts) or gone. Every series exists from 0.",
+      labelNames: ['reason', 'overlay_state'] as const,
+      registers: r,
+    }),
     overlays: new Gauge({
       name: `${PREFIX}overlays`,
       help: "Selected NodeOverlays by Karpenter's verdict: counted (validated, prices offerings), rejected_conflict and rejected_validation (ValidationSucceeded=False), unvalidated (no verdict for its current generation: is Karpenter's NodeOverlay feature gate on?), capacity_only, deleting. Every state has a series (computed from the overlay cache at scrape time).",

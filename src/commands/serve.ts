@@ -13,6 +13,7 @@ import { exportNodeCounts } from '../controllers/gauges/nodes.ts';
 import { exportOverlayNodes, exportOverlayStates, exportOverlaysSeen } from '../controllers/gauges/overlays.ts';
 import { exportOverlayDollars } from '../controllers/gauges/dollars.ts';
 import { LaunchCounter } from '../controllers/launches/counter.ts';
+import { countDisruptions } from '../controllers/disruptions/counter.ts';
 import { ProviderWatch } from '../controllers/gauges/providers.ts';
 import { exportCrdsServed } from '../controllers/gauges/crds.ts';
 import { exportWatchAges } from '../controllers/gauges/watches.ts';
@@ -187,11 +188,14 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const active = () => selectedActive().map((o) => o.nameLabelValue);
   const launches = new LaunchCounter({ metrics, keys: settings.keys, max: maxOverlaySeries, active, now });
   caches.nodes.onMetadata((node) => launches.seen(node));
+  const counts = (ov: { name: string }) => selectedActive().some((a) => a.name === ov.name);
+  const disruptions = countDisruptions(caches, { metrics, keys: settings.keys, counts, now });
 
   // The writers (the reconciler and Events) work only while this replica leads.
   const lead = () => {
     reconciler.startProcessing();
     launches.lead();
+    disruptions.lead();
     events.lead(caches.nodes.nodes());
   };
   const le = config.leaderElection;
@@ -210,6 +214,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
         onStoppedLeading: () => {
           events.follow();
           launches.follow();
+          disruptions.follow();
           return reconciler.stopProcessing();
         },
       })

@@ -86,6 +86,14 @@ export {
 } from './explain.ts';
 export { launchEffect } from './effect/effect.ts';
 export {
+  DISRUPTION_REASONS,
+  disruptionReasonLabel,
+  OVERLAY_STATES_AT_DISRUPTION,
+  overlayStateAtDisruption,
+  type DisruptionReasonLabel,
+  type OverlayStateAtDisruption,
+} from './disruption.ts';
+export {
   EFFECTS,
   UNKNOWN_REASONS,
   MAX_CANDIDATES,

@@ -46,7 +46,11 @@ export interface NodeClaimObject {
     nodeClassRef?: { group?: string | null; kind?: string | null; name?: string | null } | null;
     requirements?: NodeClaimRequirement[] | null;
   } | null;
-  status?: { providerID?: string | null; nodeName?: string | null } | null;
+  status?: {
+    providerID?: string | null;
+    nodeName?: string | null;
+    conditions?: { type?: string; status?: string; reason?: string | null }[] | null;
+  } | null;
 }
 
 export interface NodeView {
@@ -74,6 +78,8 @@ export interface NodeClaimView {
   readonly nodeClass?: string;
   /** What its launch was chosen from, when its requirements name candidate instance types. */
   readonly launch?: ClaimForEffect;
+  /** Why Karpenter's disruption is replacing or deleting it (its DisruptionReason condition, while True). */
+  readonly disruptionReason?: string;
 }
 
 /**
@@ -160,6 +166,10 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     ...optional('nodeClassGroup', group === undefined ? undefined : (SHARED_GROUPS.get(group) ?? group)),
     ...optional('nodeClass', obj.spec?.nodeClassRef?.name ?? undefined),
     ...optional('launch', claimLaunch(obj)),
+    ...optional(
+      'disruptionReason',
+      obj.status?.conditions?.find((c) => c.type === 'DisruptionReason' && c.status === 'True')?.reason ?? undefined,
+    ),
   };
 }
 

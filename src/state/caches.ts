@@ -119,6 +119,7 @@ export class NodeClaimCache implements NodeClaimLookup {
   readonly reflector: Reflector<NodeClaimView>;
   private readonly index: NodeClaimIndex;
   private readonly listeners: ((claim: NodeClaimView) => void)[] = [];
+  private readonly removedListeners: ((claim: NodeClaimView) => void)[] = [];
   /** NodeClaims by spec.nodeClassRef.group, kept as they come, change and go. */
   readonly groups: Map<string, number>;
 
@@ -132,7 +133,10 @@ export class NodeClaimCache implements NodeClaimLookup {
           this.index.upsert(claim);
           for (const l of this.listeners) l(claim);
         },
-        remove: (claim) => this.index.remove(claim),
+        remove: (claim) => {
+          this.index.remove(claim);
+          for (const l of this.removedListeners) l(claim);
+        },
       },
     });
     this.index = new NodeClaimIndex(this.reflector.store);
@@ -142,6 +146,10 @@ export class NodeClaimCache implements NodeClaimLookup {
   /** Called for every new or changed NodeClaim: a node may have become decidable. */
   subscribe(listener: (claim: NodeClaimView) => void): void {
     this.listeners.push(listener);
+  }
+
+  onRemoved(listener: (claim: NodeClaimView) => void): void {
+    this.removedListeners.push(listener);
   }
 
   byProviderID(providerID: string): NodeClaimView | undefined {

@@ -85,6 +85,7 @@ export class NodeCache {
   readonly undecided: Reflector<NodeView>;
   private readonly listeners: NodeListener[] = [];
   private readonly metadataListeners: ((node: NodeView) => void)[] = [];
+  private readonly removedListeners: ((node: NodeView) => void)[] = [];
 
   /** `storyAnnotation`: keep the decision annotation in the metadata view (for the Events). */
   constructor(deps: CacheDeps, influencedLabel: string, storyAnnotation?: string) {
@@ -101,7 +102,9 @@ export class NodeCache {
         upsert: (node) => {
           for (const l of this.metadataListeners) l(node);
         },
-        remove: () => {},
+        remove: (node) => {
+          for (const l of this.removedListeners) l(node);
+        },
         listed: () => skipper.forget(),
       },
     });
@@ -135,6 +138,11 @@ export class NodeCache {
   /** Every node whose labels are new or changed (or listed), metadata only. */
   onMetadata(listener: (node: NodeView) => void): void {
     this.metadataListeners.push(listener);
+  }
+
+  /** Every node deleted (or gone at a relist), as its metadata view last showed it. */
+  onRemoved(listener: (node: NodeView) => void): void {
+    this.removedListeners.push(listener);
   }
 
   /** Every node, metadata only. */
