@@ -12,7 +12,7 @@ import { KubeClient } from '../src/kube/client.ts';
 import { kubeconfigAccess } from '../src/kube/kubeconfig.ts';
 import { binary } from './binaries.ts';
 import { issueCert, type KeyPair, makeCA } from './pki.ts';
-import { freePort, httpGet, ManagedProcess, sleep } from './process.ts';
+import { freePort, httpGet, isAlive, ManagedProcess, sleep } from './process.ts';
 
 export { freePort };
 export { binary };
@@ -95,15 +95,6 @@ function sweepStaleDirs(): void {
     const pid = Number(entry.split('-')[0]);
     if (!Number.isInteger(pid) || isAlive(pid)) continue;
     rmSync(join(scratchRoot, entry), { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -14,7 +14,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { sleep } from '../process.ts';
+import { isAlive, sleep } from '../process.ts';
 
 const LOCK = '/run/lock/veneer-real-node';
 /** The directory name every kit node's own directory is under (in the system's temporary directory). */
@@ -24,15 +24,6 @@ const FIXED_PATHS = ['/var/lib/kubelet', '/var/log/containers', '/var/log/pods',
 const CGROUP_ROOT = '/sys/fs/cgroup';
 
 const run = (cmd: string, ...args: string[]) => execFileSync(cmd, args, { stdio: 'pipe', encoding: 'utf8' });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Waits for the machine's one real node to be free. A holder that died (SIGKILL leaves pods
