@@ -8,7 +8,7 @@ import { ControlPlane } from '../kit/control-plane.ts';
 import { Fleet, until } from '../kit/fleet.ts';
 import { installKarpenterCRDs } from '../kit/karpenter-crds.ts';
 import { assertInOwnNetworkNamespace } from '../kit/netns.ts';
-import { watcherImage } from '../kit/node/image.ts';
+import { builtWatcherImage } from '../kit/node/image.ts';
 import { NODE_NAME, nodeControlPlaneOptions, RealNode } from '../kit/node/node.ts';
 import { ChartRelease } from '../kit/node/release.ts';
 
@@ -20,8 +20,7 @@ const table = (rows: string[][]) => {
   for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('  '));
 };
 
-step("assembling the watcher's image as the Dockerfile describes it (cached by its inputs)");
-const image = watcherImage();
+const image = builtWatcherImage();
 step(
   `starting etcd and kube-apiserver, then the node: containerd, kubelet (${NODE_NAME}), kube-scheduler, kube-controller-manager`,
 );

@@ -80,7 +80,13 @@ if (process.argv.includes('--help')) {
  * own, and exits with its code: AWS APIs must not be reachable (--aws), the node needs addresses
  * of its own (--node).
  */
-async function inOwnNamespace(script: string, programs: string[], what: string, why: string): Promise<never> {
+async function inOwnNamespace(
+  script: string,
+  programs: string[],
+  what: string,
+  why: string,
+  prepare?: () => Promise<void>,
+): Promise<never> {
   if (keep) {
     console.error(
       `[demo] --keep is not supported with ${what}: the cluster lives in a network namespace of its own, which nothing outside it can reach`,
@@ -89,6 +95,7 @@ async function inOwnNamespace(script: string, programs: string[], what: string, 
   }
   step(`local control plane: building ${programs.join(', ')} if not cached (the first build takes a while)`);
   execFileSync('bash', [join(root, 'scripts', 'control-plane.sh'), ...programs], { stdio: 'inherit' });
+  await prepare?.();
   step(`entering a network namespace of its own (${why})`);
   let code: number;
   try {
@@ -115,6 +122,11 @@ if (withNode)
     ['etcd', 'kube-apiserver', 'kube-scheduler', 'kubelet', 'kube-controller-manager', 'pause', 'helm', 'cert-manager'],
     '--node',
     'the node and its pods get addresses there',
+    async () => {
+      // Outside the namespace: the Dockerfile's npm ci needs the registry.
+      step("assembling the watcher's image as the Dockerfile describes it (cached by its inputs)");
+      (await import('../kit/node/image.ts')).watcherImage();
+    },
   );
 
 if (withKarpenter) {

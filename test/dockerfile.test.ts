@@ -93,7 +93,7 @@ t.test("the image's entrypoint starts, serves health, and exits cleanly on SIGTE
 });
 
 t.test('the OCI image the real node runs is the image this Dockerfile describes', async (t) => {
-  const image = watcherImage();
+  const image = watcherImage(stages);
   const config = configOf(image.tar);
   t.same(
     config,

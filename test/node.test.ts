@@ -7,5 +7,10 @@
 // it runs in a network namespace of the test's own (kit/netns.ts).
 import { join } from 'node:path';
 import { runInOwnNetworkNamespace } from '../kit/netns.ts';
+import { watcherImage } from '../kit/node/image.ts';
 
+// Here, not in the namespace: the Dockerfile's npm ci needs the registry.
+const started = Date.now();
+watcherImage();
+console.error(`the image (assembled, or cached by its inputs): ${((Date.now() - started) / 1000).toFixed(1)} s`);
 process.exitCode = await runInOwnNetworkNamespace(join(import.meta.dirname, 'node', 'in-namespace.ts'));

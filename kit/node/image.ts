@@ -20,6 +20,7 @@ import {
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { binary } from '../binaries.ts';
+import { isAlive } from '../process.ts';
 import { instructions, REPO_ROOT, replay, type Stage } from '../dockerfile.ts';
 
 /** What an image runs, as its OCI config says. */
@@ -118,28 +119,80 @@ export function pauseImage(): Image {
  * on the distroless stand-in, its USER, WORKDIR, ENTRYPOINT, CMD and EXPOSE as the config. Built
  * once per content of what the Dockerfile copies from the repository (and Node itself).
  */
-export function watcherImage(): Image {
+export function watcherImage(replayed?: Stage[]): Image {
+  const { key, ref, tar } = watcherImageName();
+  // Tests running side by side may all want it: one builds, the others wait and take it.
+  return whileHolding(join(CACHE, 'watcher.lock'), () => {
+    if (existsSync(tar)) return { ref, tar, config: configOf(tar) };
+    const work = mkdtempSync(join(tmpdir(), 'vnw-dockerfile-'));
+    try {
+      // A replay made already (the Dockerfile's test) saves doing it again; its runtime stage gets the stand-in base.
+      const stages = replayed ?? replay(work, { onFrom: standIn });
+      const runtime = stages.at(-1)!;
+      if (replayed) standIn(runtime);
+      const config = {
+        user: runtime.user,
+        workdir: runtime.workdir,
+        entrypoint: runtime.entrypoint,
+        cmd: runtime.cmd,
+        exposed: runtime.exposed,
+      };
+      assemble(runtime.dir, ref, config, tar);
+      for (const old of readdirSync(CACHE))
+        if (old.startsWith('watcher-') && old.endsWith('.tar') && old !== `watcher-${key}.tar`)
+          rmSync(join(CACHE, old), { force: true });
+      return { ref, tar, config };
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+}
+
+/**
+ * The watcher's image as watcherImage() left it, for code in a network namespace of its own (the
+ * real node's): the Dockerfile's `npm ci` needs the registry, which cannot be reached from there.
+ */
+export function builtWatcherImage(): Image {
+  const { ref, tar } = watcherImageName();
+  if (!existsSync(tar))
+    throw new Error(`the watcher's image (${ref}) is not built: call watcherImage() before entering the namespace`);
+  return { ref, tar, config: configOf(tar) };
+}
+
+function watcherImageName(): { key: string; ref: string; tar: string } {
   const key = hashFiles([join(REPO_ROOT, 'Dockerfile'), NODE_BINARY, import.meta.filename, ...contextFiles()]);
-  const ref = `kit.local/veneer-node-watcher:${key}`;
-  const tar = join(CACHE, `watcher-${key}.tar`);
-  if (existsSync(tar)) return { ref, tar, config: configOf(tar) };
-  const work = mkdtempSync(join(tmpdir(), 'vnw-dockerfile-'));
+  return { key, ref: `kit.local/veneer-node-watcher:${key}`, tar: join(CACHE, `watcher-${key}.tar`) };
+}
+
+/** Runs `fn` holding a lock directory (taken over from a holder that died), waiting for it. */
+function whileHolding<T>(lock: string, fn: () => T): T {
+  mkdirSync(dirname(lock), { recursive: true });
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + 15 * 60_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      const holder = Number(readFileIfAny(join(lock, 'pid')));
+      if (holder > 0 && !isAlive(holder)) rmSync(lock, { recursive: true, force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock} is held by pid ${holder} for too long`);
+      else Atomics.wait(pause, 0, 0, 250);
+    }
+  }
   try {
-    const stages = replay(work, { onFrom: standIn });
-    const runtime = stages.at(-1)!;
-    const config = {
-      user: runtime.user,
-      workdir: runtime.workdir,
-      entrypoint: runtime.entrypoint,
-      cmd: runtime.cmd,
-      exposed: runtime.exposed,
-    };
-    for (const old of existsSync(CACHE) ? readdirSync(CACHE) : [])
-      if (old.startsWith('watcher-')) rmSync(join(CACHE, old), { force: true });
-    assemble(runtime.dir, ref, config, tar);
-    return { ref, tar, config };
+    writeFileSync(join(lock, 'pid'), String(process.pid));
+    return fn();
   } finally {
-    rmSync(work, { recursive: true, force: true });
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function readFileIfAny(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch {
+    return '';
   }
 }
 

@@ -8,7 +8,7 @@ import { ControlPlane } from '../../kit/control-plane.ts';
 import { counter, Fleet, sleep, until } from '../../kit/fleet.ts';
 import { installKarpenterCRDs } from '../../kit/karpenter-crds.ts';
 import { assertInOwnNetworkNamespace } from '../../kit/netns.ts';
-import { watcherImage } from '../../kit/node/image.ts';
+import { builtWatcherImage } from '../../kit/node/image.ts';
 import { NODE_ADDRESS, nodeControlPlaneOptions, RealNode } from '../../kit/node/node.ts';
 import { ChartRelease } from '../../kit/node/release.ts';
 
@@ -18,9 +18,7 @@ const figures: string[] = [];
 const secs = (from: number) => ((Date.now() - from) / 1000).toFixed(1);
 const WATCHER_SA = 'system:serviceaccount:veneer-system:veneer-node-watcher';
 
-let at = Date.now();
-const image = watcherImage();
-figures.push(`the image (assembled, or cached by its inputs): ${secs(at)} s`);
+const image = builtWatcherImage();
 const cp = await ControlPlane.start({
   ...nodeControlPlaneOptions(),
   auditPolicy: `apiVersion: audit.k8s.io/v1
@@ -33,7 +31,6 @@ rules:
   - level: None
 `,
 });
-at = Date.now();
 const node = await RealNode.start(cp, [image]).catch(async (err) => {
   await cp.stop();
   throw err;
