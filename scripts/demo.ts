@@ -123,6 +123,11 @@ if (withNode)
     '--node',
     'the node and its pods get addresses there',
     async () => {
+      const refused = (await import('../kit/node/node.ts')).realNodeRefusal();
+      if (refused !== undefined) {
+        console.error(`[demo] ${refused}`);
+        process.exit(2);
+      }
       // Outside the namespace: the Dockerfile's npm ci needs the registry.
       step("assembling the watcher's image as the Dockerfile describes it (cached by its inputs)");
       (await import('../kit/node/image.ts')).watcherImage();

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { networkNamespaceRefusal } from '../kit/netns.ts';
+import { realNodeRefusal } from '../kit/node/node.ts';
 
 t.setTimeout(540_000);
 const demo = (...args: string[]) =>
@@ -17,7 +18,7 @@ const demo = (...args: string[]) =>
 // The chart on a real node (kit/node/); the demo enters a network namespace of its own for it.
 t.test(
   '--node: the chart installed on a real node, its pods record the launches, `report` runs in one',
-  { skip: networkNamespaceRefusal() ?? false },
+  { skip: networkNamespaceRefusal() ?? realNodeRefusal() ?? false },
   async (t) => {
     const { stdout: out } = await demo('--node');
     const pods = out.split('\n').filter((l) => l.startsWith('veneer-node-watcher-'));

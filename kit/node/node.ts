@@ -19,6 +19,11 @@ import { type Image, pauseImage } from './image.ts';
 export const NODE_ADDRESS = '192.168.77.1';
 export const NODE_NAME = 'kit-node';
 
+/** Why this process cannot run the node, or undefined if it can: containerd, the kubelet's cgroups and mounts need root. */
+export function realNodeRefusal(): string | undefined {
+  return process.getuid?.() === 0 ? undefined : 'the real node needs root (containerd, cgroups, mounts)';
+}
+
 /** What the control plane needs to serve the node. */
 export function nodeControlPlaneOptions(): ControlPlaneOptions {
   return { nodeAddress: NODE_ADDRESS };
