@@ -78,7 +78,29 @@ const EFFECT_SAYS: Record<Exclude<Effect['verdict'], 'unknown'>, string> = {
   'capacity-type': 'without the selected overlays Karpenter would have launched spot',
   'instance-type': 'without them, another instance type',
   none: 'without them, the same launch',
+  replacement: 'without them, nothing would have undercut the nodes it replaced: no replacement',
 };
+
+const dollars = (n: number) => `$${Number(n.toFixed(6))}/h`;
+
+/** A launch of Karpenter's disruption: its reason, what it replaced, and the price test in both worlds. */
+function disruptionLines(d: NonNullable<Effect['disruption']>): string[] {
+  const lines = [`    launched by Karpenter's disruption: ${d.reason}, replacing ${d.replacedCount} node(s)`];
+  for (const r of d.replaced) {
+    const offering = [r.instanceType, r.capacityType, r.zone].filter((x) => x !== undefined).join(' ');
+    const price = r.price ? `: ${dollars(r.price.with)} with the overlays, ${dollars(r.price.without)} without` : '';
+    lines.push(`      ${r.node ?? r.nodeClaim} (${offering || 'offering unknown'})${price}`);
+  }
+  if (d.replacedCount > d.replaced.length) lines.push(`      and ${d.replacedCount - d.replaced.length} more`);
+  if (d.price)
+    lines.push(
+      `    to undercut: ${dollars(d.price.with)} with the overlays, ${dollars(d.price.without)} without the selected ones`,
+    );
+  if (d.savings !== undefined) lines.push(`    Karpenter's estimated saving: ${dollars(d.savings)}`);
+  if (d.cheaperWithout !== undefined)
+    lines.push(`    options that undercut without the selected overlays: ${d.cheaperWithout}`);
+  return lines;
+}
 
 /** The effect, and both worlds' launches side by side. */
 export function effectLines(effect: Effect): string[] {
@@ -105,6 +127,7 @@ export function effectLines(effect: Effect): string[] {
     lines.push(
       `    launched at list $${effect.launched.listPrice}/h, priced $${effect.launched.price}/h by the overlays`,
     );
+  if (effect.disruption) lines.push(...disruptionLines(effect.disruption));
   if (effect.overlays?.length)
     lines.push(`    selected overlays that priced a candidate: ${effect.overlays.join(', ')}`);
   if (effect.prices)

@@ -85,6 +85,7 @@ export {
   type RequirementExplanation,
 } from './explain.ts';
 export { launchEffect } from './effect/effect.ts';
+export { type ReplacedNode, type ReplacementInput, replacementEffect, SPOT_TO_SPOT_MIN_OPTIONS } from './effect/replacement.ts';
 export {
   DISRUPTION_REASONS,
   disruptionReasonLabel,

@@ -123,6 +123,18 @@ function shared(values: readonly string[]): readonly string[] {
 
 const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
 
+/** Multi-valued requirements as one shared map each: a NodePool's NodeClaims all carry the same. */
+const SHARED_ALLOWED = new Map<string, ReadonlyMap<string, ReadonlySet<string>>>();
+
+function sharedAllowed(allowed: Map<string, Set<string>>): ReadonlyMap<string, ReadonlySet<string>> {
+  const key = JSON.stringify([...allowed].map(([k, v]) => [k, [...v]]));
+  const known = SHARED_ALLOWED.get(key);
+  if (known) return known;
+  if (SHARED_ALLOWED.size >= MAX_SHARED_CANDIDATE_LISTS) SHARED_ALLOWED.clear();
+  SHARED_ALLOWED.set(key, allowed);
+  return allowed;
+}
+
 /** What the scheduler wrote into a NodeClaim for its launch: candidates, capacity types, zones, pinned values. */
 export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   const reqs = obj.spec?.requirements ?? [];
@@ -131,6 +143,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   let zones: Set<string> | undefined;
   let minValues = false;
   const pinned: Record<string, string> = {};
+  const allowed = new Map<string, Set<string>>();
   for (const r of reqs) {
     if (typeof r.minValues === 'number') minValues = true;
     const key = normalizedKey(r.key ?? '');
@@ -142,6 +155,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
     else if (key === CAPACITY_TYPE) capacityTypes = narrow(capacityTypes);
     else if (key === ZONE) zones = narrow(zones);
     else if (values.length === 1) pinned[key] = values[0]!;
+    else allowed.set(key, narrow(allowed.get(key)));
   }
   if (candidates === undefined) return undefined;
   return {
@@ -151,6 +165,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
     ...(zones ? { zones } : {}),
     minValues,
     priceOverlayApplied: obj.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true',
+    ...(allowed.size > 0 ? { allowed: sharedAllowed(allowed) } : {}),
   };
 }
 

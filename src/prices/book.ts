@@ -34,6 +34,13 @@ export class Prices implements PriceBook {
   offeredZones?: (instanceType: string) => ReadonlySet<string> | undefined = (instanceType) =>
     this.offered?.get(instanceType) ?? EMPTY;
 
+  private catalog: readonly string[] | undefined;
+
+  instanceTypes(): readonly string[] {
+    this.catalog ??= [...this.onDemandPrices.keys()];
+    return this.catalog;
+  }
+
   get hasSpot(): boolean {
     return this.spotPrices !== undefined;
   }

@@ -48,7 +48,7 @@ function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): WorldLaunch 
  * A candidate's offerings at list prices: on-demand and spot in every zone the NodeClass launches
  * into and EC2 offers the type in (a spot offering only where it has a spot price).
  */
-function listOfferings(name: string, prices: PriceBook, zones: ReadonlySet<string>): Offering[] {
+export function listOfferings(name: string, prices: PriceBook, zones: ReadonlySet<string>): Offering[] {
   const out: Offering[] = [];
   const onDemand = prices.onDemand(name);
   const offered = prices.offeredZones?.(name);

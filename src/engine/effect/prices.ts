@@ -22,6 +22,11 @@ export interface PriceBook {
    * does not say: it is then taken to be offered wherever the NodeClass launches.
    */
   offeredZones?(instanceType: string): ReadonlySet<string> | undefined;
+  /**
+   * Every instance type the source prices (the region's catalog, as far as it knows it), undefined
+   * when it cannot list them: a consolidation's options that the overlays cut away are among them.
+   */
+  instanceTypes?(): readonly string[];
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Labels } from '../requirements.ts';
 import type { ClaimLaunchFacts } from './aws-launch.ts';
 import type { PriceBook } from './prices.ts';
 
-export const EFFECTS = ['capacity-type', 'instance-type', 'none', 'unknown'] as const;
+export const EFFECTS = ['capacity-type', 'instance-type', 'replacement', 'none', 'unknown'] as const;
 export type EffectVerdict = (typeof EFFECTS)[number];
 
 /** Why an effect is unknown, as a bounded code (a metric's label) beside the reason in words. */
@@ -27,6 +27,10 @@ export const UNKNOWN_REASONS = [
   'exotic',
   'truncation',
   'no-offering',
+  'replaced-set',
+  'replaced-prices',
+  'unseen-options',
+  'min-values',
 ] as const;
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 
@@ -41,6 +45,11 @@ export interface ClaimForEffect extends ClaimLaunchFacts {
   readonly pinned: Labels;
   /** karpenter.sh/price-overlay-applied, as the scheduler set it. */
   readonly priceOverlayApplied: boolean;
+  /**
+   * Its other `In` requirements of several values (a NodePool's families, say), shared between
+   * NodeClaims that have the same: which instance types could have been options at all.
+   */
+  readonly allowed?: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 export interface CountedOverlay {
@@ -99,4 +108,34 @@ export interface Effect {
   /** Selected overlays that priced a candidate offering at the launch: those the effect is owed to. */
   readonly overlays?: readonly string[];
   readonly prices?: { readonly source: string; readonly asOf?: number };
+  /** Set when Karpenter's disruption launched the node: what it replaced, and its price test in both worlds. */
+  readonly disruption?: DisruptionStory;
+}
+
+/** A node Karpenter's disruption replaced by this one, with its offering and its price in both worlds. */
+export interface ReplacedStory {
+  readonly nodeClaim: string;
+  readonly node?: string;
+  readonly instanceType?: string;
+  readonly capacityType?: string;
+  readonly zone?: string;
+  /** The price Karpenter compared (its offering's, overlays applied) with the overlays and without the selected ones. */
+  readonly price?: { readonly with: number; readonly without: number };
+}
+
+/** Names shown of the nodes a replacement replaced: a multi-node consolidation can replace a hundred. */
+export const MAX_REPLACED_SHOWN = 8;
+
+export interface DisruptionStory {
+  /** Karpenter's reason for the launch: Underutilized, Drifted, Unhealthy. */
+  readonly reason: string;
+  /** At most MAX_REPLACED_SHOWN of them; `replacedCount` says how many there are. */
+  readonly replaced: readonly ReplacedStory[];
+  readonly replacedCount: number;
+  /** The replaced nodes' summed price, with the overlays and without the selected ones: what the replacement had to undercut. */
+  readonly price?: { readonly with: number; readonly without: number };
+  /** Karpenter's estimate with the overlays (EstimatedSavings): the replaced price less the cheapest option's cheapest offering. */
+  readonly savings?: number;
+  /** Of the replacement's instance types, how many undercut the replaced nodes without the selected overlays. */
+  readonly cheaperWithout?: number;
 }

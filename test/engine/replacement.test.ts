@@ -1,0 +1,264 @@
+// The effect of a launch Karpenter's disruption made, one case per rule of consolidation's price
+// test (Karpenter v1.14.3, pkg/controllers/disruption/consolidation.go); the judge
+// (test/engine/replacement-differential.test.ts) compares the engine with Karpenter's own
+// consolidation on generated clusters.
+import t from 'tap';
+import {
+  AWS_KEYS,
+  type ClaimForEffect,
+  type OverlayView,
+  type PriceBook,
+  type ReplacedNode,
+  replacementEffect,
+  toNodePoolView,
+  toOverlayView,
+} from '../../src/engine/index.ts';
+import { reservedInstance } from '../../kit/veneer.ts';
+
+const ZONE = 'us-east-1a';
+const OD: Record<string, number> = {
+  'm5.large': 0.096,
+  'c6i.large': 0.085,
+  'r6i.large': 0.126,
+  't3.medium': 0.0416,
+  'm5.xlarge': 0.192,
+};
+const SPOT: Record<string, number> = {
+  'm5.large': 0.04,
+  'c6i.large': 0.03,
+  'r6i.large': 0.05,
+  't3.medium': 0.015,
+  'm5.xlarge': 0.07,
+};
+
+function prices(catalog = true): PriceBook {
+  return {
+    source: 'test',
+    asOf: 0,
+    region: 'us-east-1',
+    hasSpot: true,
+    onDemand: (x) => OD[x],
+    spot: (x) => SPOT[x],
+    ...(catalog ? { instanceTypes: () => Object.keys(OD) } : {}),
+  };
+}
+const pool = toNodePoolView({ metadata: { name: 'on-demand' } });
+const RI = toOverlayView(reservedInstance('m5.large', 'us-east-1'));
+
+/** The NodePool's families, as the replacement NodeClaim carries them. */
+const FAMILIES = new Map([['karpenter.k8s.aws/instance-family', new Set(['m5', 'c6i', 'r6i'])]]);
+const claimOf = (candidates: string[], capacityTypes = ['on-demand'], extra: Partial<ClaimForEffect> = {}) => ({
+  candidates,
+  pinned: { 'kubernetes.io/arch': 'amd64' },
+  capacityTypes: new Set(capacityTypes),
+  zones: new Set([ZONE]),
+  minValues: false,
+  priceOverlayApplied: true,
+  allowed: FAMILIES,
+  ...extra,
+});
+const node = (instanceType: string, capacityType = 'on-demand', name = `old-${instanceType}`): ReplacedNode => ({
+  nodeClaim: name,
+  node: `ip-${name}`,
+  labels: {
+    'node.kubernetes.io/instance-type': instanceType,
+    'karpenter.sh/capacity-type': capacityType,
+    'topology.kubernetes.io/zone': ZONE,
+    'karpenter.k8s.aws/instance-family': instanceType.split('.')[0]!,
+    'kubernetes.io/arch': 'amd64',
+  },
+  pool,
+});
+
+function effect(o: {
+  candidates: string[];
+  launched: [string, string];
+  replaced: ReplacedNode[];
+  overlays?: { overlay: OverlayView; selected: boolean }[];
+  capacityTypes?: string[];
+  reason?: string;
+  claim?: Partial<ClaimForEffect>;
+  catalog?: boolean;
+}) {
+  return replacementEffect({
+    provider: AWS_KEYS,
+    launched: { instanceType: o.launched[0], capacityType: o.launched[1] },
+    claim: claimOf(o.candidates, o.capacityTypes, o.claim),
+    pool,
+    counted: o.overlays ?? [{ overlay: RI, selected: true }],
+    conflicted: [],
+    prices: prices(o.catalog ?? true),
+    zones: new Set([ZONE]),
+    reason: o.reason ?? 'Underutilized',
+    replaced: o.replaced,
+  });
+}
+
+t.test('an overlay that prices the only cheaper option at 0.00 caused the replacement', async (t) => {
+  // Measured through real Karpenter on AWS: c6i.large replaced by m5.large once the RI overlay priced it at 0.
+  const e = effect({ candidates: ['m5.large'], launched: ['m5.large', 'on-demand'], replaced: [node('c6i.large')] });
+  t.equal(e.verdict, 'replacement');
+  t.same(e.overlays, [RI.name]);
+  t.same(e.disruption?.price, { with: 0.085, without: 0.085 });
+  t.equal(e.disruption?.savings, 0.085, "Karpenter's estimate: the replaced price less the option's 0.00");
+  t.equal(e.disruption?.cheaperWithout, 0);
+  t.same(e.launched, { listPrice: 0.096, price: 0 });
+  t.same(e.disruption?.replaced[0], {
+    nodeClaim: 'old-c6i.large',
+    node: 'ip-old-c6i.large',
+    instanceType: 'c6i.large',
+    capacityType: 'on-demand',
+    zone: ZONE,
+    price: { with: 0.085, without: 0.085 },
+  });
+});
+
+t.test('a replacement that undercuts without the overlays too reads the launch replay', async (t) => {
+  const e = effect({
+    candidates: ['c6i.large', 'm5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('r6i.large')],
+  });
+  t.not(e.verdict, 'replacement');
+  t.equal(e.disruption?.cheaperWithout, 2);
+  t.equal(e.verdict, 'instance-type', 'without the RI overlay the cheaper c6i.large would have been launched');
+});
+
+t.test('an overlay that is not selected is in both worlds', async (t) => {
+  const e = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    overlays: [{ overlay: RI, selected: false }],
+  });
+  t.equal(e.verdict, 'none');
+  t.equal(e.disruption?.cheaperWithout, 1);
+});
+
+t.test('a type the overlays priced up may have been cut from the options: unknown', async (t) => {
+  const dearer = toOverlayView({
+    metadata: { name: 'dearer-t3', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
+    spec: {
+      weight: 5,
+      priceAdjustment: '+500%',
+      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['t3.medium'] }],
+    },
+  });
+  const e = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    overlays: [
+      { overlay: RI, selected: true },
+      { overlay: dearer, selected: true },
+    ],
+    claim: { allowed: new Map() },
+  });
+  t.equal(e.verdict, 'unknown');
+  t.equal(e.reasonCode, 'unseen-options');
+  t.match(e.reason, /t3\.medium/);
+});
+
+t.test("the NodePool's families leave out a type its name rules out", async (t) => {
+  const dearer = toOverlayView({
+    metadata: { name: 'dearer-t3', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
+    spec: {
+      weight: 5,
+      priceAdjustment: '+500%',
+      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['t3.medium'] }],
+    },
+  });
+  const e = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    overlays: [
+      { overlay: RI, selected: true },
+      { overlay: dearer, selected: true },
+    ],
+  });
+  t.equal(e.verdict, 'replacement');
+});
+
+t.test('without a catalog the options cut by price are not known', async (t) => {
+  const e = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    catalog: false,
+  });
+  t.equal(e.reasonCode, 'unseen-options');
+  t.equal(e.disruption?.reason, 'Underutilized', 'the story is kept with an unknown');
+});
+
+t.test('a replacement narrowed to spot compares spot prices', async (t) => {
+  // A mixed NodePool: the on-demand 0.00 never counts while spot is allowed.
+  const e = effect({
+    candidates: ['c6i.large', 'm5.large'],
+    capacityTypes: ['spot'],
+    launched: ['c6i.large', 'spot'],
+    replaced: [node('r6i.large')],
+  });
+  t.not(e.verdict, 'replacement');
+  t.equal(e.disruption?.cheaperWithout, 2);
+});
+
+t.test('a single spot node needs 15 cheaper options without the overlays', async (t) => {
+  const e = effect({
+    candidates: ['c6i.large', 'm5.large', 't3.medium'],
+    capacityTypes: ['spot'],
+    launched: ['t3.medium', 'spot'],
+    replaced: [node('m5.xlarge', 'spot')],
+    claim: { allowed: new Map() },
+  });
+  t.equal(e.verdict, 'replacement', 'three options are short of 15 either way, and the catalog has no more');
+  t.equal(e.disruption?.cheaperWithout, 3);
+});
+
+t.test('prices that do not reproduce the options Karpenter kept are unknown', async (t) => {
+  const e = effect({
+    candidates: ['r6i.large'],
+    launched: ['r6i.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+  });
+  t.equal(e.reasonCode, 'replaced-prices');
+});
+
+t.test('drift has no price test: the launch replay answers, with what it replaced', async (t) => {
+  const e = effect({
+    candidates: ['m5.large', 'c6i.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    reason: 'Drifted',
+  });
+  t.equal(e.verdict, 'instance-type');
+  t.equal(e.disruption?.reason, 'Drifted');
+  t.equal(e.disruption?.replacedCount, 1);
+  t.equal(e.disruption?.price, undefined);
+});
+
+t.test('what is not known stays unknown, with its reason', async (t) => {
+  t.equal(
+    effect({ candidates: ['m5.large'], launched: ['m5.large', 'on-demand'], replaced: [] }).reasonCode,
+    'replaced-set',
+  );
+  const reserved = node('c6i.large', 'reserved');
+  t.equal(
+    effect({ candidates: ['m5.large'], launched: ['m5.large', 'on-demand'], replaced: [reserved] }).reasonCode,
+    'reserved',
+  );
+  t.equal(
+    effect({
+      candidates: ['m5.large'],
+      launched: ['m5.large', 'on-demand'],
+      replaced: [node('c6i.large')],
+      claim: { minValues: true },
+    }).reasonCode,
+    'min-values',
+  );
+  t.equal(
+    effect({ candidates: ['m5.large'], launched: ['c6i.large', 'on-demand'], replaced: [node('r6i.large')] })
+      .reasonCode,
+    'fallback',
+  );
+});
