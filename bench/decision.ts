@@ -15,6 +15,7 @@ import {
 } from '../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { median, type SuiteResult } from './stats.ts';
+import { replacementPerNode } from './replacement.ts';
 
 const REGIONS = ['us-east-1', 'us-west-2', 'eu-west-1', 'ap-southeast-1'];
 const SIZES = ['large', 'xlarge', '2xlarge', '4xlarge', '8xlarge'];
@@ -125,33 +126,23 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
   return perDecisionUs;
 }
 
-/**
- * The effect's cost per node: a launch replayed with and without the selected overlays, for a
- * NodeClaim of `candidates` types (599: the largest Karpenter writes below its cap of 600, where
- * the effect is unknown without a replay), `total` Veneer-like overlays, on-demand and spot prices
- * in three zones. Returns each node's decision time in µs (the decision with its effect).
- *
- * `claims`: `shared`, every node from one NodeClaim's candidates (a burst from one pod spec: the
- * replay is memoized per candidate list, so all but the first decision only pick their verdict);
- * `distinct`, each node's NodeClaim leaves out another type (up to candidates + 1 nodes), so no
- * replay is reused: every decision replays both launches (the first also prices every type in each
- * world; later ones find those prices kept). `family` prefixes the type names: each call its own.
- */
-export function effectPerNode(
+/** The launch effect's setting: `candidates` + 1 types named after `family`, `total` Veneer-like overlays, prices in three zones. */
+export function effectFixture(
   candidates: number,
   total: number,
-  nodes: number,
-  claims: 'shared' | 'distinct',
-  family = 'f',
-): number[] {
-  const { overlays } = veneerOverlaySet(total);
+  family: string,
+  overlaysOf: (veneer: OverlayObject[]) => OverlayObject[] = (veneer) => veneer,
+) {
+  const overlays = overlaysOf(veneerOverlaySet(total).overlays);
   const pool = Array.from(
     { length: candidates + 1 },
     (_, i) => `${family}${Math.floor(i / SIZES.length)}x.${SIZES[i % SIZES.length]}`,
   );
   const names = pool.slice(0, candidates);
   const zones = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
-  const od = new Map(pool.map((n, i) => [n, 0.1 + i / 1000]));
+  // The region's catalog holds as many types again that no NodeClaim lists, dearer than every candidate.
+  const catalog = [...pool, ...pool.map((n) => `z${n}`)];
+  const od = new Map(catalog.map((n, i) => [n, 0.1 + i / 1000]));
   const prices: PriceBook = {
     source: 'bench',
     asOf: 0,
@@ -160,6 +151,7 @@ export function effectPerNode(
     onDemand: (x) => od.get(x),
     spot: (x, z) => (od.get(x) ?? 0) * (0.33 + zones.indexOf(z) / 100),
     offeredZones: () => new Set(zones),
+    instanceTypes: () => catalog,
   };
   const now = Date.parse('2026-06-01T00:00:00Z');
   const index = new OverlayIndex({
@@ -179,12 +171,35 @@ export function effectPerNode(
   );
   const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
   const launch = { prices, zonesOf: () => new Set(zones) };
-  const requirements = (types: string[]) => [
+  const requirements = (types: string[], capacityTypes = ['on-demand', 'spot']) => [
     { key: 'karpenter.sh/nodepool', operator: 'In', values: ['default'] },
     { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
-    { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand', 'spot'] },
+    { key: 'karpenter.sh/capacity-type', operator: 'In', values: capacityTypes },
     { key: 'node.kubernetes.io/instance-type', operator: 'In', values: types },
   ];
+  return { pool, names, od, zones, prices, now, index, settings, launch, requirements };
+}
+
+/**
+ * The effect's cost per node: a launch replayed with and without the selected overlays, for a
+ * NodeClaim of `candidates` types (599: the largest Karpenter writes below its cap of 600, where
+ * the effect is unknown without a replay), `total` Veneer-like overlays, on-demand and spot prices
+ * in three zones. Returns each node's decision time in µs (the decision with its effect).
+ *
+ * `claims`: `shared`, every node from one NodeClaim's candidates (a burst from one pod spec: the
+ * replay is memoized per candidate list, so all but the first decision only pick their verdict);
+ * `distinct`, each node's NodeClaim leaves out another type (up to candidates + 1 nodes), so no
+ * replay is reused: every decision replays both launches (the first also prices every type in each
+ * world; later ones find those prices kept). `family` prefixes the type names: each call its own.
+ */
+export function effectPerNode(
+  candidates: number,
+  total: number,
+  nodes: number,
+  claims: 'shared' | 'distinct',
+  family = 'f',
+): number[] {
+  const { pool, names, now, index, settings, launch, requirements } = effectFixture(candidates, total, family);
   const out: number[] = [];
   let effects = 0;
   let firstUndecided: unknown;
@@ -235,6 +250,11 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
   effectPerNode(599, 100, 300, 'distinct', 'w'); // warm-up
   raw.effect = effectPerNode(599, 100, 3000, 'shared');
   raw.effect_distinct = effectPerNode(599, 100, 600, 'distinct', 'd');
+  progress('decision: the effect of a consolidation replacement, 599 options and 100 overlays');
+  replacementPerNode(599, 100, 100, 'anyway'); // warm-up
+  replacementPerNode(599, 100, 100, 'caused');
+  raw.replacement_anyway = replacementPerNode(599, 100, 1000, 'anyway');
+  raw.replacement_caused = replacementPerNode(599, 100, 1000, 'caused');
   const p50 = (n: number | string) => median(raw[n] ?? []);
   const row = (n: number | string, label: string | number) => ({
     overlays: label,
@@ -252,6 +272,8 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       effect_p99_us_599_candidates_100_overlays: round(percentile(raw.effect ?? [], 0.99)),
       effect_distinct_claims_p50_us: round(p50('effect_distinct')),
       effect_distinct_claims_p99_us: round(percentile(raw.effect_distinct ?? [], 0.99)),
+      replacement_effect_p99_us_599_options_anyway: round(percentile(raw.replacement_anyway ?? [], 0.99)),
+      replacement_effect_p99_us_599_options_caused: round(percentile(raw.replacement_caused ?? [], 0.99)),
     },
     targets: {
       decision_p50_us_1000: '<= 10',
@@ -261,6 +283,8 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       effect_p99_us_599_candidates_100_overlays: '<= 200 (a burst: NodeClaims of one pod spec)',
       effect_distinct_claims_p50_us: 'reported',
       effect_distinct_claims_p99_us: 'reported (aim <= 200; missed: see docs/effect.md)',
+      replacement_effect_p99_us_599_options_anyway: '<= 200 (then the launch replay)',
+      replacement_effect_p99_us_599_options_caused: '<= 200 (then the catalog of 1,200 types scanned)',
     },
     table: rows,
     raw: { per_decision_us_batches: raw },

@@ -9,7 +9,10 @@ import type { Match, OverlayIndex, OverlayVersion } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
 import { launchEffect } from './effect/effect.ts';
-import type { Effect } from './effect/types.ts';
+import { type ReplacedNode, replacementEffect } from './effect/replacement.ts';
+import type { Effect, EffectInput } from './effect/types.ts';
+import { unknown } from './effect/verdict.ts';
+import { type DisruptionEvidence, type DisruptionMark, type LaunchOrigin, launchOrigin } from './launch-origin.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { INSTANCE_TYPE } from './effect/candidates.ts';
 import { CAPACITY_TYPE_LABEL, characteristics, scope } from './scope.ts';
@@ -53,6 +56,8 @@ export interface LaunchKnowledge {
   zonesOf?(nodeClass: string): ReadonlySet<string> | undefined;
   /** The labels of a node of this instance type, if one was seen. */
   nodeLabelsOf?(instanceType: string): Labels | undefined;
+  /** What was seen of Karpenter's disruption: whether a launch replaced nodes, and which. Undefined: every launch is taken for provisioning. */
+  disruption?: DisruptionEvidence | undefined;
 }
 
 export type Decision =
@@ -166,20 +171,26 @@ function verdictsInDoubt(active: readonly OverlayVersion[]): OverlayView[] {
   return doubt;
 }
 
-/** What the selected overlays changed about this launch: Karpenter's launch replayed without them. */
+/** What the selected overlays changed about this launch: Karpenter's launch (or its replacement's price test) replayed without them. */
 export function effectOf(
   input: DecisionInput,
   view: KarpenterView,
   at: number,
   index: OverlayIndex,
   provider: ProviderChoice,
+  origin: LaunchOrigin = { kind: 'provisioned' },
 ): Effect {
+  if (origin.kind === 'unclear' || origin.kind === 'awaiting') return unknown('replaced-set', origin.reason);
   const claim = input.nodeClaim;
   const keys = provider.warning === undefined ? provider.keys : undefined;
   const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
+  const replay = (e: EffectInput) =>
+    origin.kind === 'replacement'
+      ? replacementEffect({ ...e, reason: origin.reason, replaced: origin.replaced.map((m) => replacedNode(m, index)) })
+      : launchEffect(e);
   // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
   if (keys?.name !== 'aws' || claim?.launch === undefined) {
-    return launchEffect({
+    return replay({
       provider: keys,
       launched,
       claim: claim?.launch,
@@ -192,7 +203,7 @@ export function effectOf(
     });
   }
   const active = index.activeVersionsAt(at);
-  return launchEffect({
+  return replay({
     provider: keys,
     launched,
     claim: claim.launch,
@@ -205,6 +216,16 @@ export function effectOf(
     zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
     ...(input.launch?.nodeLabelsOf ? { nodeLabelsOf: input.launch.nodeLabelsOf } : {}),
   });
+}
+
+/** A replaced node as Karpenter priced it: its NodeClaim's labels, its NodePool as of the mark. */
+function replacedNode(m: DisruptionMark, index: OverlayIndex): ReplacedNode {
+  return {
+    nodeClaim: m.nodeClaim,
+    ...(m.node !== undefined ? { node: m.node } : {}),
+    labels: m.labels,
+    pool: index.nodePools.at(m.labels[NODEPOOL_LABEL], m.markedAt),
+  };
 }
 
 export function decide(input: DecisionInput, index: OverlayIndex, settings: EngineSettings): Decision {
@@ -226,13 +247,19 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
       provider,
     };
   }
+  const origin =
+    nodeClaim && input.launch?.disruption
+      ? launchOrigin(nodeClaim, input.launch.disruption, now)
+      : ({ kind: 'provisioned' } as const);
+  if (origin.kind === 'awaiting')
+    return { outcome: 'undetermined', reason: origin.reason, retryAt: origin.until, provider };
   // A record names only an overlay of the selector's; another's win leaves the node not influenced.
   const overlay = match.version?.selected ? match.version.overlay : undefined;
   const pricedBy = match.version && !match.version.selected ? match.version.overlay.name : undefined;
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
   // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
   const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
-  const effect = effectOf(input, view, evaluatedAt, index, provider);
+  const effect = effectOf(input, view, evaluatedAt, index, provider, origin);
   const record = buildRecord({
     keys: settings.keys,
     overlay,

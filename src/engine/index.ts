@@ -85,7 +85,21 @@ export {
   type RequirementExplanation,
 } from './explain.ts';
 export { launchEffect } from './effect/effect.ts';
-export { type ReplacedNode, type ReplacementInput, replacementEffect, SPOT_TO_SPOT_MIN_OPTIONS } from './effect/replacement.ts';
+export {
+  type DisruptionEvidence,
+  type DisruptionMark,
+  type LaunchOrigin,
+  LAUNCHING_EVENT_WAIT_MS,
+  launchingReason,
+  launchOrigin,
+  MARK_WINDOW_MS,
+} from './launch-origin.ts';
+export {
+  type ReplacedNode,
+  type ReplacementInput,
+  replacementEffect,
+  SPOT_TO_SPOT_MIN_OPTIONS,
+} from './effect/replacement.ts';
 export {
   DISRUPTION_REASONS,
   disruptionReasonLabel,

@@ -49,7 +49,7 @@ export interface NodeClaimObject {
   status?: {
     providerID?: string | null;
     nodeName?: string | null;
-    conditions?: { type?: string; status?: string; reason?: string | null }[] | null;
+    conditions?: { type?: string; status?: string; reason?: string | null; lastTransitionTime?: Timestamp }[] | null;
   } | null;
 }
 
@@ -80,6 +80,8 @@ export interface NodeClaimView {
   readonly launch?: ClaimForEffect;
   /** Why Karpenter's disruption is replacing or deleting it (its DisruptionReason condition, while True). */
   readonly disruptionReason?: string;
+  /** When Karpenter marked it so (the condition's lastTransitionTime): just before it created the replacements. */
+  readonly disruptionMarkedAt?: number;
 }
 
 /**
@@ -172,6 +174,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
 export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
   const md = obj.metadata ?? {};
   const group = obj.spec?.nodeClassRef?.group ?? undefined;
+  const disruption = obj.status?.conditions?.find((c) => c.type === 'DisruptionReason' && c.status === 'True');
   return {
     name: md.name ?? '',
     labels: md.labels ?? {},
@@ -181,10 +184,8 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     ...optional('nodeClassGroup', group === undefined ? undefined : (SHARED_GROUPS.get(group) ?? group)),
     ...optional('nodeClass', obj.spec?.nodeClassRef?.name ?? undefined),
     ...optional('launch', claimLaunch(obj)),
-    ...optional(
-      'disruptionReason',
-      obj.status?.conditions?.find((c) => c.type === 'DisruptionReason' && c.status === 'True')?.reason ?? undefined,
-    ),
+    ...optional('disruptionReason', disruption?.reason ?? undefined),
+    ...optional('disruptionMarkedAt', disruption ? toEpochMs(disruption.lastTransitionTime) : undefined),
   };
 }
 

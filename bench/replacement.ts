@@ -1,0 +1,104 @@
+// The effect of a consolidation replacement per node, beside the launch effect's (bench/decision.ts,
+// same setting): the replaced node's price and every option's in both worlds, and then either the
+// launch replay (`anyway`: the replacement would have happened without the overlays) or the scan of
+// the catalog's types no option lists (`caused`: nothing undercuts without them). A burst: every
+// node from one NodeClaim's options, as a multi-node consolidation's or a drift wave's replacements share them.
+import { decide, type DisruptionEvidence, toNodeClaimView, toNodeView } from '../src/engine/index.ts';
+import { karpenterNode } from '../kit/veneer.ts';
+import { effectFixture } from './decision.ts';
+
+export type ReplacementPath = 'anyway' | 'caused';
+
+export function replacementPerNode(candidates: number, total: number, nodes: number, path: ReplacementPath): number[] {
+  const family = path === 'anyway' ? 'ra' : 'rc';
+  const options = effectFixture(candidates, 0, family).names;
+  // `caused`: a selected overlay prices every option on-demand at 0.00; the replaced node lists
+  // below all of them, so without the overlays nothing undercuts it.
+  const free = {
+    metadata: { name: `free-${family}`, labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
+    spec: {
+      weight: 50,
+      price: '0.00',
+      requirements: [
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: options },
+      ],
+    },
+  };
+  // The Compute Savings Plan overlay prices every on-demand offering at 0.00, the replaced node's
+  // too: nothing would undercut it, and Karpenter would replace nothing.
+  const f = effectFixture(candidates, total, family, (veneer) => [
+    ...veneer.filter((o) => !o.metadata?.name?.includes('compute-sp')),
+    ...(path === 'caused' ? [free] : []),
+  ]);
+  const names = f.names;
+  // The replaced node's type: below every option's list price (`caused`), or far above (`anyway`).
+  const replacedType = `q${family}.large`;
+  const od = (x: string) => (x === replacedType ? (path === 'caused' ? 0.09 : 5) : f.od.get(x));
+  const prices = {
+    ...f.prices,
+    onDemand: (x: string) => od(x),
+    spot: (x: string, z: string) => (od(x) ?? 0) * (0.33 + f.zones.indexOf(z) / 100),
+  };
+  const mark = {
+    nodeClaim: 'old',
+    node: 'old',
+    reason: 'Underutilized',
+    markedAt: f.now - 31_000,
+    labels: karpenterNode({ name: 'old', instanceType: replacedType, zone: 'us-east-1a' }).metadata?.labels ?? {},
+  };
+  const evidence: DisruptionEvidence = {
+    launching: () => 'Underutilized',
+    marksBetween: (from, to) => (mark.markedAt >= from && mark.markedAt <= to ? [mark] : []),
+    replacementsCreatedBetween: () => [],
+  };
+  const launch = { ...f.launch, prices, disruption: evidence };
+  // On-demand: the watcher records on-demand nodes only.
+  const capacityTypes = ['on-demand'];
+  const out: number[] = [];
+  let decided = 0;
+  let first: unknown;
+  for (let i = 0; i < nodes; i++) {
+    // `anyway`: the launch replay predicts the cheapest option, which no overlay prices.
+    const type = path === 'anyway' ? names[0]! : names[(i * 7919) % names.length]!;
+    const node = toNodeView(
+      karpenterNode({
+        name: `n${i}`,
+        instanceType: type,
+        capacityType: 'on-demand',
+        zone: 'us-east-1a',
+        createdAt: new Date(f.now - 5000).toISOString(),
+      }),
+    );
+    const claim = toNodeClaimView({
+      metadata: {
+        name: `c${i}`,
+        labels: { 'karpenter.sh/nodepool': 'default' },
+        annotations: { 'karpenter.sh/price-overlay-applied': 'true' },
+        creationTimestamp: new Date(f.now - 30_000).toISOString(),
+      },
+      spec: {
+        nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+        requirements: f.requirements(names, capacityTypes),
+      },
+      status: { providerID: `aws:///us-east-1a/i-${i}` },
+    });
+    const start = process.hrtime.bigint();
+    const d = decide({ node, nodeClaim: claim, now: f.now, decidedBy: 'webhook', launch }, f.index, f.settings);
+    out.push(Number(process.hrtime.bigint() - start) / 1000);
+    const expected = path === 'caused' ? 'replacement' : undefined;
+    if (
+      (d.outcome === 'influenced' || d.outcome === 'not-influenced') &&
+      d.effect.disruption !== undefined &&
+      d.effect.verdict !== 'unknown' &&
+      (expected === undefined || d.effect.verdict === expected)
+    )
+      decided++;
+    else first ??= d;
+  }
+  if (decided !== nodes)
+    throw new Error(
+      `${nodes - decided} of ${nodes} replacements were not decided as the ${path} path; the first: ${JSON.stringify(first).slice(0, 2000)}`,
+    );
+  return out;
+}
