@@ -34,6 +34,11 @@ export const WATCHER_CLUSTER_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 
+/** The chart's Role in `default`: Karpenter's Events on NodeClaims (DisruptionLaunching tells a replacement). */
+export const KARPENTER_EVENTS_RULES: k8s.V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['events'], verbs: ['list', 'watch'] },
+];
+
 /** What the chart's metrics-reader ClusterRole grants: the right to scrape the watcher. */
 export const METRICS_READER_RULES: k8s.V1PolicyRule[] = [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }];
 
@@ -85,6 +90,19 @@ export async function grantWatcherRole(kc: k8s.KubeConfig, subjects: k8s.RbacV1S
     body: {
       metadata: { name: 'veneer-node-watcher' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'veneer-node-watcher' },
+      subjects,
+    },
+  });
+  const events = 'veneer-node-watcher-karpenter-events';
+  await rbac.createNamespacedRole({
+    namespace: 'default',
+    body: { metadata: { name: events }, rules: KARPENTER_EVENTS_RULES },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: 'default',
+    body: {
+      metadata: { name: events },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: events },
       subjects,
     },
   });

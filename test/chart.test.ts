@@ -33,7 +33,12 @@ import { installKarpenterCRDs } from '../kit/karpenter-crds.ts';
 import { KarpenterSim } from '../kit/karpenter-sim.ts';
 import { computeSavingsPlan } from '../kit/veneer.ts';
 import { scrape } from '../kit/scrape.ts';
-import { makeWebhookCerts, METRICS_READER_RULES, WATCHER_CLUSTER_RULES } from '../kit/watcher-env.ts';
+import {
+  KARPENTER_EVENTS_RULES,
+  makeWebhookCerts,
+  METRICS_READER_RULES,
+  WATCHER_CLUSTER_RULES,
+} from '../kit/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
 const FULL = [
@@ -158,6 +163,12 @@ t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for bot
     'the watcher: its old rights plus events, tokenreviews and subjectaccessreviews create (the test harness grants the same)',
   );
   t.same(roles[1]?.rules, METRICS_READER_RULES, 'metrics-reader: get /metrics');
+  const events = find(full, 'Role', 'karpenter-events') as unknown as k8s.V1Role;
+  t.same(
+    [events.metadata?.namespace, events.rules],
+    ['default', KARPENTER_EVENTS_RULES],
+    "Karpenter's Events are read in default only (the test harness grants the same)",
+  );
   t.match(find(full, 'ClusterRoleBinding', 'metrics-reader'), {
     roleRef: { name: 'veneer-node-watcher-metrics-reader' },
     subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }],
@@ -711,6 +722,16 @@ t.test("on a real apiserver: every object accepted, and the watcher works with t
       (e: { code?: number }) => e.code,
     );
   t.equal(pods, 403, 'deleting nodes is denied');
+  const events = (namespace: string) =>
+    kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.kind=NodeClaim,reason=DisruptionLaunching' })
+      .then(
+        () => 200,
+        (e: { code?: number }) => e.code,
+      );
+  t.equal(await events('default'), 200, "Karpenter's Events on cluster-scoped NodeClaims (namespace default) are read");
+  t.equal(await events('kube-system'), 403, 'Events of any other namespace are not');
   const cm = find(full, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
   const dir = mkdtempSync(join(tmpdir(), 'vnw-sa-'));
   writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');

@@ -36,6 +36,7 @@ export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflect
     listPage: lister(deps.client, path, {
       ...(accept ? { accept } : {}),
       ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
+      ...(o.fieldSelector ? { fieldSelector: o.fieldSelector } : {}),
     }),
     metrics: deps.metrics,
     log: deps.log,

@@ -21,11 +21,11 @@ interface ListBody {
 export function lister(
   client: KubeClient,
   path: string,
-  o: { accept?: string; labelSelector?: string } = {},
+  o: { accept?: string; labelSelector?: string; fieldSelector?: string } = {},
 ): (continueToken: string | undefined) => Promise<ListPage> {
   return async (token) => {
     const body = await client.call<ListBody>('GET', path, {
-      query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector: o.labelSelector },
+      query: { limit: LIST_PAGE_SIZE, continue: token, labelSelector: o.labelSelector, fieldSelector: o.fieldSelector },
       ...(o.accept ? { accept: o.accept } : {}),
     });
     return {

@@ -37,6 +37,8 @@ export interface ReflectorOptions<T> {
   client: KubeClient;
   watchPath: string;
   labelSelector?: string;
+  /** Narrows the list and the watch on the server (events by their reason, say). */
+  fieldSelector?: string;
   /** The Accept header of the list and the watch (metadata-only views ask for less). */
   accept?: string;
   /** Reads one watch line; may leave out the object when it cannot change the store. */
@@ -255,6 +257,7 @@ export class Reflector<T> {
       // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
       timeoutSeconds: 300 + Math.floor(Math.random() * 300),
       labelSelector: this.o.labelSelector,
+      fieldSelector: this.o.fieldSelector,
     };
     const handle = (line: Buffer) => {
       const event = (this.o.parseEvent ?? parseEvent)(line);

@@ -19,6 +19,7 @@ import type { Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 import { NodeClaimIndex } from './lookups.ts';
+import { DisruptionWatch } from './disruption-evidence.ts';
 
 export const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
@@ -168,6 +169,7 @@ export class ClusterCaches {
   readonly nodeClaims: NodeClaimCache;
   readonly nodes: NodeCache;
   readonly nodeClasses: NodeClassCache;
+  readonly disruption: DisruptionWatch;
   readonly instanceTypes = new InstanceTypeLabels();
   /** The required CRDs said not to be served. */
   private readonly missing = new Set<string>();
@@ -183,6 +185,7 @@ export class ClusterCaches {
     this.nodeClaims = new NodeClaimCache(own);
     this.nodes = new NodeCache(own, influencedLabel, storyAnnotation);
     this.nodeClasses = new NodeClassCache(own);
+    this.disruption = new DisruptionWatch(own, this.nodeClaims);
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
   }
 
@@ -202,6 +205,7 @@ export class ClusterCaches {
       { resource: 'nodes', reflector: this.nodes.all as Reflector<unknown> },
       { resource: 'undecided-nodes', reflector: this.nodes.undecided as Reflector<unknown> },
       { resource: 'ec2nodeclasses', reflector: this.nodeClasses.reflector as Reflector<unknown> },
+      { resource: 'disruption-events', reflector: this.disruption.reflector as Reflector<unknown> },
     ];
   }
 
@@ -217,6 +221,7 @@ export class ClusterCaches {
       },
       zonesOf: (nodeClass) => this.nodeClasses.zonesOf(nodeClass),
       nodeLabelsOf: (instanceType) => this.instanceTypes.get(instanceType),
+      disruption: this.disruption,
     };
   }
 

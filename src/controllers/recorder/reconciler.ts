@@ -55,10 +55,13 @@ export class Reconciler {
     opts.caches.nodes.subscribe((node, kind) => {
       if (kind === 'upsert' && this.wants(node)) this.queue.add(node.name);
     });
-    opts.caches.nodeClaims.subscribe((claim) => {
-      const node = claim.nodeName ? opts.caches.nodes.get(claim.nodeName) : undefined;
+    // A NodeClaim that changed, or that Karpenter said is a replacement: its node may be decidable now.
+    const claimChanged = (claim: { nodeName?: string } | undefined) => {
+      const node = claim?.nodeName ? opts.caches.nodes.get(claim.nodeName) : undefined;
       if (node && this.wants(node)) this.queue.add(node.name);
-    });
+    };
+    opts.caches.disruption.onReplacement((name) => claimChanged(opts.caches.nodeClaims.byName(name)));
+    opts.caches.nodeClaims.subscribe(claimChanged);
   }
 
   /** The filter: on-demand Karpenter nodes without a record. */

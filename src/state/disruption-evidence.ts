@@ -1,0 +1,125 @@
+// What the watcher sees of Karpenter's disruption, for the engine to tell a replacement from a
+// provisioning launch (engine/launch-origin.ts): the NodeClaims Karpenter marked for disruption,
+// kept after they are gone (a replaced node is deleted once its replacement is initialized), and
+// the DisruptionLaunching Events it publishes on replacements. The Events are read from the
+// `default` namespace, where Events of cluster-scoped objects such as NodeClaims are written, and
+// only those: the server filters them by kind and reason.
+import { type DisruptionEvidence, type DisruptionMark, launchingReason, type NodeClaimView } from '../engine/index.ts';
+import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
+import type { Reflector } from '../kube/reflector.ts';
+
+export const LAUNCHING_EVENTS_PATH = '/api/v1/namespaces/default/events';
+export const LAUNCHING_EVENTS_SELECTOR = 'involvedObject.kind=NodeClaim,reason=DisruptionLaunching';
+
+interface EventObject {
+  metadata?: { name?: string };
+  involvedObject?: { kind?: string; name?: string };
+  reason?: string;
+  message?: string;
+}
+
+/** One DisruptionLaunching Event, reduced to the NodeClaim it names and Karpenter's reason. */
+export interface LaunchingEvent {
+  readonly nodeClaim: string;
+  readonly reason: string | undefined;
+}
+
+/** How long marks are kept: a replacement is decided long before (its node registers within 15 minutes). */
+export const MARK_RETENTION_MS = 60 * 60_000;
+/** Marks kept at most, the oldest dropped first: a consolidation of a whole cluster marks each node once. */
+const MAX_MARKS = 20_000;
+
+export interface ClaimSource {
+  subscribe(listener: (claim: NodeClaimView) => void): void;
+  byName(name: string): NodeClaimView | undefined;
+}
+
+export class DisruptionWatch implements DisruptionEvidence {
+  readonly reflector: Reflector<LaunchingEvent>;
+  private readonly reasonOf = new Map<string, string>();
+  /** By NodeClaim, in the order they were marked (a Map keeps insertion order): pruned from the front. */
+  private readonly marks = new Map<string, DisruptionMark>();
+  private readonly now: () => number;
+  private readonly claims: ClaimSource;
+  private readonly listeners: ((nodeClaim: string) => void)[] = [];
+
+  constructor(deps: CacheDeps, claims: ClaimSource) {
+    this.now = deps.now;
+    this.claims = claims;
+    this.reflector = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
+      resource: 'disruption-events',
+      fieldSelector: LAUNCHING_EVENTS_SELECTOR,
+      keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
+      slim: (obj) => {
+        const e = obj as EventObject;
+        return { nodeClaim: e.involvedObject?.name ?? '', reason: launchingReason(e.message) };
+      },
+      handlers: {
+        upsert: (event) => {
+          if (event.nodeClaim === '' || event.reason === undefined) return;
+          const known = this.reasonOf.get(event.nodeClaim);
+          this.reasonOf.set(event.nodeClaim, event.reason);
+          if (known === undefined) for (const l of this.listeners) l(event.nodeClaim);
+        },
+        // Events expire (an hour by default): the replacement was decided long before.
+        remove: (event) => this.reasonOf.delete(event.nodeClaim),
+      },
+      // Where the watcher may not read Events, every launch reads as before (no replacement is told).
+      optional: true,
+    });
+    claims.subscribe((claim) => this.observe(claim));
+  }
+
+  /** Called when a NodeClaim is first known to be a replacement: its node may be decidable now. */
+  onReplacement(listener: (nodeClaim: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private observe(claim: NodeClaimView): void {
+    if (claim.disruptionReason === undefined || claim.disruptionMarkedAt === undefined) return;
+    const known = this.marks.get(claim.name);
+    if (known?.markedAt === claim.disruptionMarkedAt && known.reason === claim.disruptionReason) return;
+    this.marks.delete(claim.name);
+    this.marks.set(claim.name, {
+      nodeClaim: claim.name,
+      ...(claim.nodeName !== undefined ? { node: claim.nodeName } : {}),
+      reason: claim.disruptionReason,
+      markedAt: claim.disruptionMarkedAt,
+      labels: claim.labels,
+    });
+    this.prune();
+  }
+
+  private prune(): void {
+    const horizon = this.now() - MARK_RETENTION_MS;
+    for (const [name, mark] of this.marks) {
+      if (mark.markedAt >= horizon && this.marks.size <= MAX_MARKS) break;
+      this.marks.delete(name);
+    }
+  }
+
+  launching(nodeClaim: string): string | undefined {
+    return this.reasonOf.get(nodeClaim);
+  }
+
+  marksBetween(from: number, to: number): readonly DisruptionMark[] {
+    const out: DisruptionMark[] = [];
+    for (const mark of this.marks.values()) if (mark.markedAt >= from && mark.markedAt <= to) out.push(mark);
+    return out;
+  }
+
+  replacementsCreatedBetween(from: number, to: number, reason: string): readonly string[] {
+    const out: string[] = [];
+    for (const [name, r] of this.reasonOf) {
+      if (r.toLowerCase() !== reason.toLowerCase()) continue;
+      const createdAt = this.claims.byName(name)?.createdAt;
+      if (createdAt !== undefined && createdAt >= from && createdAt <= to) out.push(name);
+    }
+    return out;
+  }
+
+  /** How many marks are kept (a gauge of memory). */
+  get markCount(): number {
+    return this.marks.size;
+  }
+}

@@ -1,0 +1,105 @@
+// A replacement told from a provisioning launch, against a real apiserver: the NodeClaims are
+// written as Karpenter's disruption queue writes them (the candidate's DisruptionReason condition,
+// then the replacement NodeClaim, later the DisruptionLaunching Event on it in `default`); the
+// rest of Karpenter is the kit's stand-in (kit/karpenter-sim.ts), as in every webhook test. Real
+// Karpenter consolidating on the local EC2 is test/aws/replacement.test.ts. The replaced node is
+// gone before the Event comes (Karpenter deletes it once the replacement is initialized): the
+// watcher keeps its mark.
+import t from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import type { RunningWatcher } from '../src/commands/serve.ts';
+import { MARK_WINDOW_MS } from '../src/engine/index.ts';
+import { reservedInstance } from '../kit/veneer.ts';
+import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
+import { OVERLAY_API, sleep, until } from '../kit/fleet.ts';
+import { launchWatcher, startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
+
+const env = await startClusterEnv();
+t.teardown(() => env.cp.stop());
+const { admin, cp, certs } = env;
+const sim = new KarpenterSim(admin);
+const core = admin.makeApiClient(k8s.CoreV1Api);
+await sim.custom.createClusterCustomObject({ ...OVERLAY_API, body: reservedInstance('m5.xlarge', 'us-west-2') });
+const CLAIMS = { group: 'karpenter.sh', version: 'v1', plural: 'nodeclaims' };
+const seconds = (ms = Date.now()) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+
+let watcher: RunningWatcher | undefined;
+t.teardown(() => watcher?.stop());
+
+const markDisrupted = (claimName: string, reason: string) =>
+  sim.custom.patchClusterCustomObjectStatus(
+    {
+      ...CLAIMS,
+      name: claimName,
+      body: {
+        status: {
+          conditions: [
+            { type: 'DisruptionReason', status: 'True', reason, message: reason, lastTransitionTime: seconds() },
+          ],
+        },
+      },
+    },
+    mergePatch,
+  );
+
+/** What Karpenter's recorder writes for disruptionevents.Launching: an Event on the cluster-scoped NodeClaim, in default. */
+async function launchingEvent(claimName: string, reason: string): Promise<void> {
+  const claim = (await sim.custom.getClusterCustomObject({ ...CLAIMS, name: claimName })) as {
+    metadata: { uid: string };
+  };
+  await core.createNamespacedEvent({
+    namespace: 'default',
+    body: {
+      metadata: { name: `${claimName}.${Date.now().toString(16)}`, namespace: 'default' },
+      involvedObject: { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: claimName, uid: claim.metadata.uid },
+      reason: 'DisruptionLaunching',
+      message: `Launching NodeClaim: ${reason}`,
+      type: 'Normal',
+      source: { component: 'karpenter' },
+      firstTimestamp: new Date(),
+      lastTimestamp: new Date(),
+      count: 1,
+    },
+  });
+}
+
+const story = async (name: string) => {
+  const node = await core.readNode({ name });
+  const annotation = node.metadata?.annotations?.['veneer.io/overlay-decision'];
+  return annotation === undefined ? undefined : (JSON.parse(annotation) as { effect?: Record<string, unknown> });
+};
+
+t.test('a replacement is recorded with what it replaced, once Karpenter says it is one', async (t) => {
+  watcher = (await launchWatcher(cp, certs, WATCHER_USER)).watcher;
+  await until('leadership', () => watcher!.metrics.leader.get().then((m) => m.values[0]?.value === 1));
+  await sim.launch({ name: 'old', claimName: 'old-claim', instanceType: 'c6i.xlarge' });
+  await until('the old node recorded', async () => (await story('old')) !== undefined);
+
+  // Karpenter's queue: mark the candidate, create the replacement; the candidate goes once the replacement is up.
+  const markedAt = Date.now();
+  await markDisrupted('old-claim', 'Underutilized');
+  await sim.createNodeClaim({ name: 'new', claimName: 'new-claim', instanceType: 'm5.xlarge' });
+  await sleep(300);
+  await sim.custom.deleteClusterCustomObject({ ...CLAIMS, name: 'old-claim' });
+  await core.deleteNode({ name: 'old' });
+  await sim.kubeletCreate({ name: 'new', instanceType: 'm5.xlarge' });
+  await sim.register({ name: 'new', claimName: 'new-claim', instanceType: 'm5.xlarge' });
+  await sleep(3000);
+  t.equal(await story('new'), undefined, 'marks around its creation and no Event yet: the record waits');
+
+  await launchingEvent('new-claim', 'Underutilized');
+  await until('the replacement recorded', async () => (await story('new')) !== undefined, 15_000);
+  const effect = (await story('new'))?.effect;
+  t.match(effect?.disruption, {
+    reason: 'Underutilized',
+    replacedCount: 1,
+    replaced: [{ nodeClaim: 'old-claim', node: 'old', instanceType: 'c6i.xlarge', capacityType: 'on-demand' }],
+  });
+  t.equal(effect?.verdict, 'unknown', "the kit's NodeClaims list no candidate instance types to replay");
+
+  // Past the window of any mark: a provisioning launch, recorded at once, as ever.
+  await sleep(Math.max(0, markedAt + MARK_WINDOW_MS + 2000 - Date.now()));
+  await sim.launch({ name: 'later', claimName: 'later-claim', instanceType: 'm5.xlarge' });
+  await until('the later node recorded', async () => (await story('later')) !== undefined);
+  t.equal((await story('later'))?.effect?.disruption, undefined, 'no disruption story on a provisioning launch');
+});
