@@ -55,6 +55,7 @@ function table(report: Report): string {
     'LOST',
     'FROM-SPOT',
     'MOVED',
+    'REPLACED',
     'NO-EFFECT',
     'STEERED-$/H',
     'NEWEST-WIN',
@@ -71,6 +72,7 @@ function table(report: Report): string {
     String(o.lost),
     String(o.effects.steeredFromSpot),
     String(o.effects.movedType),
+    String(o.effects.replaced),
     String(o.effects.none),
     o.effects.steeredListPricePerHour.toFixed(4),
     dash(o.newestWin),
@@ -97,7 +99,7 @@ function table(report: Report): string {
   );
   const e = t.effects;
   lines.push(
-    `Effects of the selected overlays on recorded launches: ${e.steeredFromSpot} steered from spot to on-demand, ${e.movedType} moved to another instance type, ${e.none} the same without them, ${e.unknown} unknown; on-demand list price of the nodes steered or moved: $${e.steeredListPricePerHour.toFixed(4)}/h`,
+    `Effects of the selected overlays on recorded launches: ${e.steeredFromSpot} steered from spot to on-demand, ${e.movedType} moved to another instance type, ${e.replaced} replacements that would not have happened without them, ${e.none} the same without them, ${e.unknown} unknown; on-demand list price of the nodes steered, moved or replaced: $${e.steeredListPricePerHour.toFixed(4)}/h`,
   );
   if (t.inactiveOverlays > 0)
     lines.push(

@@ -34,10 +34,12 @@ export interface EffectCounts {
   steeredFromSpot: number;
   /** Without them, another instance type. */
   movedType: number;
+  /** Consolidation replacements that without them would not have happened at all. */
+  replaced: number;
   /** Without them, the same launch. */
   none: number;
   unknown: number;
-  /** On-demand USD an hour, at list price, of the nodes steered from spot or moved to another type. */
+  /** On-demand USD an hour, at list price, of the nodes steered from spot, moved to another type or launched to replace others. */
   steeredListPricePerHour: number;
 }
 
@@ -119,6 +121,7 @@ interface Tally {
 const noEffects = (): EffectCounts => ({
   steeredFromSpot: 0,
   movedType: 0,
+  replaced: 0,
   none: 0,
   unknown: 0,
   steeredListPricePerHour: 0,
@@ -131,6 +134,9 @@ function countEffect(c: EffectCounts, effect: EffectStory): void {
       break;
     case 'instance-type':
       c.movedType++;
+      break;
+    case 'replacement':
+      c.replaced++;
       break;
     case 'none':
       c.none++;
@@ -271,7 +277,9 @@ export function buildReport(input: ReportInput): Report {
 
 /** Its records say, each of them, that the launch would have been the same without the selected overlays. */
 function changedNone(e: EffectCounts | undefined): boolean {
-  return e !== undefined && e.none > 0 && e.steeredFromSpot === 0 && e.movedType === 0 && e.unknown === 0;
+  return (
+    e !== undefined && e.none > 0 && e.steeredFromSpot === 0 && e.movedType === 0 && e.replaced === 0 && e.unknown === 0
+  );
 }
 
 function karpenterVerdict(

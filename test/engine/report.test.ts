@@ -164,7 +164,7 @@ t.test('steering, outranked, idle, inactive and gone overlays, and the totals', 
     inlineShare: 4 / 6,
     approximate: 1,
     inactiveOverlays: 1,
-    effects: { steeredFromSpot: 0, movedType: 0, none: 0, unknown: 6, steeredListPricePerHour: 0 },
+    effects: { steeredFromSpot: 0, movedType: 0, replaced: 0, none: 0, unknown: 6, steeredListPricePerHour: 0 },
   });
 });
 
@@ -226,65 +226,75 @@ t.test('a record without its story still counts, by its label (a shortened long 
   );
 });
 
-t.test('effects per overlay: steered from spot, moved to another type, no effect, and what was steered', async (t) => {
-  const ri = withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0 - 3_600_000);
-  const ec2 = withCreation(ec2InstanceSavingsPlan('c6i', 'us-west-2'), T0 - 3_600_000);
-  const index = indexWith([ri, ec2]);
-  const withEffect = (name: string, type: string, effect: Record<string, unknown>): NodeObject => {
-    const node = recorded(name, type, index, 'webhook');
-    const story = { ...JSON.parse(node.metadata!.annotations!['veneer.io/overlay-decision']!), effect };
-    return {
-      ...node,
-      metadata: {
-        ...node.metadata,
-        labels: { ...node.metadata?.labels, 'veneer.io/overlay-effect': String(effect.verdict) },
-        annotations: { 'veneer.io/overlay-decision': JSON.stringify(story) },
-      },
+t.test(
+  'effects per overlay: steered from spot, moved to another type, a replacement it caused, no effect, and what was steered',
+  async (t) => {
+    const ri = withCreation(reservedInstance('m5.xlarge', 'us-west-2'), T0 - 3_600_000);
+    const ec2 = withCreation(ec2InstanceSavingsPlan('c6i', 'us-west-2'), T0 - 3_600_000);
+    const index = indexWith([ri, ec2]);
+    const withEffect = (name: string, type: string, effect: Record<string, unknown>): NodeObject => {
+      const node = recorded(name, type, index, 'webhook');
+      const story = { ...JSON.parse(node.metadata!.annotations!['veneer.io/overlay-decision']!), effect };
+      return {
+        ...node,
+        metadata: {
+          ...node.metadata,
+          labels: { ...node.metadata?.labels, 'veneer.io/overlay-effect': String(effect.verdict) },
+          annotations: { 'veneer.io/overlay-decision': JSON.stringify(story) },
+        },
+      };
     };
-  };
-  const riName = ri.metadata!.name!;
-  const ec2Name = ec2.metadata!.name!;
-  const nodes = [
-    withEffect('a', 'm5.xlarge', {
-      verdict: 'capacity-type',
-      overlays: [riName],
-      launched: { listPrice: 0.192, price: 0 },
-    }),
-    withEffect('b', 'm5.xlarge', {
-      verdict: 'instance-type',
-      overlays: [riName],
-      launched: { listPrice: 0.192, price: 0 },
-    }),
-    withEffect('c', 'm5.xlarge', { verdict: 'none', overlays: [riName] }),
-    withEffect('d', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
-    withEffect('e', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
-  ];
-  const report = buildReport({
-    nodes,
-    overlays: [ri, ec2].map((o) => toOverlayView(o)),
-    nodePools: [],
-    nodeClaims: noClaims,
-    now: NOW,
-    settings,
-    policy,
-  });
-  const row = (name: string) => report.overlays.find((o) => o.overlay === name);
-  t.match(row(riName), {
-    won: 3,
-    verdict: 'steering',
-    effects: { steeredFromSpot: 1, movedType: 1, none: 1, unknown: 0, steeredListPricePerHour: 0.384 },
-  });
-  t.match(row(ec2Name), {
-    won: 2,
-    verdict: 'no-effect',
-    effects: { none: 2 },
-    note: 'won 2 nodes, and each launch would have been the same without the selected overlays',
-  });
-  t.same(report.totals.effects, {
-    steeredFromSpot: 1,
-    movedType: 1,
-    none: 3,
-    unknown: 0,
-    steeredListPricePerHour: 0.384,
-  });
-});
+    const riName = ri.metadata!.name!;
+    const ec2Name = ec2.metadata!.name!;
+    const nodes = [
+      withEffect('a', 'm5.xlarge', {
+        verdict: 'capacity-type',
+        overlays: [riName],
+        launched: { listPrice: 0.192, price: 0 },
+      }),
+      withEffect('b', 'm5.xlarge', {
+        verdict: 'instance-type',
+        overlays: [riName],
+        launched: { listPrice: 0.192, price: 0 },
+      }),
+      withEffect('c', 'm5.xlarge', { verdict: 'none', overlays: [riName] }),
+      withEffect('f', 'm5.xlarge', {
+        verdict: 'replacement',
+        overlays: [riName],
+        launched: { listPrice: 0.192, price: 0 },
+        disruption: { reason: 'Underutilized', replaced: [{ nodeClaim: 'old' }], replacedCount: 1 },
+      }),
+      withEffect('d', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
+      withEffect('e', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
+    ];
+    const report = buildReport({
+      nodes,
+      overlays: [ri, ec2].map((o) => toOverlayView(o)),
+      nodePools: [],
+      nodeClaims: noClaims,
+      now: NOW,
+      settings,
+      policy,
+    });
+    const row = (name: string) => report.overlays.find((o) => o.overlay === name);
+    t.match(row(riName), {
+      won: 4,
+      verdict: 'steering',
+      effects: { steeredFromSpot: 1, movedType: 1, replaced: 1, none: 1, unknown: 0, steeredListPricePerHour: 0.576 },
+    });
+    t.match(row(ec2Name), {
+      won: 2,
+      verdict: 'no-effect',
+      effects: { none: 2 },
+      note: 'won 2 nodes, and each launch would have been the same without the selected overlays',
+    });
+    t.same(report.totals.effects, {
+      steeredFromSpot: 1,
+      movedType: 1,
+      replaced: 1,
+      none: 3,
+      unknown: 0,
+      steeredListPricePerHour: 0.576,
+    });
+  },
+);
