@@ -111,6 +111,19 @@ t.test('removed while marked: counted by reason and by what became of the overla
   await sleep(1500);
   t.equal(await total(), 3, 'a deletion without the mark, or after Karpenter cleared it, is not a disruption');
 
+  const events = admin.makeApiClient(k8s.EventsV1Api);
+  const onOverlays = async () =>
+    (await events.listNamespacedEvent({ namespace: 'default' })).items
+      .filter((e) => e.regarding?.kind === 'NodeOverlay')
+      .map((e) => `${e.regarding?.name} ${e.reason} ${e.related?.name}`)
+      .sort();
+  await until('the churn told on the overlays', async () => (await onOverlays()).length === 2);
+  t.same(
+    await onOverlays(),
+    [`${SP} NodeDisruptedAfterDeletion deleted-overlay`, `${RI} NodeDisruptedAfterChange repriced`],
+    'an Event on each overlay whose change or deletion was followed by the disruption of a node it priced; none for the unchanged one',
+  );
+
   const text = await watcher.metrics.registry.metrics();
   t.equal(
     text.split('\n').filter((l) => l.startsWith('veneer_nodewatcher_recorded_disruptions_total{')).length,

@@ -189,7 +189,8 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const launches = new LaunchCounter({ metrics, keys: settings.keys, max: maxOverlaySeries, active, now });
   caches.nodes.onMetadata((node) => launches.seen(node));
   const counts = (ov: { name: string }) => selectedActive().some((a) => a.name === ov.name);
-  const disruptions = countDisruptions(caches, { metrics, keys: settings.keys, counts, now });
+  const churned = events.churned.bind(events);
+  const disruptions = countDisruptions(caches, { metrics, keys: settings.keys, counts, churned, now });
 
   // The writers (the reconciler and Events) work only while this replica leads.
   const lead = () => {

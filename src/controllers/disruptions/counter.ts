@@ -31,6 +31,13 @@ export interface DisruptionCounterOptions {
   overlay: (nameLabelValue: string) => OverlayView | undefined;
   /** Whether that overlay is selected and active now. */
   counts: (overlay: OverlayView) => boolean;
+  /** A recorded node disrupted after the overlay its record names changed or went (the NodeOverlay's Event). */
+  churned?: (
+    node: NodeView,
+    overlay: OverlayView | { name: string },
+    state: 'changed' | 'gone',
+    reason: string,
+  ) => void;
   now?: () => number;
 }
 
@@ -91,6 +98,8 @@ export class DisruptionCounter {
       readStory(node.story),
     );
     this.o.metrics.recordedDisruptions.inc({ reason: disruptionReasonLabel(mark.reason), overlay_state: state });
+    if (state !== 'counting')
+      this.o.churned?.(node, current ?? { name: readStory(node.story)?.overlay ?? overlay }, state, mark.reason);
   }
 
   lead(): void {

@@ -49,3 +49,41 @@ export function nodeEvent(node: NodeView, keys: RecordKeys, instance: string, no
     regarding: { apiVersion: 'v1', kind: 'Node', name: node.name, ...(node.uid ? { uid: node.uid } : {}) },
   };
 }
+
+/**
+ * The Event on a NodeOverlay when a node whose record names it was disrupted after it changed or
+ * went: the churn an overlay's change or deletion set off, told where `kubectl describe
+ * nodeoverlay` shows it. One per node (its name fixed by the node, like the record's Event).
+ */
+export function overlayChurnEvent(
+  node: NodeView,
+  overlay: { name: string; uid?: string | undefined },
+  state: 'changed' | 'gone',
+  reason: string,
+  instance: string,
+  now: number,
+): Record<string, unknown> {
+  const after = state === 'gone' ? 'was deleted' : 'changed (its price, weight, or whether it counts)';
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: { name: `churn.${eventName(node)}`.slice(0, 253), namespace: EVENT_NAMESPACE },
+    eventTime: microTime(now),
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance: instance.slice(0, 128),
+    action: 'Disrupted',
+    reason: state === 'gone' ? 'NodeDisruptedAfterDeletion' : 'NodeDisruptedAfterChange',
+    note: `Node ${node.name}, launched under this overlay, was disrupted by Karpenter (${reason}) after the overlay ${after}`.slice(
+      0,
+      1024,
+    ),
+    type: 'Normal',
+    regarding: {
+      apiVersion: 'karpenter.sh/v1alpha1',
+      kind: 'NodeOverlay',
+      name: overlay.name,
+      ...(overlay.uid ? { uid: overlay.uid } : {}),
+    },
+    related: { apiVersion: 'v1', kind: 'Node', name: node.name, ...(node.uid ? { uid: node.uid } : {}) },
+  };
+}

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { fromBasicTimestamp, type NodeView, type RecordKeys } from '../../engine/index.ts';
 import { httpStatus } from '../../kube/failures.ts';
 import type { Metrics } from '../../metrics.ts';
-import { nodeEvent } from './node-event.ts';
+import { nodeEvent, overlayChurnEvent } from './node-event.ts';
 
 /**
  * Records older than this are history, not news. Kept below the apiserver's default --event-ttl
@@ -33,12 +33,20 @@ export interface EventRecorderOptions {
   now?: () => number;
 }
 
+interface Pending {
+  event: () => Record<string, unknown>;
+  /** Set for a record's Event: the node is remembered as announced once it is posted. */
+  node?: NodeView;
+  attempts: number;
+}
+
 export class EventRecorder {
   private readonly o: EventRecorderOptions;
   private readonly now: () => number;
   /** Node key -> when its record was written, while that is fresh. */
   private readonly announced = new Map<string, number>();
-  private readonly pending = new Map<string, { node: NodeView; attempts: number }>();
+  /** Events waiting to be posted: a node's record (`node`), or a churn Event on a NodeOverlay. */
+  private readonly pending = new Map<string, Pending>();
   /** The node being posted: its labels may change meanwhile (Karpenter's registration), and a second post would only earn a 409. */
   private posting: string | undefined;
   private leading = false;
@@ -61,11 +69,33 @@ export class EventRecorder {
     if (this.announced.has(key) || this.pending.has(key) || this.posting === key) return;
     const writtenAt = this.writtenAt(node);
     if (writtenAt === undefined || this.now() - writtenAt > FRESH_MS) return;
+    this.enqueue(key, {
+      event: () => nodeEvent(node, this.o.keys, this.o.instance, this.now()),
+      node,
+      attempts: 0,
+    });
+  }
+
+  /** A recorded node Karpenter disrupted after the overlay its record names changed or went. */
+  churned(
+    node: NodeView,
+    overlay: { name: string; uid?: string | undefined },
+    state: 'changed' | 'gone',
+    reason: string,
+  ): void {
+    if (!this.o.enabled || !this.leading || this.stopped) return;
+    this.enqueue(`churn/${node.uid ?? node.name}`, {
+      event: () => overlayChurnEvent(node, overlay, state, reason, this.o.instance, this.now()),
+      attempts: 0,
+    });
+  }
+
+  private enqueue(key: string, item: Pending): void {
     if (this.pending.size >= MAX_PENDING) {
       this.o.metrics.events.inc({ result: 'dropped' });
       return;
     }
-    this.pending.set(key, { node, attempts: 0 });
+    this.pending.set(key, item);
     this.draining ??= this.drain().finally(() => (this.draining = undefined));
   }
 
@@ -117,10 +147,10 @@ export class EventRecorder {
     this.tokens -= 1;
   }
 
-  private async postOne(key: string, item: { node: NodeView; attempts: number }): Promise<void> {
+  private async postOne(key: string, item: Pending): Promise<void> {
     const { metrics, log } = this.o;
     try {
-      await this.o.post(nodeEvent(item.node, this.o.keys, this.o.instance, this.now()));
+      await this.o.post(item.event());
       metrics.events.inc({ result: 'created' });
     } catch (err) {
       if (httpStatus(err) !== 409) {
@@ -129,14 +159,14 @@ export class EventRecorder {
           metrics.events.inc({ result: 'failed' });
           log.warn(
             { status: httpStatus(err), err: (err as Error).message },
-            'posting a node Event failed; giving up on it',
+            'posting an Event failed; giving up on it',
           );
         }
         return;
       }
       metrics.events.inc({ result: 'exists' });
     }
-    this.announce(key, item.node);
+    if (item.node) this.announce(key, item.node);
   }
 
   private announce(key: string, node: NodeView): void {
