@@ -26,6 +26,8 @@
 //	      "error":"..."}                                           (only when Reconcile failed)
 //	{"tables":true}    -> {"normalizedLabels":{...},"normalizedLabelValues":{...}}
 //	{"wellKnown":true} -> {"wellKnownLabels":[...],"restrictedLabelDomains":[...]}  (sorted)
+//	{"launch":{...}}      -> the AWS provider's launch path (launch_aws.go)
+//	{"consolidate":{...}} -> Karpenter's consolidation decision, in two worlds (consolidate.go)
 //
 // The instance types are used as given: the caller defines their requirements (instance type, zone,
 // capacity type, family, ...) as the cloud provider would. To know whose price was applied, every
@@ -111,8 +113,12 @@ type launchIn struct {
 // in the judge of a module that has the AWS provider; nil elsewhere.
 var launchJudge func(ctx context.Context, req json.RawMessage) (any, error)
 
+// consolidateJudge answers {"consolidate": ...} requests: Karpenter's consolidation (consolidate.go).
+var consolidateJudge func(ctx context.Context, req json.RawMessage) (any, error)
+
 type request struct {
 	Launch        json.RawMessage  `json:"launch"`
+	Consolidate   json.RawMessage  `json:"consolidate"`
 	Tables        bool             `json:"tables"`
 	WellKnown     bool             `json:"wellKnown"`
 	InstanceTypes []instanceTypeIn `json:"instanceTypes"`
@@ -327,6 +333,16 @@ func reply(ctx context.Context, line []byte) (out []byte, message string, code i
 			return nil, "bad request: this judge was built without the AWS provider's launch code", 2
 		}
 		a, err := launchJudge(ctx, req.Launch)
+		var bad badRequest
+		if errors.As(err, &bad) {
+			return nil, fmt.Sprintf("bad request: %v", err), 2
+		}
+		if err != nil {
+			return nil, err.Error(), 1
+		}
+		answer = a
+	case req.Consolidate != nil:
+		a, err := consolidateJudge(ctx, req.Consolidate)
 		var bad badRequest
 		if errors.As(err, &bad) {
 			return nil, fmt.Sprintf("bad request: %v", err), 2

@@ -3,6 +3,8 @@
 // price each NodePool's offerings get), built per Karpenter version from the Go module proxy by
 // scripts/control-plane.sh and asked one JSON line at a time.
 //
+// consolidate() asks Karpenter's own consolidation code (computeConsolidation, via consolidate.go).
+//
 // judge() may be called many times without waiting: the answers come back in request order (the
 // judge works on all cores), and at most MAX_IN_FLIGHT requests are written ahead of their answers.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -157,6 +159,66 @@ export interface LaunchAnswer {
   error?: string;
 }
 
+/** A NodePool of the consolidation judge: the decision judge's, with its weight and disruption settings. */
+export interface ConsolidateNodePool extends JudgeNodePool {
+  weight?: number;
+  /** spec.disruption.consolidateAfter; "0s" when absent. */
+  consolidateAfter?: string;
+  /** spec.disruption.consolidationPolicy; WhenEmptyOrUnderutilized when absent. */
+  consolidationPolicy?: 'WhenEmpty' | 'WhenEmptyOrUnderutilized' | 'Balanced';
+}
+
+/** A running, initialized node Karpenter launched (with its NodeClaim), and the pods bound to it (ReplicaSet-owned). */
+export interface ConsolidateNode {
+  name: string;
+  nodePool: string;
+  instanceType: string;
+  zone: string;
+  capacityType: 'on-demand' | 'spot' | 'reserved';
+  pods: { cpu?: string; memory?: string }[];
+}
+
+/** Karpenter's consolidation (computeConsolidation) on given candidate sets, with and without the selected overlays. */
+export interface ConsolidateRequest {
+  instanceTypes: JudgeInstanceType[];
+  nodePools: ConsolidateNodePool[];
+  overlays: (JudgeOverlay & { selected: boolean })[];
+  nodes: ConsolidateNode[];
+  /** Candidate sets, each evaluated exactly as given (node names). */
+  commands: string[][];
+  /** The SpotToSpotConsolidation feature gate. */
+  spotToSpot: boolean;
+}
+
+/** The replacement NodeClaim of a consolidation command. */
+export interface ConsolidationReplacement {
+  nodePool: string;
+  /** Its spec.requirements as ToNodeClaim writes them (instance types In, capacity type narrowed, minValues), sorted by key. */
+  requirements: JudgeNodePoolRequirement[];
+  /** Its instance-type options in Karpenter's order after the price filter and truncation. */
+  instanceTypes: string[];
+}
+
+/** One world's answer for one candidate set. */
+export interface WorldCommand {
+  decision: 'replace' | 'delete' | 'none';
+  /** The summed candidate price Karpenter compared replacements with; 0 when it did not get that far. */
+  candidatePrice: number;
+  /** For none: the Unconsolidatable message Karpenter published (single-node sets only), or "not a candidate: ...". */
+  reason?: string;
+  replacement?: ConsolidationReplacement;
+  /** computeConsolidation returned an error. */
+  error?: string;
+}
+
+export interface ConsolidateAnswer {
+  statuses: Record<string, { conditions: JudgeCondition[] }>;
+  statusesWithout: Record<string, { conditions: JudgeCondition[] }>;
+  commands: { with: WorldCommand; without: WorldCommand }[];
+  /** Set only when the request could not be run (an overlay Reconcile failed, cluster state could not be built). */
+  error?: string;
+}
+
 interface Waiting {
   resolve: (line: string) => void;
   reject: (e: Error) => void;
@@ -225,6 +287,11 @@ export class KarpenterJudge {
   /** What Karpenter's AWS provider launches for each NodeClaim, with and without the selected overlays (v1.14.3's judge only). */
   async launch(request: LaunchRequest): Promise<LaunchAnswer> {
     return JSON.parse(await this.ask({ launch: request })) as LaunchAnswer;
+  }
+
+  /** What Karpenter's consolidation decides for each candidate set, with and without the selected overlays. */
+  async consolidate(request: ConsolidateRequest): Promise<ConsolidateAnswer> {
+    return JSON.parse(await this.ask({ consolidate: request })) as ConsolidateAnswer;
   }
 
   /** v1.NormalizedLabels and v1.NormalizedLabelValues. */
