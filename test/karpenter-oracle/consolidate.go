@@ -21,7 +21,8 @@
 //     CreateNodeClaims would write).
 //
 // The store is a controller-runtime fake client with the field indexers Karpenter's operator
-// registers (pkg/operator setupIndexers), not envtest's real kube-apiserver and etcd: a case here is
+// registers (pkg/operator setupIndexers; a node's pods are served from a snapshot by node, see
+// podsByNode), not envtest's real kube-apiserver and etcd: a case here is
 // a fresh cluster per world (NodePools, NodeClaims, Nodes, pods), written and read back thousands of
 // times per `npm test`; over a real apiserver every object is an HTTP round trip and every case would
 // need its own namespace-free cluster (Nodes, NodeClaims and NodePools are cluster-scoped) wiped
@@ -392,14 +393,53 @@ type consolidationWorld struct {
 	candidates  map[string]*disruption.Candidate
 }
 
+// podsByNode serves the pod lists Karpenter asks for by node (MatchingFields spec.nodeName, the
+// field its operator indexes, and nothing else) from the case's pods, as the informer cache Karpenter
+// reads through serves them from its index; every other call goes to the fake client. The fake
+// client's own List round-trips every pod of the cluster through JSON on each call, and Karpenter
+// lists a node's pods per node several times per case: that was most of the judge's time. Nothing
+// writes pods while a case runs (consolidation only simulates), so the snapshot stays true.
+type podsByNode struct {
+	client.Client
+	pods map[string][]*corev1.Pod
+}
+
+func (c *podsByNode) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if out, ok := list.(*corev1.PodList); ok {
+		o := (&client.ListOptions{}).ApplyOptions(opts)
+		if o.FieldSelector != nil && o.LabelSelector == nil && o.Namespace == "" && o.Limit == 0 && o.Continue == "" &&
+			len(o.FieldSelector.Requirements()) == 1 {
+			if node, ok := o.FieldSelector.RequiresExactMatch("spec.nodeName"); ok {
+				out.Items = make([]corev1.Pod, 0, len(c.pods[node]))
+				for _, p := range c.pods[node] {
+					out.Items = append(out.Items, *p.DeepCopy())
+				}
+				return nil
+			}
+		}
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
 func newConsolidationWorld(ctx context.Context, w world, objects []client.Object) (*consolidationWorld, error) {
 	copies := lo.Map(objects, func(o client.Object, _ int) client.Object { return o.DeepCopyObject().(client.Object) })
-	kubeClient := withIndexers(fake.NewClientBuilder().
+	fakeClient := withIndexers(fake.NewClientBuilder().
 		WithScheme(clusterScheme).
 		WithTypeConverters(managedfields.NewDeducedTypeConverter()).
 		WithStatusSubresource(&v1.NodeClaim{}, &v1.NodePool{}, &corev1.Node{}, &corev1.Pod{}).
 		WithObjects(copies...)).
 		Build()
+	// The pods as the fake client holds them (resourceVersion and all), by node.
+	allPods := &corev1.PodList{}
+	if err := fakeClient.List(ctx, allPods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for i := range allPods.Items {
+		p := &allPods.Items[i]
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	var kubeClient client.Client = &podsByNode{Client: fakeClient, pods: byNode}
 	clk := clocktesting.NewFakeClock(epoch)
 	// As pkg/operator and the AWS provider's main wire it: the overlay decorator over the provider.
 	cp := overlay.Decorate(managedCatalog{w.catalog}, kubeClient, w.store)
