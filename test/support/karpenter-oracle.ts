@@ -159,7 +159,10 @@ export interface LaunchAnswer {
   error?: string;
 }
 
-/** A NodePool of the consolidation judge: the decision judge's, with its weight and disruption settings. */
+/**
+ * A NodePool of the consolidation judge: the decision judge's, with its weight and disruption settings.
+ * computeConsolidation itself reads neither setting (ShouldDisrupt does, which the judge does not apply).
+ */
 export interface ConsolidateNodePool extends JudgeNodePool {
   weight?: number;
   /** spec.disruption.consolidateAfter; "0s" when absent. */
