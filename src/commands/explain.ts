@@ -4,7 +4,9 @@ import { stringify } from 'yaml';
 import type { Config } from '../config/load.ts';
 import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
 import {
+  evidenceOfReading,
   explainer,
+  readStory,
   toNodeView,
   toOverlayView,
   nodeClaimFor,
@@ -32,17 +34,21 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   // prices.region auto, and no region in the environment: the one most of the nodes read name.
   const nodeRegion = regionOfNodes(inputs.nodes.map((n) => ({ labels: n.metadata?.labels ?? {} })));
   const prices = await readPricesOnce(config, nodeRegion);
-  const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name) };
+  const settings = engineSettings(config);
+  const nodes = inputs.nodes.map((n) => toNodeView(n, settings.keys.decisionAnnotation));
+  const disruption = evidenceOfReading({
+    claims: inputs.nodeClaims,
+    records: nodes.map((node) => ({ nodeClaim: nodeClaimFor(node, claims), story: readStory(node.story) })),
+    ...(inputs.launching ? { launching: inputs.launching } : {}),
+  });
+  const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name), disruption };
   const explain = explainer(
     { overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups, launch },
     { now: at, knownSince: at },
-    engineSettings(config),
+    settings,
     overlayPolicy(config),
   );
-  const results = inputs.nodes.map((n) => {
-    const node = toNodeView(n);
-    return explain(node, nodeClaimFor(node, claims));
-  });
+  const results = nodes.map((node) => explain(node, nodeClaimFor(node, claims)));
   // Compact JSON: indenting tens of megabytes (200 nodes, each against every overlay) took a third of the run; jq indents.
   if (args.output === 'json') return JSON.stringify(results);
   return args.output === 'yaml' ? stringify(results).trimEnd() : results.map(table).join('\n\n');

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import {
+  launchingReason,
   toNodeClaimView,
   toNodePoolView,
   type NodeClaimLookup,
@@ -33,6 +34,8 @@ export interface Inputs {
   nodePools: NodePoolView[];
   /** EC2NodeClasses by name: the zones of their subnets, for those whose subnets are resolved (none when not given or not served). */
   nodeClassZones: Map<string, ReadonlySet<string>>;
+  /** Karpenter's DisruptionLaunching Events by NodeClaim, their reason (live only, where they can be read). */
+  launching?: Map<string, string>;
 }
 
 /**
@@ -111,6 +114,15 @@ export function claimLookup(claims: Iterable<NodeClaimView>): NodeClaimLookup {
  * (KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config): one node, or every node a
  * page at a time, with every overlay, NodePool and NodeClaim, and the EC2NodeClasses' zones.
  */
+function launchingByNodeClaim(events: unknown[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of events as { involvedObject?: { name?: string }; message?: string }[]) {
+    const reason = launchingReason(e.message);
+    if (e.involvedObject?.name && reason !== undefined) out.set(e.involvedObject.name, reason);
+  }
+  return out;
+}
+
 export async function readLive(nodeName?: string): Promise<Inputs> {
   // Only commands that talk to a cluster load the HTTP client.
   const [
@@ -120,6 +132,7 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
     { httpStatus },
     { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH },
     { EC2_NODECLASSES_PATH },
+    { LAUNCHING_EVENTS_PATH, LAUNCHING_EVENTS_SELECTOR },
   ] = await Promise.all([
     import('../kube/client.ts'),
     import('../kube/kubeconfig.ts'),
@@ -127,6 +140,7 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
     import('../kube/failures.ts'),
     import('../state/caches.ts'),
     import('../state/launch-caches.ts'),
+    import('../state/disruption-evidence.ts'),
   ]);
   const client = new KubeClient(loadClusterAccess());
   const all = (path: string) => listAll(client, path);
@@ -140,7 +154,7 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
       throw err;
     });
   try {
-    const [nodes, overlays, pools, claims, classes] = await Promise.all([
+    const [nodes, overlays, pools, claims, classes, launching] = await Promise.all([
       nodeName ? node(nodeName).then((n) => [n]) : all('/api/v1/nodes'),
       all(OVERLAYS_PATH),
       all(NODEPOOLS_PATH),
@@ -151,6 +165,11 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
         if (code === 404 || code === 403) return [];
         throw err;
       }),
+      // Which NodeClaims Karpenter's disruption launched; without the right, the records tell.
+      listAll(client, LAUNCHING_EVENTS_PATH, { fieldSelector: LAUNCHING_EVENTS_SELECTOR }).catch((err: unknown) => {
+        if (httpStatus(err) === 403) return [];
+        throw err;
+      }),
     ]);
     return {
       nodes: nodes as NodeObject[],
@@ -158,6 +177,7 @@ export async function readLive(nodeName?: string): Promise<Inputs> {
       nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
       nodeClaims: claims.map((c) => toNodeClaimView(c as Parameters<typeof toNodeClaimView>[0])),
       nodeClassZones: zonesByNodeClass(classes),
+      launching: launchingByNodeClaim(launching),
     };
   } finally {
     await client.close();

@@ -90,6 +90,7 @@ export {
   type DisruptionMark,
   type LaunchOrigin,
   LAUNCHING_EVENT_WAIT_MS,
+  evidenceOfReading,
   launchingReason,
   launchOrigin,
   MARK_WINDOW_MS,

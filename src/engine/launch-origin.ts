@@ -8,6 +8,7 @@
 // created. Without the Event a NodeClaim created while nodes were being marked is waited for a
 // while, then left unclear: a provisioning launch in the same second looks the same.
 import type { NodeClaimView } from './node.ts';
+import type { DecisionStory } from './record.ts';
 import type { Labels } from './requirements.ts';
 
 /** A NodeClaim Karpenter's disruption marked, as it was when marked (it is gone once replaced). */
@@ -91,4 +92,65 @@ export function launchOrigin(claim: NodeClaimView, evidence: DisruptionEvidence,
 export function launchingReason(message: string | undefined): string | undefined {
   const m = /^Launching NodeClaim: (.+)$/.exec(message ?? '');
   return m?.[1]?.trim();
+}
+
+/**
+ * The evidence of one reading of the cluster (explain, report): the marks on the NodeClaims there
+ * now, the DisruptionLaunching Events read with them, and, for what is gone since (the nodes a
+ * replacement replaced are deleted once it is up), what the records tell: a record of a
+ * replacement names its reason and the nodes it replaced, as the watcher saw them then.
+ */
+export function evidenceOfReading(reading: {
+  claims: readonly NodeClaimView[];
+  /** The records' stories with the NodeClaim each node's record names. */
+  records: readonly { nodeClaim: NodeClaimView | undefined; story: DecisionStory | undefined }[];
+  /** DisruptionLaunching Events by NodeClaim: their reason. */
+  launching?: ReadonlyMap<string, string>;
+}): DisruptionEvidence {
+  const reasonOf = new Map(reading.launching ?? []);
+  const marks = new Map<string, DisruptionMark>();
+  const createdAt = new Map<string, number>();
+  for (const c of reading.claims) {
+    if (c.createdAt !== undefined) createdAt.set(c.name, c.createdAt);
+    if (c.disruptionReason !== undefined && c.disruptionMarkedAt !== undefined)
+      marks.set(c.name, {
+        nodeClaim: c.name,
+        ...(c.nodeName !== undefined ? { node: c.nodeName } : {}),
+        reason: c.disruptionReason,
+        markedAt: c.disruptionMarkedAt,
+        labels: c.labels,
+      });
+  }
+  for (const { nodeClaim, story } of reading.records) {
+    const told = story?.effect?.disruption;
+    if (told === undefined || nodeClaim?.createdAt === undefined) continue;
+    if (!reasonOf.has(nodeClaim.name)) reasonOf.set(nodeClaim.name, told.reason);
+    for (const r of told.replaced) {
+      if (marks.has(r.nodeClaim)) continue;
+      const labels: Record<string, string> = {};
+      if (r.instanceType !== undefined) labels['node.kubernetes.io/instance-type'] = r.instanceType;
+      if (r.zone !== undefined) labels['topology.kubernetes.io/zone'] = r.zone;
+      if (r.capacityType !== undefined) labels['karpenter.sh/capacity-type'] = r.capacityType;
+      if (r.nodePool !== undefined) labels['karpenter.sh/nodepool'] = r.nodePool;
+      // Marked just before the replacement was created: where the record's own replacement finds it.
+      marks.set(r.nodeClaim, {
+        nodeClaim: r.nodeClaim,
+        ...(r.node !== undefined ? { node: r.node } : {}),
+        reason: told.reason,
+        markedAt: nodeClaim.createdAt,
+        labels,
+      });
+    }
+  }
+  return {
+    launching: (name) => reasonOf.get(name),
+    marksBetween: (from, to) => [...marks.values()].filter((m) => m.markedAt >= from && m.markedAt <= to),
+    replacementsCreatedBetween: (from, to, reason) =>
+      [...reasonOf]
+        .filter(([name, r]) => {
+          const at = createdAt.get(name);
+          return r.toLowerCase() === reason.toLowerCase() && at !== undefined && at >= from && at <= to;
+        })
+        .map(([name]) => name),
+  };
 }

@@ -37,8 +37,12 @@ export function lister(
 }
 
 /** Every item of `path`, page after page (a one-off read: caches list through a Reflector). */
-export async function listAll(client: KubeClient, path: string): Promise<unknown[]> {
-  const page = lister(client, path);
+export async function listAll(
+  client: KubeClient,
+  path: string,
+  o: { fieldSelector?: string } = {},
+): Promise<unknown[]> {
+  const page = lister(client, path, o);
   const items: unknown[] = [];
   let token: string | undefined;
   do {

@@ -5,6 +5,7 @@ import t from 'tap';
 import {
   type DisruptionEvidence,
   type DisruptionMark,
+  evidenceOfReading,
   LAUNCHING_EVENT_WAIT_MS,
   launchingReason,
   launchOrigin,
@@ -93,4 +94,72 @@ t.test('two consolidation replacements in the same seconds: which replaced which
   // Drift may replace one node by several: they share the nodes they replace.
   const drift = evidence([mark('a', T, 'Drifted')], { one: 'Drifted', two: 'Drifted' }, { one: T, two: T });
   t.equal(launchOrigin(claim('one'), drift, T + 5000).kind, 'replacement');
+});
+
+t.test('a reading of the cluster: marks there now, and what the records tell of nodes gone since', async (t) => {
+  const replacement: NodeClaimView = { name: 'new', labels: {}, createdAt: T };
+  const stillMarked: NodeClaimView = {
+    name: 'other',
+    labels: { 'node.kubernetes.io/instance-type': 'r6i.large' },
+    createdAt: T - 600_000,
+    disruptionReason: 'Drifted',
+    disruptionMarkedAt: T - 1000,
+  };
+  const story = {
+    influenced: true,
+    overlay: 'ri',
+    decidedBy: 'webhook' as const,
+    evaluatedAt: '',
+    labeledAt: '',
+    basis: 'exact' as const,
+    characteristicsFrom: 'node+nodeclaim' as const,
+    labels: [],
+    effect: {
+      verdict: 'replacement' as const,
+      disruption: {
+        reason: 'Underutilized',
+        replaced: [
+          {
+            nodeClaim: 'old',
+            node: 'old-node',
+            instanceType: 'c6i.large',
+            capacityType: 'on-demand',
+            zone: 'z',
+            nodePool: 'od',
+          },
+        ],
+        replacedCount: 1,
+      },
+    },
+  };
+  const ev = evidenceOfReading({
+    claims: [replacement, stillMarked],
+    records: [{ nodeClaim: replacement, story }],
+  });
+  t.equal(ev.launching('new'), 'Underutilized', 'the record says its NodeClaim is a replacement');
+  const origin = launchOrigin(replacement, ev, T + 60_000);
+  t.match(origin, {
+    kind: 'replacement',
+    replaced: [
+      {
+        nodeClaim: 'old',
+        node: 'old-node',
+        labels: {
+          'node.kubernetes.io/instance-type': 'c6i.large',
+          'karpenter.sh/capacity-type': 'on-demand',
+          'karpenter.sh/nodepool': 'od',
+        },
+      },
+    ],
+  });
+  t.same(
+    ev
+      .marksBetween(T - 2000, T)
+      .map((m) => m.nodeClaim)
+      .sort(),
+    ['old', 'other'],
+    'a NodeClaim marked now counts as it is',
+  );
+  const live = evidenceOfReading({ claims: [replacement], records: [], launching: new Map([['new', 'Drifted']]) });
+  t.equal(live.launching('new'), 'Drifted', 'the Events read live');
 });

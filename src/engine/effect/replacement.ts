@@ -31,6 +31,8 @@ import {
   type ReplacedStory,
 } from './types.ts';
 import { unknown } from './verdict.ts';
+
+const NODEPOOL = 'karpenter.sh/nodepool';
 import { idOf } from './identity.ts';
 import type { PricedCandidate } from './worlds.ts';
 
@@ -124,6 +126,7 @@ function describe(r: ReplacedNode): ReplacedStory {
     ...optional('instanceType', r.labels[INSTANCE_TYPE]),
     ...optional('capacityType', r.labels[CAPACITY_TYPE]),
     ...optional('zone', r.labels[ZONE]),
+    ...optional('nodePool', r.labels[NODEPOOL]),
   };
 }
 

@@ -119,6 +119,7 @@ export interface ReplacedStory {
   readonly instanceType?: string;
   readonly capacityType?: string;
   readonly zone?: string;
+  readonly nodePool?: string;
   /** The price Karpenter compared (its offering's, overlays applied) with the overlays and without the selected ones. */
   readonly price?: { readonly with: number; readonly without: number };
 }
