@@ -9,11 +9,11 @@ import type { LaunchClaim, LaunchRequest } from '../support/karpenter-oracle.ts'
 import type { Choices } from './karpenter-cluster.ts';
 
 export const LAUNCH_REGION = 'us-east-1';
-const ALL_ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
+export const ALL_ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
 const inReq = (key: string, ...values: string[]): JudgeRequirement => ({ key, operator: 'In', values });
 const absent = (key: string): JudgeRequirement => ({ key, operator: 'DoesNotExist' });
 
-interface Family {
+export interface Family {
   name: string;
   category: string;
   generation: string;
@@ -21,7 +21,7 @@ interface Family {
   rate: number;
   device?: 'gpu' | 'neuron';
 }
-const SIZES: [string, number][] = [
+export const SIZES: [string, number][] = [
   ['large', 2],
   ['xlarge', 4],
   ['2xlarge', 8],
@@ -34,7 +34,7 @@ const SIZES: [string, number][] = [
 ];
 
 /** Families enough for 600 types: categories x generations x suffixes, and a few with devices. */
-const FAMILIES: Family[] = (() => {
+export const FAMILIES: Family[] = (() => {
   const out: Family[] = [];
   for (const category of ['c', 'm', 'r', 't', 'x', 'z', 'i', 'd', 'h']) {
     for (const generation of ['5', '6', '7']) {
@@ -76,9 +76,9 @@ export interface LaunchCase {
   zones: string[];
 }
 
-const round = (x: number) => Number(x.toFixed(4));
+export const round = (x: number) => Number(x.toFixed(4));
 
-function catalogType(
+export function catalogType(
   family: Family,
   size: string,
   cpu: number,
@@ -96,7 +96,7 @@ function catalogType(
   return { name: `${family.name}.${size}`, family, size, cpu, onDemand, spot, zones: offered };
 }
 
-function judgeType(t: CatalogType, zones: string[]): JudgeInstanceType {
+export function judgeType(t: CatalogType, zones: string[]): JudgeInstanceType {
   const f = t.family;
   const requirements: JudgeRequirement[] = [
     inReq('node.kubernetes.io/instance-type', t.name),
@@ -151,7 +151,7 @@ export function nodeLabelsOfType(t: JudgeInstanceType): Record<string, string> {
 
 const VENEER = { 'app.kubernetes.io/managed-by': 'veneer' };
 
-function overlays(
+export function generatedOverlays(
   c: Choices,
   catalog: CatalogType[],
   pools: JudgeNodePool[],
@@ -304,7 +304,7 @@ export function generateLaunchCase(c: Choices, claims: number): LaunchCase {
   const request: LaunchRequest = {
     instanceTypes: catalog.map((t) => judgeType(t, zones)),
     nodePools: pools,
-    overlays: overlays(c, catalog, pools),
+    overlays: generatedOverlays(c, catalog, pools),
     zones,
     claims: launchClaims,
     orders: 3,

@@ -158,6 +158,12 @@ function priceTest(input: ReplacementInput): TestResult {
     return stop('reserved', 'the replacement allows reserved capacity, whose reservations the watcher does not see');
   if (claim.minValues)
     return stop('min-values', "the replacement's minValues decide whether enough options were left: not replayed");
+  const conflicted = input.conflicted[0];
+  if (conflicted)
+    return stop(
+      'conflict',
+      `Karpenter refused an overlay of ${conflicted.name}'s weight as a Conflict: without the selected overlays it would judge ${conflicted.name} again, maybe differently`,
+    );
   const zones = launchZones(claim, input.zones);
   if (zones === undefined) return stop('zones', 'the zones its EC2NodeClass launches into are not known');
   const worlds: Worlds = {

@@ -1,0 +1,268 @@
+// Karpenter's own consolidation judges the effect of a replacement. Each generated cluster
+// (test/engine/replacement-cases.ts) goes to the judge (test/karpenter-oracle consolidate.go:
+// computeConsolidation with Karpenter's provisioner, scheduler and candidates, its NodeOverlay store
+// pricing both worlds), which says for each candidate set whether consolidation replaces it with
+// every overlay, and whether it would without the selected ones. Where it replaces with them by an
+// on-demand node (the only kind the watcher records), the engine gets what the watcher gets live,
+// through `decide`: the replacement's node and NodeClaim as Karpenter writes it, the marks on the
+// replaced NodeClaims and the DisruptionLaunching Event (as evidence), the NodePools, the overlays
+// with the statuses Karpenter wrote, the prices and zones. The engine must say `replacement` exactly
+// when Karpenter would not replace those nodes without the selected overlays, or abstain with a
+// reason; its story must name the replaced nodes and the candidate price Karpenter compared.
+//
+// VENEER_REPLACEMENT_ORACLE_CASES sets the clusters (default 1,000: about 3,300 candidate sets), VENEER_REPLACEMENT_ORACLE_SEED replays a
+// run, and with it VENEER_REPLACEMENT_ORACLE_CASE replays the one cluster a failure names.
+import t from 'tap';
+import {
+  decide,
+  type DisruptionEvidence,
+  type DisruptionMark,
+  type Effect,
+  type EngineSettings,
+  OverlayIndex,
+  parseSelector,
+  type PriceBook,
+  recordKeys,
+  toNodeClaimView,
+  toNodePoolView,
+  toNodeView,
+  toOverlayView,
+} from '../../src/engine/index.ts';
+import type { LaunchKnowledge } from '../../src/engine/decide.ts';
+import { type ConsolidateAnswer, KarpenterJudge, type WorldCommand } from '../support/karpenter-oracle.ts';
+import { Choices } from './karpenter-cluster.ts';
+import { LAUNCH_REGION, nodeLabelsOfType, overlayLabels } from './launch-cases.ts';
+import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
+
+const CASES = Number(process.env.VENEER_REPLACEMENT_ORACLE_CASES ?? 1000);
+const SEED = Number(process.env.VENEER_REPLACEMENT_ORACLE_SEED ?? Date.now() % 1_000_000);
+const ONLY_CASE =
+  process.env.VENEER_REPLACEMENT_ORACLE_CASE === undefined
+    ? undefined
+    : Number(process.env.VENEER_REPLACEMENT_ORACLE_CASE);
+const IN_FLIGHT = 16;
+const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
+const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: true };
+const T0 = Date.parse('2026-02-01T10:00:00Z');
+const at = (ms: number) => new Date(ms).toISOString();
+
+function pricesOf(c: ConsolidationCase): PriceBook {
+  return {
+    source: 'generated',
+    asOf: T0,
+    region: LAUNCH_REGION,
+    hasSpot: true,
+    onDemand: (x) => c.catalog.get(x)?.onDemand,
+    spot: (x, z) => c.catalog.get(x)?.spot[z],
+    offeredZones: (x) => {
+      const zones = c.catalog.get(x)?.zones;
+      return zones ? new Set(zones) : undefined;
+    },
+    instanceTypes: () => [...c.catalog.keys()],
+  };
+}
+
+/** The engine's index: the overlays with Karpenter's statuses, the NodePools, all since an hour before. */
+function indexOf(c: ConsolidationCase, answer: ConsolidateAnswer): OverlayIndex {
+  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
+  const since = T0 - 3_600_000;
+  index.replaceAll(
+    c.request.overlays.map((o) =>
+      toOverlayView({
+        metadata: { name: o.name, labels: overlayLabels(o), creationTimestamp: at(since), generation: 1 },
+        spec: {
+          requirements: o.requirements,
+          ...(o.weight != null ? { weight: o.weight } : {}),
+          ...(o.price !== undefined ? { price: o.price } : {}),
+          ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
+        },
+        status: { conditions: answer.statuses[o.name]?.conditions ?? [] },
+      }),
+    ),
+    since,
+  );
+  index.nodePools.replaceAll(
+    c.request.nodePools.map((p) =>
+      toNodePoolView({
+        metadata: { name: p.name, creationTimestamp: at(since) },
+        spec: { template: { metadata: { labels: p.labels } } },
+      }),
+    ),
+    since,
+  );
+  index.markSynced(since);
+  return index;
+}
+
+/** The engine's effect on the replacement of `set`, decided as the watcher decides its node. */
+function engineEffect(
+  c: ConsolidationCase,
+  index: OverlayIndex,
+  set: string[],
+  w: WorldCommand,
+): { effect: Effect | undefined; outcome: string } {
+  const r = w.replacement!;
+  const types = new Map(c.request.instanceTypes.map((x) => [x.name, nodeLabelsOfType(x)]));
+  const launched = r.instanceTypes[0]!;
+  const zone = c.catalog.get(launched)!.zones.find((z) => {
+    const zonesReq = r.requirements.find((q) => q.key === 'topology.kubernetes.io/zone');
+    return zonesReq?.values === undefined || zonesReq.values.includes(z);
+  })!;
+  const marks: DisruptionMark[] = set.map((name) => {
+    const n = c.request.nodes.find((x) => x.name === name)!;
+    return {
+      nodeClaim: `${name}-claim`,
+      node: name,
+      reason: 'Underutilized',
+      markedAt: T0 - 1000,
+      labels: {
+        ...types.get(n.instanceType),
+        'karpenter.sh/nodepool': n.nodePool,
+        'karpenter.sh/capacity-type': n.capacityType,
+        'topology.kubernetes.io/zone': n.zone,
+      },
+    };
+  });
+  const evidence: DisruptionEvidence = {
+    launching: (name) => (name === 'replacement-claim' ? 'Underutilized' : undefined),
+    marksBetween: (from, to) => marks.filter((m) => m.markedAt >= from && m.markedAt <= to),
+    replacementsCreatedBetween: () => ['replacement-claim'],
+  };
+  const launch: LaunchKnowledge = {
+    prices: pricesOf(c),
+    zonesOf: () => new Set(c.zones),
+    nodeLabelsOf: (x) => types.get(x),
+    disruption: evidence,
+  };
+  const claim = toNodeClaimView({
+    metadata: {
+      name: 'replacement-claim',
+      labels: {
+        'karpenter.sh/nodepool': r.nodePool,
+        'karpenter.sh/capacity-type': 'on-demand',
+        'node.kubernetes.io/instance-type': launched,
+      },
+      creationTimestamp: at(T0),
+    },
+    spec: {
+      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+      requirements: r.requirements,
+    },
+    status: { providerID: `aws:///${zone}/i-replacement`, nodeName: 'replacement' },
+  });
+  const node = toNodeView({
+    metadata: {
+      name: 'replacement',
+      creationTimestamp: at(T0 + 5_000),
+      labels: {
+        ...types.get(launched),
+        'karpenter.sh/nodepool': r.nodePool,
+        'karpenter.sh/capacity-type': 'on-demand',
+        'topology.kubernetes.io/zone': zone,
+        'karpenter.sh/registered': 'true',
+      },
+    },
+    spec: { providerID: `aws:///${zone}/i-replacement` },
+  });
+  const d = decide({ node, nodeClaim: claim, now: T0 + 10_000, decidedBy: 'reconciler', launch }, index, settings);
+  return {
+    effect: d.outcome === 'influenced' || d.outcome === 'not-influenced' ? d.effect : undefined,
+    outcome: d.outcome,
+  };
+}
+
+const judge = new KarpenterJudge('v1.14.3');
+t.teardown(() => judge.close());
+
+t.test(
+  `${ONLY_CASE === undefined ? `${CASES} clusters` : `cluster ${ONLY_CASE}`}: the engine's replacement is what Karpenter's consolidation does without the selected overlays`,
+  async (t) => {
+    t.comment(`seed ${SEED} (rerun with VENEER_REPLACEMENT_ORACLE_SEED=${SEED})`);
+    const decided = new Map<string, number>();
+    const abstained = new Map<string, number>();
+    const stats = { commands: 0, replaced: 0, spotReplacements: 0, judged: 0, judgeErrors: 0, multi: 0 };
+    const started = Date.now();
+    const ahead: { c: ConsolidationCase; answer: Promise<ConsolidateAnswer> }[] = [];
+    let generated = ONLY_CASE ?? 0;
+    const ask = () => {
+      const c = generateConsolidationCase(new Choices(SEED * 100_003 + generated++));
+      ahead.push({ c, answer: judge.consolidate(c.request) });
+    };
+    const last = ONLY_CASE === undefined ? CASES : ONLY_CASE + 1;
+    for (let n = ONLY_CASE ?? 0; n < last; n++) {
+      while (ahead.length < Math.min(IN_FLIGHT, last - n)) ask();
+      const { c, answer: pending } = ahead.shift()!;
+      const answer = await pending;
+      if (answer.error) throw new Error(`cluster ${n}: the judge could not run it: ${answer.error}`);
+      const index = indexOf(c, answer);
+      for (const [i, set] of c.request.commands.entries()) {
+        stats.commands++;
+        const { with: w, without: wo } = answer.commands[i]!;
+        if (w.error || wo.error) {
+          stats.judgeErrors++;
+          continue;
+        }
+        if (w.decision !== 'replace') continue;
+        stats.replaced++;
+        const ct = w.replacement!.requirements.find((r) => r.key === 'karpenter.sh/capacity-type')?.values ?? [];
+        if (ct.includes('spot') || !ct.includes('on-demand')) {
+          stats.spotReplacements++; // a spot node: the watcher records none
+          continue;
+        }
+        stats.judged++;
+        if (set.length > 1) stats.multi++;
+        const want = wo.decision === 'replace' ? 'anyway' : 'replacement';
+        const { effect: e, outcome } = engineEffect(c, index, set, w);
+        const fail = (why: string) =>
+          t.fail(
+            `cluster ${n} (VENEER_REPLACEMENT_ORACLE_SEED=${SEED} VENEER_REPLACEMENT_ORACLE_CASE=${n}), set ${set.join('+')}: ${why}`,
+            { want, engine: e, judge: answer.commands[i], request: c.request, statuses: answer.statuses },
+          );
+        if (!e) {
+          fail(`the engine decided nothing (${outcome})`);
+          continue;
+        }
+        const told = e.disruption;
+        if (told?.reason !== 'Underutilized' || told.replacedCount !== set.length) {
+          fail('the story does not tell the replaced nodes');
+          continue;
+        }
+        const says =
+          e.verdict === 'replacement'
+            ? 'replacement'
+            : told.cheaperWithout !== undefined && told.cheaperWithout > 0
+              ? 'anyway'
+              : undefined;
+        if (says === undefined) {
+          const key = `${e.reasonCode} (judge: ${want})`;
+          abstained.set(key, (abstained.get(key) ?? 0) + 1);
+          continue;
+        }
+        if (says !== want) {
+          fail(`Karpenter's consolidation says ${want}, the engine ${says} (${e.reason ?? ''})`);
+          continue;
+        }
+        // The price Karpenter compared, with the overlays, is the one the engine summed.
+        if (Math.abs((told.price?.with ?? -1) - w.candidatePrice) > 1e-9) {
+          fail(`the replaced nodes' price: Karpenter ${w.candidatePrice}, the engine ${told.price?.with}`);
+          continue;
+        }
+        decided.set(want, (decided.get(want) ?? 0) + 1);
+      }
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const count = (m: Map<string, number>) =>
+      [...m]
+        .sort()
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none';
+    const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes); decided: ${count(decided)}; the engine abstained: ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    t.comment(summary);
+    console.error(`replacement differential: ${summary}, seed ${SEED}`);
+    if (ONLY_CASE !== undefined) return;
+    t.ok((decided.get('replacement') ?? 0) > 0, 'replacements the overlays caused occur');
+    t.ok((decided.get('anyway') ?? 0) > 0, 'replacements that happen anyway occur');
+    t.ok(abstentions < stats.judged * 0.25, `the engine abstains on few (${abstentions} of ${stats.judged})`);
+  },
+);
