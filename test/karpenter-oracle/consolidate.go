@@ -26,8 +26,14 @@
 // a fresh cluster per world (NodePools, NodeClaims, Nodes, pods), written and read back thousands of
 // times per `npm test`; over a real apiserver every object is an HTTP round trip and every case would
 // need its own namespace-free cluster (Nodes, NodeClaims and NodePools are cluster-scoped) wiped
-// between cases, so the cases could not run side by side. Cluster state is fed the way Karpenter's
-// informers feed it (pkg/controllers/state/informer: Node and NodeClaim Reconcile).
+// between cases, so the cases could not run side by side. Measured on this project's 2-core machine
+// (while a CI run was also busy): the API work alone of one case over the kit's kube-apiserver and
+// etcd (create 2 NodePools and 5-20 NodeClaims, Nodes and two pods each with their statuses, list a
+// node's pods three times per node, delete it all), sequentially, came to 0.44 cases per second
+// (2.3 s a case, without any of Karpenter's computation); this judge answers about 21 one-command
+// cases per second, and about 90 commands per second at ten commands per cluster, both worlds and
+// Karpenter's computation included. Cluster state is fed the way Karpenter's informers feed it
+// (pkg/controllers/state/informer: Node and NodeClaim Reconcile).
 //
 // What is asked is computeConsolidation alone, on exactly the given candidates: the methods' own
 // filters around it are not applied (ShouldDisrupt, which leaves empty nodes to the Emptiness method
