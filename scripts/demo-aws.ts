@@ -10,7 +10,8 @@
 // the same pod again with pods pinned to other types (spot ones among them): it launches on-demand
 // and its record names the Reserved Instance overlay, whose price Karpenter applied. For both
 // launches the CreateFleet request Karpenter sent (the local EC2's log) shows why. Last, with the
-// mutating webhook paused, a few more pods: the reconciler records those.
+// mutating webhook paused, a few more pods: the reconciler records those. Then consolidation
+// (demo-aws-consolidation.ts): a replacement the RI overlay caused, and the churn once it is deleted.
 //
 // No --keep: the cluster lives in a namespace that nothing outside it can reach.
 import { execFile } from 'node:child_process';
@@ -25,6 +26,7 @@ import { History, storyOf } from '../kit/node-history.ts';
 import { scrape } from '../kit/scrape.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { grantMetricsReader, pauseMutatingWebhook } from '../kit/watcher-env.ts';
+import { consolidationScene } from './demo-aws-consolidation.ts';
 
 assertInOwnNetworkNamespace();
 const t0 = Number(process.env.VENEER_DEMO_T0 ?? Date.now());
@@ -342,6 +344,7 @@ try {
   );
   if (flipped) await cli(['explain', flipped, '--prices-source', 'isolated', '--prices-region', REGION]);
   await cli(['report']);
+  await consolidationScene({ admin, watcher, vcpusOf: (type) => karpenter.vcpus.get(type)!, step, cli });
   step('tearing down');
   await teardown();
   step('done');

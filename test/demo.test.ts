@@ -125,7 +125,7 @@ t.test(
 
 // Real Karpenter on AWS in a local EC2; the demo enters its own loopback-only network namespace.
 t.test(
-  '--aws: the same pod launches spot without an overlay and on-demand with the RI overlay, each CreateFleet shown',
+  '--aws: the same pod launches spot without an overlay and on-demand with the RI overlay, each CreateFleet shown; a consolidation the RI overlay caused, and the churn once it goes',
   { skip: networkNamespaceRefusal() ?? false },
   async (t) => {
     const { stdout: out } = await demo('--aws');
@@ -170,9 +170,31 @@ t.test(
     t.match(out, /^ {2}effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m);
     t.match(
       out,
-      /^cost-aware-ri-m5\.xlarge-us-east-1 +30 +reserved-instance +m5 +m5\.xlarge +us-east-1 +2 +0 +1 +0 +1 +0\.1920 /m,
+      /^cost-aware-ri-m5\.xlarge-us-east-1 +30 +reserved-instance +m5 +m5\.xlarge +us-east-1 +2 +0 +1 +0 +0 +1 +0\.1920 /m,
       'report: the RI overlay won 2, steered 1 from spot',
     );
+    // Consolidation: the replacement the RI overlay caused, then the churn once it is deleted.
+    t.match(
+      out,
+      /^ {2}\S+: effect replacement \(launched by Karpenter's disruption: Underutilized, replacing c6i\.large \S+; options that undercut without the selected overlays: 0\)$/m,
+      'the m5.large replacement exists only because of the RI overlay',
+    );
+    t.match(out, /^ {4}launched by Karpenter's disruption: Underutilized, replacing 1 node\(s\)$/m, 'explain tells it');
+    t.match(
+      out,
+      /^cost-aware-ri-m5\.large-us-east-1 +30 +reserved-instance +m5 +m5\.large +us-east-1 +1 +0 +0 +0 +1 +0 +0\.0960 /m,
+      'report: REPLACED 1',
+    );
+    t.match(
+      out,
+      /^ {2}\S+: effect none \(launched by Karpenter's disruption: Underutilized, replacing m5\.large \S+; options that undercut without the selected overlays: 1\)$/m,
+      'the way back happens without any overlay: the launch replay',
+    );
+    t.match(
+      out,
+      /^ {2}veneer_nodewatcher_recorded_disruptions_total\{reason="underutilized",overlay_state="gone"\} 1$/m,
+    );
+    t.match(out, /^ {2}Event on NodeOverlay cost-aware-ri-m5\.large-us-east-1: NodeDisruptedAfterDeletion: /m);
     t.match(out, /11 NodeClaims for 11 pods/);
     t.match(out, /No record changed in any later version of its Node/);
     t.match(out, /^ {2}veneer_nodewatcher_nodes_pending 0$/m);
