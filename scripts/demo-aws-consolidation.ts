@@ -6,7 +6,7 @@
 // that without the overlay would not have happened (`replacement`); the overlay deleted, Karpenter
 // replaces it back, and the churn is counted and told on the NodeOverlay.
 import * as k8s from '@kubernetes/client-node';
-import { awsNodePoolObject, REGION } from '../kit/aws/karpenter.ts';
+import { awsNodePoolObject, OPEN_DISRUPTION, REGION } from '../kit/aws/karpenter.ts';
 import { NODECLAIM_API, NODEPOOL_API, podObject } from '../kit/karpenter-controller.ts';
 import { reservedInstance } from '../kit/veneer.ts';
 import { readStory, type DecisionStory } from '../src/engine/index.ts';
@@ -75,11 +75,7 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
       name: POOL,
       capacityTypes: ['on-demand'],
       instanceTypes: TYPES,
-      disruption: {
-        consolidationPolicy: 'WhenEmptyOrUnderutilized',
-        consolidateAfter: '5s',
-        budgets: [{ nodes: '100%' }],
-      },
+      disruption: OPEN_DISRUPTION,
     }),
   });
   const body = podObject({ name: 'steady-app', nodePool: POOL, cpu: '500m' }, d.vcpusOf);

@@ -104,6 +104,13 @@ export const NO_DISRUPTION: NodePoolDisruption = {
   budgets: [{ nodes: '0' }],
 };
 
+/** Consolidation and drift as a test about them wants them: every node may go, 5 s after it is consolidatable. */
+export const OPEN_DISRUPTION: NodePoolDisruption = {
+  consolidationPolicy: 'WhenEmptyOrUnderutilized',
+  consolidateAfter: '5s',
+  budgets: [{ nodes: '100%' }],
+};
+
 export function awsNodePoolObject(p: AwsNodePool) {
   const requirements: NodeSelectorRequirement[] = [
     inReq('karpenter.sh/capacity-type', ...(p.capacityTypes ?? ['on-demand', 'spot'])),

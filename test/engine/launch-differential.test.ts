@@ -15,21 +15,18 @@
 import t from 'tap';
 import {
   decide,
-  OverlayIndex,
   parseSelector,
   recordKeys,
   toNodeClaimView,
-  toNodePoolView,
   toNodeView,
-  toOverlayView,
   type Effect,
   type EngineSettings,
-  type PriceBook,
 } from '../../src/engine/index.ts';
 import type { LaunchKnowledge } from '../../src/engine/decide.ts';
 import { KarpenterJudge, type LaunchAnswer, type WorldLaunchAnswer } from '../support/karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
-import { generateLaunchCase, LAUNCH_REGION, nodeLabelsOfType, overlayLabels, type LaunchCase } from './launch-cases.ts';
+import { catalogPrices, judgedIndex } from './judged-cluster.ts';
+import { generateLaunchCase, nodeLabelsOfType, type LaunchCase } from './launch-cases.ts';
 
 const CLAIMS_PER_CASE = 8;
 const IN_FLIGHT = 32;
@@ -68,53 +65,11 @@ function expected(launched: string, w: WorldLaunchAnswer, wo: WorldLaunchAnswer)
 /** Abstentions that are the engine's by design: what a cluster does not show, or shows only approximately. */
 const ABSTAIN = new Set(['candidates-cut', 'conflict', 'truncation']);
 
-function pricesOf(c: LaunchCase): PriceBook {
-  return {
-    source: 'generated',
-    asOf: T0,
-    region: LAUNCH_REGION,
-    hasSpot: true,
-    onDemand: (x) => c.catalog.get(x)?.onDemand,
-    spot: (x, z) => c.catalog.get(x)?.spot[z],
-    offeredZones: (x) => {
-      const zones = c.catalog.get(x)?.zones;
-      return zones ? new Set(zones) : undefined;
-    },
-  };
-}
-
 function engineEffects(c: LaunchCase, answer: LaunchAnswer): (Effect | undefined)[][] {
-  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
-  const since = T0 - 3_600_000;
-  const createdAt = new Date(since).toISOString();
-  index.replaceAll(
-    c.request.overlays.map((o) =>
-      toOverlayView({
-        metadata: { name: o.name, labels: overlayLabels(o), creationTimestamp: createdAt, generation: 1 },
-        spec: {
-          requirements: o.requirements,
-          ...(o.weight != null ? { weight: o.weight } : {}),
-          ...(o.price !== undefined ? { price: o.price } : {}),
-          ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
-        },
-        status: { conditions: answer.statuses[o.name]?.conditions ?? [] },
-      }),
-    ),
-    since,
-  );
-  index.nodePools.replaceAll(
-    c.request.nodePools.map((p) =>
-      toNodePoolView({
-        metadata: { name: p.name, creationTimestamp: createdAt },
-        spec: { template: { metadata: { labels: p.labels } } },
-      }),
-    ),
-    since,
-  );
-  index.markSynced(since);
+  const index = judgedIndex(c.request, answer.statuses, policy, T0 - 3_600_000);
   const types = new Map(c.request.instanceTypes.map((x) => [x.name, nodeLabelsOfType(x)]));
   const launch: LaunchKnowledge = {
-    prices: pricesOf(c),
+    prices: catalogPrices(c.catalog, T0),
     zonesOf: () => new Set(c.zones),
     nodeLabelsOf: (x) => types.get(x),
   };

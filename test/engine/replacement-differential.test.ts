@@ -19,19 +19,17 @@ import {
   type DisruptionMark,
   type Effect,
   type EngineSettings,
-  OverlayIndex,
+  type OverlayIndex,
   parseSelector,
-  type PriceBook,
   recordKeys,
   toNodeClaimView,
-  toNodePoolView,
   toNodeView,
-  toOverlayView,
 } from '../../src/engine/index.ts';
 import type { LaunchKnowledge } from '../../src/engine/decide.ts';
 import { type ConsolidateAnswer, KarpenterJudge, type WorldCommand } from '../support/karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
-import { LAUNCH_REGION, nodeLabelsOfType, overlayLabels } from './launch-cases.ts';
+import { catalogPrices, judgedIndex } from './judged-cluster.ts';
+import { nodeLabelsOfType } from './launch-cases.ts';
 import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
 
 const CASES = Number(process.env.VENEER_REPLACEMENT_ORACLE_CASES ?? 1000);
@@ -45,54 +43,6 @@ const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs:
 const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: true };
 const T0 = Date.parse('2026-02-01T10:00:00Z');
 const at = (ms: number) => new Date(ms).toISOString();
-
-function pricesOf(c: ConsolidationCase): PriceBook {
-  return {
-    source: 'generated',
-    asOf: T0,
-    region: LAUNCH_REGION,
-    hasSpot: true,
-    onDemand: (x) => c.catalog.get(x)?.onDemand,
-    spot: (x, z) => c.catalog.get(x)?.spot[z],
-    offeredZones: (x) => {
-      const zones = c.catalog.get(x)?.zones;
-      return zones ? new Set(zones) : undefined;
-    },
-    instanceTypes: () => [...c.catalog.keys()],
-  };
-}
-
-/** The engine's index: the overlays with Karpenter's statuses, the NodePools, all since an hour before. */
-function indexOf(c: ConsolidationCase, answer: ConsolidateAnswer): OverlayIndex {
-  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
-  const since = T0 - 3_600_000;
-  index.replaceAll(
-    c.request.overlays.map((o) =>
-      toOverlayView({
-        metadata: { name: o.name, labels: overlayLabels(o), creationTimestamp: at(since), generation: 1 },
-        spec: {
-          requirements: o.requirements,
-          ...(o.weight != null ? { weight: o.weight } : {}),
-          ...(o.price !== undefined ? { price: o.price } : {}),
-          ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
-        },
-        status: { conditions: answer.statuses[o.name]?.conditions ?? [] },
-      }),
-    ),
-    since,
-  );
-  index.nodePools.replaceAll(
-    c.request.nodePools.map((p) =>
-      toNodePoolView({
-        metadata: { name: p.name, creationTimestamp: at(since) },
-        spec: { template: { metadata: { labels: p.labels } } },
-      }),
-    ),
-    since,
-  );
-  index.markSynced(since);
-  return index;
-}
 
 /** The engine's effect on the replacement of `set`, decided as the watcher decides its node. */
 function engineEffect(
@@ -129,7 +79,7 @@ function engineEffect(
     replacementsCreatedBetween: () => ['replacement-claim'],
   };
   const launch: LaunchKnowledge = {
-    prices: pricesOf(c),
+    prices: catalogPrices(c.catalog, T0),
     zonesOf: () => new Set(c.zones),
     nodeLabelsOf: (x) => types.get(x),
     disruption: evidence,
@@ -194,7 +144,7 @@ t.test(
       const { c, answer: pending } = ahead.shift()!;
       const answer = await pending;
       if (answer.error) throw new Error(`cluster ${n}: the judge could not run it: ${answer.error}`);
-      const index = indexOf(c, answer);
+      const index = judgedIndex(c.request, answer.statuses, policy, T0 - 3_600_000);
       for (const [i, set] of c.request.commands.entries()) {
         stats.commands++;
         const { with: w, without: wo } = answer.commands[i]!;

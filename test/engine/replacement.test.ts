@@ -135,50 +135,37 @@ t.test('an overlay that is not selected is in both worlds', async (t) => {
   t.equal(e.disruption?.cheaperWithout, 1);
 });
 
-t.test('a type the overlays priced up may have been cut from the options: unknown', async (t) => {
-  const dearer = toOverlayView({
-    metadata: { name: 'dearer-t3', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
-    spec: {
-      weight: 5,
-      priceAdjustment: '+500%',
-      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['t3.medium'] }],
-    },
-  });
-  const e = effect({
-    candidates: ['m5.large'],
-    launched: ['m5.large', 'on-demand'],
-    replaced: [node('c6i.large')],
-    overlays: [
-      { overlay: RI, selected: true },
-      { overlay: dearer, selected: true },
-    ],
-    claim: { allowed: new Map() },
-  });
-  t.equal(e.verdict, 'unknown');
-  t.equal(e.reasonCode, 'unseen-options');
-  t.match(e.reason, /t3\.medium/);
+/** A selected overlay that prices t3.medium up: with it t3.medium undercuts nothing, without it, it might. */
+const dearer = toOverlayView({
+  metadata: { name: 'dearer-t3', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
+  spec: {
+    weight: 5,
+    priceAdjustment: '+500%',
+    requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['t3.medium'] }],
+  },
 });
 
-t.test("the NodePool's families leave out a type its name rules out", async (t) => {
-  const dearer = toOverlayView({
-    metadata: { name: 'dearer-t3', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
-    spec: {
-      weight: 5,
-      priceAdjustment: '+500%',
-      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['t3.medium'] }],
-    },
-  });
-  const e = effect({
-    candidates: ['m5.large'],
-    launched: ['m5.large', 'on-demand'],
-    replaced: [node('c6i.large')],
-    overlays: [
-      { overlay: RI, selected: true },
-      { overlay: dearer, selected: true },
-    ],
-  });
-  t.equal(e.verdict, 'replacement');
-});
+t.test(
+  'a type the overlays priced up may have been cut from the options, unless the NodePool rules it out',
+  async (t) => {
+    const withAllowed = (allowed: ClaimForEffect['allowed']) =>
+      effect({
+        candidates: ['m5.large'],
+        launched: ['m5.large', 'on-demand'],
+        replaced: [node('c6i.large')],
+        overlays: [
+          { overlay: RI, selected: true },
+          { overlay: dearer, selected: true },
+        ],
+        claim: { allowed },
+      });
+    const open = withAllowed(new Map());
+    t.equal(open.verdict, 'unknown', 'any family: t3.medium might have undercut c6i.large without the overlays');
+    t.equal(open.reasonCode, 'unseen-options');
+    t.match(open.reason, /t3\.medium/);
+    t.equal(withAllowed(FAMILIES).verdict, 'replacement', "the NodePool's families leave t3 out: its name says so");
+  },
+);
 
 t.test('without a catalog the options cut by price are not known', async (t) => {
   const e = effect({

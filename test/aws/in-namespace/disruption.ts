@@ -30,7 +30,7 @@ import { CreateSecurityGroupCommand, EC2Client } from '@aws-sdk/client-ec2';
 import {
   AWS_KARPENTER_VERSION,
   EC2_NODECLASS_API,
-  type NodePoolDisruption,
+  OPEN_DISRUPTION,
   startAwsKarpenterEnv,
 } from '../../../kit/aws/karpenter.ts';
 import { NODECLAIM_API, NODEPOOL_API, podObject } from '../../../kit/karpenter-controller.ts';
@@ -40,16 +40,11 @@ import { sleep } from '../../../kit/process.ts';
 assertInOwnNetworkNamespace();
 t.setTimeout(300_000);
 const started = Date.now();
-const OPEN: NodePoolDisruption = {
-  consolidationPolicy: 'WhenEmptyOrUnderutilized',
-  consolidateAfter: '5s',
-  budgets: [{ nodes: '100%' }],
-};
 const env = await startAwsKarpenterEnv({
   karpenter: {
     nodePools: [
-      { name: 'steady', capacityTypes: ['on-demand'], disruption: OPEN },
-      { name: 'shrink', capacityTypes: ['on-demand'], instanceTypes: ['c6i.xlarge'], disruption: OPEN },
+      { name: 'steady', capacityTypes: ['on-demand'], disruption: OPEN_DISRUPTION },
+      { name: 'shrink', capacityTypes: ['on-demand'], instanceTypes: ['c6i.xlarge'], disruption: OPEN_DISRUPTION },
     ],
   },
 });

@@ -19,7 +19,7 @@ import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep } from '../../../kit/fleet.ts';
 import {
   AWS_KARPENTER_VERSION,
-  type NodePoolDisruption,
+  OPEN_DISRUPTION,
   REGION,
   startAwsKarpenterWithWatcher,
 } from '../../../kit/aws/karpenter.ts';
@@ -31,16 +31,11 @@ import { type DecisionStory, readStory } from '../../../src/engine/index.ts';
 assertInOwnNetworkNamespace();
 t.setTimeout(300_000);
 const started = Date.now();
-const OPEN: NodePoolDisruption = {
-  consolidationPolicy: 'WhenEmptyOrUnderutilized',
-  consolidateAfter: '5s',
-  budgets: [{ nodes: '100%' }],
-};
 const TYPES = ['m5.large', 'c6i.large', 'r6i.large'];
 const env = await startAwsKarpenterWithWatcher({
   karpenter: {
     bootDelayMs: 2000,
-    nodePools: [{ name: 'od', capacityTypes: ['on-demand'], instanceTypes: TYPES, disruption: OPEN }],
+    nodePools: [{ name: 'od', capacityTypes: ['on-demand'], instanceTypes: TYPES, disruption: OPEN_DISRUPTION }],
   },
 });
 const { karpenter, admin, watcher } = env;

@@ -1,0 +1,66 @@
+// What the differential tests hand the engine of a generated cluster the judge has seen: the
+// catalog's prices as a price source, and an overlay index of the overlays (with the statuses
+// Karpenter's controller wrote) and NodePools, all in force since `since`.
+import {
+  OverlayIndex,
+  type OverlayPolicy,
+  type PriceBook,
+  toNodePoolView,
+  toOverlayView,
+} from '../../src/engine/index.ts';
+import type { JudgeCondition, JudgeNodePool, JudgeOverlay } from '../support/karpenter-oracle.ts';
+import { type CatalogType, LAUNCH_REGION, overlayLabels } from './launch-cases.ts';
+
+/** The generated catalog as the watcher's price source: on-demand, spot by zone, where each type is offered, every type. */
+export function catalogPrices(catalog: ReadonlyMap<string, CatalogType>, asOf: number): PriceBook {
+  return {
+    source: 'generated',
+    asOf,
+    region: LAUNCH_REGION,
+    hasSpot: true,
+    onDemand: (x) => catalog.get(x)?.onDemand,
+    spot: (x, z) => catalog.get(x)?.spot[z],
+    offeredZones: (x) => {
+      const zones = catalog.get(x)?.zones;
+      return zones ? new Set(zones) : undefined;
+    },
+    instanceTypes: () => [...catalog.keys()],
+  };
+}
+
+/** The engine's index of a judged cluster: its overlays with Karpenter's statuses, its NodePools. */
+export function judgedIndex(
+  cluster: { overlays: readonly (JudgeOverlay & { selected: boolean })[]; nodePools: readonly JudgeNodePool[] },
+  statuses: Record<string, { conditions: JudgeCondition[] } | undefined>,
+  policy: OverlayPolicy,
+  since: number,
+): OverlayIndex {
+  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
+  const createdAt = new Date(since).toISOString();
+  index.replaceAll(
+    cluster.overlays.map((o) =>
+      toOverlayView({
+        metadata: { name: o.name, labels: overlayLabels(o), creationTimestamp: createdAt, generation: 1 },
+        spec: {
+          requirements: o.requirements,
+          ...(o.weight != null ? { weight: o.weight } : {}),
+          ...(o.price !== undefined ? { price: o.price } : {}),
+          ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
+        },
+        status: { conditions: statuses[o.name]?.conditions ?? [] },
+      }),
+    ),
+    since,
+  );
+  index.nodePools.replaceAll(
+    cluster.nodePools.map((p) =>
+      toNodePoolView({
+        metadata: { name: p.name, creationTimestamp: createdAt },
+        spec: { template: { metadata: { labels: p.labels } } },
+      }),
+    ),
+    since,
+  );
+  index.markSynced(since);
+  return index;
+}
