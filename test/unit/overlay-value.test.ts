@@ -2,7 +2,7 @@
 // record names it, by effect (overlay_dollars_per_hour), and its launches counted once each by
 // the leader (launches_total), both bounded like overlay_nodes_current.
 import t from 'tap';
-import { onDemandListPrice, recordKeys, type NodeView, type PriceBook } from '../../src/engine/index.ts';
+import { EFFECTS, onDemandListPrice, recordKeys, type NodeView, type PriceBook } from '../../src/engine/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { exportOverlayDollars, overlayDollarSeries, recordedEffect } from '../../src/controllers/gauges/dollars.ts';
 import { OTHER } from '../../src/controllers/gauges/overlays.ts';
@@ -48,7 +48,7 @@ const nodes = [
   record('c', { overlay: RI, effect: 'none', type: 'm5.xlarge', beta: true }),
   record('d', { overlay: SP, effect: 'instance-type', type: 'c6i.large' }),
   record('e', { overlay: SP, type: 'c6i.large' }), // written before the watcher knew effects
-  record('f', { overlay: SP, effect: 'replacement', type: 'r6g.large' }), // a value this watcher does not know
+  record('f', { overlay: SP, effect: 'relocated', type: 'r6g.large' }), // a value this watcher does not know
   record('g', { overlay: SP, effect: 'none', type: 'u-24tb1.metal' }), // no price known
   record('h', { effect: 'capacity-type', type: 'm5.xlarge' }), // not influenced: names no overlay
   { name: 'i', labels: { 'node.kubernetes.io/instance-type': 'm5.xlarge' } }, // no record
@@ -169,7 +169,7 @@ t.test('launches: counted once, by the leader, records written since it leads', 
   t.match(text, new RegExp(`^veneer_nodewatcher_launches_total\\{overlay="${SP}",effect="none"\\} 0$`, 'm'));
   t.equal(
     [...text.matchAll(/^veneer_nodewatcher_launches_total\{/gm)].length,
-    8,
+    2 * EFFECTS.length,
     'at scrape every active overlay has a series for each effect, from 0',
   );
 
