@@ -76,7 +76,7 @@ export function launchEffect(input: EffectInput): Effect {
 const replays = new WeakMap<readonly string[], Map<string, Replay>>();
 const MAX_REPLAYS_PER_LIST = 16;
 
-function replayKey(input: EffectInput, claim: ClaimForEffect, pool: NodePoolView): string {
+export function replayKey(input: EffectInput, claim: ClaimForEffect, pool: NodePoolView): string {
   const known = input.nodeLabelsOf ? claim.candidates.reduce((n, c) => (input.nodeLabelsOf!(c) ? n + 1 : n), 0) : -1;
   return [
     idOf(pool),

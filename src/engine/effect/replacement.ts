@@ -9,7 +9,7 @@
 // would have, the launch replay answers as for any launch. Drift and other reasons have no price
 // test: the launch replay answers.
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './candidates.ts';
-import { launchEffect } from './effect.ts';
+import { launchEffect, replayKey } from './effect.ts';
 import {
   cheapestOffering,
   type FilterRequirements,
@@ -92,19 +92,11 @@ const MAX_TESTS_PER_LIST = 16;
 function memoizedTest(input: ReplacementInput): TestResult {
   const { claim, pool, prices } = input;
   if (claim === undefined || pool === undefined || prices === undefined) return priceTest(input);
-  const known = input.nodeLabelsOf ? claim.candidates.reduce((n, c) => (input.nodeLabelsOf!(c) ? n + 1 : n), 0) : -1;
+  // What the launch replay's memo reads, and the replaced nodes and the options' other requirements.
   const key = [
-    idOf(pool),
-    idOf(prices),
-    [...(input.zones ?? [])].join(','),
-    [...(claim.zones ?? [])].join(','),
-    [...claim.capacityTypes].join(','),
-    claim.minValues,
-    Object.entries(claim.pinned).join(';'),
+    replayKey(input, claim, pool),
     claim.allowed ? idOf(claim.allowed) : '-',
-    known,
     input.replaced.map((r) => `${r.nodeClaim}/${idOf(r.labels)}/${r.pool ? idOf(r.pool) : '-'}`).join(','),
-    input.counted.map((c) => `${idOf(c.overlay)}${c.selected ? 's' : ''}`).join(','),
   ].join('|');
   let byList = tests.get(claim.candidates);
   if (!byList) {
