@@ -159,6 +159,18 @@ type wellKnown struct {
 // badRequest is a request the judge cannot answer: the caller's bug, not Karpenter's verdict.
 type badRequest struct{ error }
 
+// failed maps a judge's error to the protocol's: a bad request exits 2, anything else 1, none 0.
+func failed(err error) (string, int) {
+	var bad badRequest
+	switch {
+	case errors.As(err, &bad):
+		return fmt.Sprintf("bad request: %v", err), 2
+	case err != nil:
+		return err.Error(), 1
+	}
+	return "", 0
+}
+
 // The statuses' lastTransitionTime: a fixed clock keeps answers reproducible.
 var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
@@ -333,34 +345,22 @@ func reply(ctx context.Context, line []byte) (out []byte, message string, code i
 			return nil, "bad request: this judge was built without the AWS provider's launch code", 2
 		}
 		a, err := launchJudge(ctx, req.Launch)
-		var bad badRequest
-		if errors.As(err, &bad) {
-			return nil, fmt.Sprintf("bad request: %v", err), 2
-		}
-		if err != nil {
-			return nil, err.Error(), 1
+		if message, code := failed(err); code != 0 {
+			return nil, message, code
 		}
 		answer = a
 	case req.Consolidate != nil:
 		a, err := consolidateJudge(ctx, req.Consolidate)
-		var bad badRequest
-		if errors.As(err, &bad) {
-			return nil, fmt.Sprintf("bad request: %v", err), 2
-		}
-		if err != nil {
-			return nil, err.Error(), 1
+		if message, code := failed(err); code != 0 {
+			return nil, message, code
 		}
 		answer = a
 	case req.WellKnown:
 		answer = wellKnown{WellKnownLabels: sorted(v1.WellKnownLabels), RestrictedLabelDomains: sorted(v1.RestrictedLabelDomains)}
 	default:
 		a, err := judge(ctx, req)
-		var bad badRequest
-		if errors.As(err, &bad) {
-			return nil, fmt.Sprintf("bad request: %v", err), 2
-		}
-		if err != nil {
-			return nil, err.Error(), 1
+		if message, code := failed(err); code != 0 {
+			return nil, message, code
 		}
 		if a.Error != "" {
 			fmt.Fprintf(os.Stderr, "karpenter-oracle: Reconcile: %s\n", a.Error)
