@@ -4,11 +4,13 @@
 // rest of Karpenter is the kit's stand-in (kit/karpenter-sim.ts), as in every webhook test. Real
 // Karpenter consolidating on the local EC2 is test/aws/replacement.test.ts. The replaced node is
 // gone before the Event comes (Karpenter deletes it once the replacement is initialized): the
-// watcher keeps its mark.
+// watcher keeps its mark. Without the right to read those Events, launches read as before and the
+// watcher warns once.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../src/commands/serve.ts';
 import { MARK_WINDOW_MS } from '../src/engine/index.ts';
+import { createLogger } from '../src/log.ts';
 import { reservedInstance } from '../kit/veneer.ts';
 import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
 import { OVERLAY_API, sleep, until } from '../kit/fleet.ts';
@@ -102,4 +104,24 @@ t.test('a replacement is recorded with what it replaced, once Karpenter says it 
   await sim.launch({ name: 'later', claimName: 'later-claim', instanceType: 'm5.xlarge' });
   await until('the later node recorded', async () => (await story('later')) !== undefined);
   t.equal((await story('later'))?.effect?.disruption, undefined, 'no disruption story on a provisioning launch');
+});
+
+t.test('without the right to read Events: ready, launches recorded as before, one warning', async (t) => {
+  await watcher?.stop();
+  watcher = undefined;
+  await admin
+    .makeApiClient(k8s.RbacAuthorizationV1Api)
+    .deleteNamespacedRoleBinding({ name: 'veneer-node-watcher-karpenter-events', namespace: 'default' });
+  const lines: string[] = [];
+  const log = createLogger('info', { write: (line: string) => void lines.push(line) });
+  watcher = (await launchWatcher(cp, certs, WATCHER_USER, {}, { log })).watcher;
+  await until('leadership', () => watcher!.metrics.leader.get().then((m) => m.values[0]?.value === 1));
+  await sim.launch({ name: 'unread', claimName: 'unread-claim', instanceType: 'm5.xlarge' });
+  await until('the node recorded', async () => (await story('unread')) !== undefined);
+  t.equal((await story('unread'))?.effect?.disruption, undefined, 'a launch, as every launch is read without Events');
+  const warnings = lines
+    .map((l) => JSON.parse(l) as { level: number; resource?: string; msg: string })
+    .filter((l) => l.resource === 'disruption-events' && l.level === 40);
+  t.equal(warnings.length, 1, 'said once, as a warning');
+  t.match(warnings[0]?.msg, /not allowed to list it \(403\)/);
 });
