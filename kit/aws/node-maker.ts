@@ -68,7 +68,7 @@ interface Tracked {
   lastHeartbeatAt: number;
   heartbeatInFlight: boolean;
   describeTries: number;
-  /** CREATEs that failed for good (the apiserver's answer, not only a transient error) and were begun again. */
+  /** CREATEs that failed after their retries and were begun again. */
   makeTries?: number;
   timer?: NodeJS.Timeout;
 }
@@ -182,6 +182,13 @@ export class NodeMaker {
   record(nodeClaim: string): NodeMade | undefined {
     const t = this.byClaim.get(nodeClaim);
     return t ? { ...t.record } : undefined;
+  }
+
+  /** How many tracked instances are in each phase: where a stalled burst stands. */
+  phases(): Partial<Record<Phase, number>> {
+    const counts: Partial<Record<Phase, number>> = {};
+    for (const t of this.byInstance.values()) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
+    return counts;
   }
 
   /** The last errors (at most 50), oldest first. */
@@ -387,14 +394,16 @@ export class NodeMaker {
       registered = await this.nodes.register(body, this.retry(t), () => (t.record.createSentAt = Date.now()));
     } catch (err) {
       // A kubelet never gives up registering: after a failure the retries did not outlast (an
-      // apiserver timing out under load), it begins again a few times before it is counted as failed.
+      // apiserver timing out under load), it begins again with the kubelet's back-off (doubling to
+      // 7 s), every failure counted and logged, until it is answered or stopped.
+      if ((t.phase as Phase) === 'gone') return; // the instance went meanwhile: nothing to register
       t.makeTries = (t.makeTries ?? 0) + 1;
-      if (t.makeTries < 5 && !this.tasks.stopped) {
-        t.phase = 'booting';
-        t.timer = this.tasks.after(2000, () => this.tasks.track(this.creates.run(() => this.make(t))));
-        return;
-      }
-      return this.failTracked(t, `CREATE node ${body.metadata!.name}: ${message(err)}`);
+      t.record.error = `CREATE node ${body.metadata!.name} (try ${t.makeTries}): ${message(err)}`;
+      this.tasks.fail(t.record.nodeClaim, new Error(t.record.error));
+      t.phase = 'booting';
+      const backoffMs = Math.min(100 * 2 ** t.makeTries, 7000);
+      t.timer = this.tasks.after(backoffMs, () => this.tasks.track(this.creates.run(() => this.make(t))));
+      return;
     }
     t.record.nodeCreatedAt = Date.now();
     if (registered.alreadyExisted) t.record.alreadyExisted = true;
@@ -470,6 +479,7 @@ export class NodeMaker {
     const before = t.phase;
     t.phase = 'gone';
     t.record.goneAt = Date.now();
+    if (!t.claim.metadata.deletionTimestamp) t.record.collectedUnderClaim = true;
     if (t.timer) clearTimeout(t.timer);
     // Never registered, or its CREATE is in flight (make() then removes it).
     if (before === 'describing' || before === 'booting' || before === 'creating') return;

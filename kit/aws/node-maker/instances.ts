@@ -88,6 +88,9 @@ export class InstanceReader {
       // moto takes any keys; explicit ones keep the SDK from looking for credentials anywhere.
       credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
       maxAttempts: 3,
+      // The SDK waits forever by default: one request moto never answers (it happened under CI's
+      // load) would hold every Node waiting on it. Failing it lets the caller's retry go on.
+      requestHandler: { connectionTimeout: 3_000, requestTimeout: 15_000, throwOnRequestTimeout: true },
     });
   }
 

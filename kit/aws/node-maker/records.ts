@@ -57,6 +57,13 @@ export interface NodeMade {
   retries?: number;
   /** When the instance was seen terminated or gone and the Node deleted (or found deleting / gone already). */
   goneAt?: number;
+  /**
+   * The instance went while its NodeClaim stood (not being deleted): nothing of Karpenter's disruption
+   * or termination ended it, so its instance garbage collection did (an instance older than 30 s
+   * whose providerID no NodeClaim in Karpenter's cache carried yet, as when its status writes lag
+   * under load). Karpenter replaces such a NodeClaim only after its registration TTL (15 min).
+   */
+  collectedUnderClaim?: boolean;
   error?: string;
 }
 

@@ -5,7 +5,9 @@
 // at CREATE, from the node and its NodeClaim. For every launched node: one record per on-demand
 // node, written once and never changed by Karpenter's registration, none on spot; the overlay it
 // names is the one Karpenter's own NodeOverlay controller and store apply (the judge); Karpenter
-// never refused. VENEER_AWS_LAUNCHES sets the number of launches (default 100).
+// never refused. Instances Karpenter's own garbage collection terminates under their NodeClaims when
+// the machine is starved (at most a fifth) are counted and left out. VENEER_AWS_LAUNCHES sets the
+// number of launches (default 100).
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
@@ -121,24 +123,36 @@ t.test(
     const progress = setInterval(() => {
       const claims = [...history.claims.values()];
       t.comment(
-        `${Math.round((Date.now() - t0) / 1000)} s: ${claims.length} NodeClaims, ${claims.filter((c) => c.launchedAt).length} launched, ${nodes().length} nodes, ${nodes().filter(([, v]) => registered(v.at(-1))).length} registered`,
+        `${Math.round((Date.now() - t0) / 1000)} s: ${claims.length} NodeClaims, ${claims.filter((c) => c.launchedAt).length} launched, ${nodes().length} nodes, ${nodes().filter(([, v]) => registered(v.at(-1))).length} registered; node maker ${JSON.stringify(karpenter.nodeMaker.phases())}, ${karpenter.nodeMaker.stats().errors} errors${karpenter.nodeMaker.errors().at(-1)?.replace(/^/, ', the last: ') ?? ''}`,
       );
     }, 10_000);
     t.teardown(() => clearInterval(progress));
+    // Under CPU starvation (CI runs two test files at once on two cores) Karpenter's NodeClaim status
+    // writes can lag its CreateFleet by more than 30 s, and its own instance garbage collection then
+    // terminates the instance under its standing NodeClaim, which Karpenter replaces only after the
+    // 15 min registration TTL. Those are Karpenter's, not the watcher's: counted, bounded, left out.
+    const collected = () => karpenter.nodeMaker.records().filter((r) => r.collectedUnderClaim).length;
     await until(
-      `${LAUNCHES} nodes registered by Karpenter`,
-      () => nodes().length === LAUNCHES && nodes().every(([, v]) => registered(v.at(-1))),
+      `${LAUNCHES} nodes registered by Karpenter (or their instances collected)`,
+      () => nodes().length === LAUNCHES - collected() && nodes().every(([, v]) => registered(v.at(-1))),
       90_000 + LAUNCHES * 2_000,
     );
     const allRegistered = Date.now() - t0;
+    const lost = karpenter.nodeMaker.records().filter((r) => r.collectedUnderClaim);
+    const survivors = LAUNCHES - lost.length;
+    const onDemandKept = onDemand - lost.filter((r) => r.capacityType === 'on-demand').length;
+    t.ok(
+      survivors >= LAUNCHES * 0.8,
+      `${survivors} of ${LAUNCHES} instances kept (at least 80%); ${lost.length} terminated by Karpenter's instance garbage collection under their NodeClaims`,
+    );
     await until(
-      `${onDemand} records`,
-      () => nodes().filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemand,
+      `${onDemandKept} records`,
+      () => nodes().filter(([, v]) => storyOf(v.at(-1)) !== undefined).length === onDemandKept,
       60_000,
     );
     await sleep(1500); // room for a second write, or a change by anyone, to show up
     const launched = nodes();
-    t.equal(launched.length, LAUNCHES, `${LAUNCHES} nodes, one per pod`);
+    t.equal(launched.length, survivors, `${survivors} nodes, one per pod whose instance was kept`);
     const claims = await karpenter.nodeClaims();
     t.equal(claims.length, LAUNCHES, `${LAUNCHES} NodeClaims`);
     const instances = karpenter.moto.fleetRequests().reduce((n, f) => n + f.launched.length, 0);
@@ -156,14 +170,14 @@ t.test(
       [],
       'every on-demand node has exactly one record, written once and never changed; spot nodes have none',
     );
-    const inlineShare = found.recordedBeforeRegistration / onDemand;
+    const inlineShare = found.recordedBeforeRegistration / onDemandKept;
     t.ok(
       inlineShare >= 0.99,
-      `recorded by the webhook in the CREATE itself: ${found.recordedBeforeRegistration} of ${onDemand} (share ${inlineShare.toFixed(3)}, at least 0.99); by the webhook in a later update ${found.recordedLater}, by the reconciler ${found.by.reconciler}`,
+      `recorded by the webhook in the CREATE itself: ${found.recordedBeforeRegistration} of ${onDemandKept} (share ${inlineShare.toFixed(3)}, at least 0.99); by the webhook in a later update ${found.recordedLater}, by the reconciler ${found.by.reconciler}`,
     );
     t.equal(
       found.from['node+nodeclaim'],
-      onDemand,
+      onDemandKept,
       'every record decided from the node and its NodeClaim (its providerID was there at CREATE)',
     );
     t.equal(found.approximate, 0, 'none approximate');
