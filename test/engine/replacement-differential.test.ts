@@ -12,6 +12,7 @@
 //
 // VENEER_REPLACEMENT_ORACLE_CASES sets the clusters (default 1,000: about 3,300 candidate sets), VENEER_REPLACEMENT_ORACLE_SEED replays a
 // run, and with it VENEER_REPLACEMENT_ORACLE_CASE replays the one cluster a failure names.
+// VENEER_REPLACEMENT_ORACLE_VERSION picks the judge's Karpenter (default v1.14.3, the AWS provider's).
 import t from 'tap';
 import {
   decide,
@@ -26,7 +27,13 @@ import {
   toNodeView,
 } from '../../src/engine/index.ts';
 import type { LaunchKnowledge } from '../../src/engine/decide.ts';
-import { type ConsolidateAnswer, KarpenterJudge, type WorldCommand } from '../support/karpenter-oracle.ts';
+import {
+  type ConsolidateAnswer,
+  JUDGE_VERSIONS,
+  type JudgeVersion,
+  KarpenterJudge,
+  type WorldCommand,
+} from '../support/karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';
@@ -121,7 +128,10 @@ function engineEffect(
   };
 }
 
-const judge = new KarpenterJudge('v1.14.3');
+const VERSION = process.env.VENEER_REPLACEMENT_ORACLE_VERSION ?? 'v1.14.3';
+if (!JUDGE_VERSIONS.includes(VERSION as JudgeVersion))
+  throw new Error(`VENEER_REPLACEMENT_ORACLE_VERSION=${VERSION}: the judge is built for ${JUDGE_VERSIONS.join(', ')}`);
+const judge = new KarpenterJudge(VERSION as JudgeVersion);
 t.teardown(() => judge.close());
 
 t.test(

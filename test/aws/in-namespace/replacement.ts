@@ -10,10 +10,13 @@
 //    DisruptionLaunching Event) and records it `replacement`: without the overlay nothing
 //    undercuts c6i.large, so there would have been no launch at all. Before this, the record read
 //    `none`.
-// 3. The overlay is deleted (Veneer does so when the commitment is used up): the m5.large node is
-//    priced at its list price again, and Karpenter replaces it by a c6i.large. That replacement
-//    happens without the overlay: its record reads the launch replay (`none`), and the churn is
-//    counted: a recorded node disrupted (Underutilized) while the overlay its record names is gone.
+// 3. Veneer's EC2 Instance Savings Plan overlay for c6i comes (c6i.large at 0.00: not cheaper than
+//    m5.large at 0.00, nothing moves), then the RI overlay is deleted (Veneer does so when the
+//    commitment is used up): the m5.large node is priced at its list price again, and Karpenter
+//    replaces it by a c6i.large priced by the Savings Plan. That replacement would happen without
+//    the Savings Plan too (c6i.large lists $0.085/h, under m5.large's $0.096/h): its record names the
+//    Savings Plan and reads the launch replay (`none`), not `replacement`. And the churn is counted:
+//    a recorded node disrupted (Underutilized) while the overlay its record names is gone.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep } from '../../../kit/fleet.ts';
@@ -25,7 +28,7 @@ import {
 } from '../../../kit/aws/karpenter.ts';
 import { NODECLAIM_API, podObject } from '../../../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
-import { reservedInstance } from '../../../kit/veneer.ts';
+import { ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 import { type DecisionStory, readStory } from '../../../src/engine/index.ts';
 
 assertInOwnNetworkNamespace();
@@ -145,21 +148,46 @@ t.test('the RI overlay makes the replacement, and the record says it exists only
   t.equal(replaced.story.overlay, RI.metadata.name, 'the record names the overlay');
 });
 
-t.test('the overlay deleted: Karpenter replaces what it priced, and the churn is counted', async (t) => {
-  const [before] = await claims();
-  await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: reservedInstance('m5.large', REGION).metadata.name });
-  const back = await until('a c6i.large replacement recorded', () => recordedOnly('c6i.large'), 180_000);
-  const effect = back.story.effect!;
-  t.equal(effect.verdict, 'none', 'it happens without any overlay: the launch replay answers');
-  t.match(effect.disruption, {
-    reason: 'Underutilized',
-    replaced: [{ nodeClaim: before!.metadata.name, instanceType: 'm5.large', price: { with: 0.096, without: 0.096 } }],
-    cheaperWithout: 1,
-  });
-  await until(
-    'the churn counted',
-    async () => ((await disruptions())['underutilized gone'] ? true : undefined),
-    30_000,
-  );
-  t.match(await disruptions(), { 'underutilized gone': 1 }, 'a recorded node disrupted after its overlay went');
-});
+t.test(
+  'the RI overlay deleted: a replacement that happens with or without the Savings Plan, and the churn',
+  async (t) => {
+    const [before] = await claims();
+    const SP = ec2InstanceSavingsPlan('c6i', REGION);
+    await custom.createClusterCustomObject({ ...OVERLAY_API, body: SP });
+    await until(
+      'the watcher counts both overlays',
+      async () =>
+        /^veneer_nodewatcher_overlays\{state="counted"\} 2$/m.test(await watcher.metrics.registry.metrics()) ||
+        undefined,
+      30_000,
+    );
+    await sleep(10_000);
+    t.same((await claims()).map(typeOf), ['m5.large'], 'c6i.large at 0.00 does not undercut m5.large at 0.00');
+    await custom.deleteClusterCustomObject({
+      ...OVERLAY_API,
+      name: reservedInstance('m5.large', REGION).metadata.name,
+    });
+    const back = await until('a c6i.large replacement recorded', () => recordedOnly('c6i.large'), 180_000);
+    t.equal(back.story.overlay, SP.metadata.name, 'the record names the Savings Plan that priced the replacement');
+    const effect = back.story.effect!;
+    t.same(effect.overlays, [SP.metadata.name], 'the effect is judged against the Savings Plan');
+    t.equal(
+      effect.verdict,
+      'none',
+      'without the Savings Plan the same replacement, the same CreateFleet: the launch replay answers',
+    );
+    t.match(effect.disruption, {
+      reason: 'Underutilized',
+      replaced: [
+        { nodeClaim: before!.metadata.name, instanceType: 'm5.large', price: { with: 0.096, without: 0.096 } },
+      ],
+      cheaperWithout: 1,
+    });
+    await until(
+      'the churn counted',
+      async () => ((await disruptions())['underutilized gone'] ? true : undefined),
+      30_000,
+    );
+    t.match(await disruptions(), { 'underutilized gone': 1 }, 'a recorded node disrupted after its overlay went');
+  },
+);
