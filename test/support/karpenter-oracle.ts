@@ -239,9 +239,15 @@ export class KarpenterJudge {
   private closing = false;
   private readonly exited: Promise<void>;
 
-  constructor(version: JudgeVersion, bin = binary(BINARY[version])) {
+  /**
+   * `opts.kubeconfig`: the consolidation judge stores its worlds in that (admin) kube-apiserver
+   * instead of its fake client, one world at a time (VENEER_JUDGE_KUBECONFIG, consolidate.go).
+   */
+  constructor(version: JudgeVersion, bin = binary(BINARY[version]), opts: { kubeconfig?: string } = {}) {
     this.version = version;
-    this.child = spawn(bin, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const env =
+      opts.kubeconfig === undefined ? process.env : { ...process.env, VENEER_JUDGE_KUBECONFIG: opts.kubeconfig };
+    this.child = spawn(bin, [], { stdio: ['pipe', 'pipe', 'pipe'], env });
     this.child.stderr.on('data', (d: Buffer) => {
       this.stderr = (this.stderr + d.toString()).slice(-STDERR_KEPT);
     });
