@@ -5,14 +5,28 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 
+/**
+ * Below the kernel's ephemeral range, where no outgoing connection takes a port for itself.
+ * A port the kernel hands out for port 0 is one of that range, and between this check and the
+ * program that binds it later, any connection on a busy machine could take it: that made
+ * kube-apiserver exit with "address already in use" during a full npm test.
+ */
+const PORTS = { from: 20_000, to: 32_000 } as const;
+
+/** A port on 127.0.0.1 nothing listens on now, outside the ephemeral range. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = PORTS.from + Math.floor(Math.random() * (PORTS.to - PORTS.from));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port on 127.0.0.1 between ${PORTS.from} and ${PORTS.to} after 100 tries`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
