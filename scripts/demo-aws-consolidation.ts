@@ -129,6 +129,9 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
       30_000,
     );
     console.log(`  Event on NodeOverlay ${ri.metadata.name}: ${told.reason}: ${told.note}`);
+    d.step("the replacement's record keeps the node it churned: explain, and report with the overlay gone");
+    await d.cli(['explain', back.node, '--prices-source', 'isolated', '--prices-region', REGION]);
+    await d.cli(['report']);
   } finally {
     stopped = true;
     await replicaSet;

@@ -170,7 +170,7 @@ t.test(
     t.match(out, /^ {2}effect: capacity-type \(without the selected overlays Karpenter would have launched spot\)$/m);
     t.match(
       out,
-      /^cost-aware-ri-m5\.xlarge-us-east-1 +30 +reserved-instance +m5 +m5\.xlarge +us-east-1 +2 +0 +1 +0 +0 +1 +0\.1920 /m,
+      /^cost-aware-ri-m5\.xlarge-us-east-1 +30 +reserved-instance +m5 +m5\.xlarge +us-east-1 +2 +0 +1 +0 +0 +0 +1 +0\.1920 /m,
       'report: the RI overlay won 2, steered 1 from spot',
     );
     // Consolidation: the replacement the RI overlay caused, then the churn once it is deleted.
@@ -182,8 +182,18 @@ t.test(
     t.match(out, /^ {4}launched by Karpenter's disruption: Underutilized, replacing 1 node\(s\)$/m, 'explain tells it');
     t.match(
       out,
-      /^cost-aware-ri-m5\.large-us-east-1 +30 +reserved-instance +m5 +m5\.large +us-east-1 +1 +0 +0 +0 +1 +0 +0\.0960 /m,
+      /^cost-aware-ri-m5\.large-us-east-1 +30 +reserved-instance +m5 +m5\.large +us-east-1 +1 +0 +0 +0 +1 +0 +0 +0\.0960 /m,
       'report: REPLACED 1',
+    );
+    t.match(
+      out,
+      /^ {4}churn: 1 recorded node\(s\) replaced after cost-aware-ri-m5\.large-us-east-1, which their record names, went$/m,
+      "explain: the replacement's record keeps the churn",
+    );
+    t.match(
+      out,
+      /^cost-aware-ri-m5\.large-us-east-1 +- +- +- +- +- +0 +0 +0 +0 +0 +1 +0 +0\.0000 +- +gone$/m,
+      'report, once the overlay is gone: CHURNED 1, from the record of the node that replaced its node',
     );
     t.match(
       out,

@@ -48,10 +48,20 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
     settings,
     overlayPolicy(config),
   );
-  const results = nodes.map((node) => explain(node, nodeClaimFor(node, claims)));
+  const results = nodes.map((node) => withRecordedChurn(explain(node, nodeClaimFor(node, claims)), node.story));
   // Compact JSON: indenting tens of megabytes (200 nodes, each against every overlay) took a third of the run; jq indents.
   if (args.output === 'json') return JSON.stringify(results);
   return args.output === 'yaml' ? stringify(results).trimEnd() : results.map(table).join('\n\n');
+}
+
+/**
+ * The churn a replacement's record keeps: the replaced nodes' records it was read from went with
+ * them, so a decision made again cannot tell it, and the record's own is shown.
+ */
+function withRecordedChurn(e: Explanation, story: string | undefined): Explanation {
+  const churn = readStory(story)?.effect?.disruption?.churn;
+  if (churn === undefined || e.effect?.disruption === undefined || e.effect.disruption.churn !== undefined) return e;
+  return { ...e, effect: { ...e.effect, disruption: { ...e.effect.disruption, churn } } };
 }
 
 function requirementText(r: {
@@ -105,6 +115,10 @@ function disruptionLines(d: NonNullable<Effect['disruption']>): string[] {
   if (d.savings !== undefined) lines.push(`    Karpenter's estimated saving: ${dollars(d.savings)}`);
   if (d.cheaperWithout !== undefined)
     lines.push(`    options that undercut without the selected overlays: ${d.cheaperWithout}`);
+  for (const c of d.churn ?? [])
+    lines.push(
+      `    churn: ${c.nodes} recorded node(s) replaced after ${c.overlay}, which their record names, ${c.state === 'gone' ? 'went' : 'changed'}`,
+    );
   return lines;
 }
 

@@ -56,6 +56,7 @@ function table(report: Report): string {
     'FROM-SPOT',
     'MOVED',
     'REPLACED',
+    'CHURNED',
     'NO-EFFECT',
     'STEERED-$/H',
     'NEWEST-WIN',
@@ -73,6 +74,7 @@ function table(report: Report): string {
     String(o.effects.steeredFromSpot),
     String(o.effects.movedType),
     String(o.effects.replaced),
+    String(o.effects.churned),
     String(o.effects.none),
     o.effects.steeredListPricePerHour.toFixed(4),
     dash(o.newestWin),
@@ -101,6 +103,10 @@ function table(report: Report): string {
   lines.push(
     `Effects of the selected overlays on recorded launches: ${e.steeredFromSpot} steered from spot to on-demand, ${e.movedType} moved to another instance type, ${e.replaced} replacements that would not have happened without them, ${e.none} the same without them, ${e.unknown} unknown; on-demand list price of the nodes steered, moved or replaced: $${e.steeredListPricePerHour.toFixed(4)}/h`,
   );
+  if (e.churned > 0)
+    lines.push(
+      `Churn: ${e.churned} recorded nodes replaced after the overlay their record named changed or went (told by their replacements' records)`,
+    );
   if (t.inactiveOverlays > 0)
     lines.push(
       `${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`,

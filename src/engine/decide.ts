@@ -13,6 +13,7 @@ import { type ReplacedNode, replacementEffect } from './effect/replacement.ts';
 import type { Effect, EffectInput } from './effect/types.ts';
 import { unknown } from './effect/verdict.ts';
 import { type DisruptionEvidence, type DisruptionMark, type LaunchOrigin, launchOrigin } from './launch-origin.ts';
+import { churnOf } from './disruption.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { INSTANCE_TYPE } from './effect/candidates.ts';
 import { CAPACITY_TYPE_LABEL, characteristics, scope } from './scope.ts';
@@ -179,6 +180,7 @@ export function effectOf(
   index: OverlayIndex,
   provider: ProviderChoice,
   origin: LaunchOrigin = { kind: 'provisioned' },
+  recordKeys?: RecordKeys,
 ): Effect {
   if (origin.kind === 'unclear' || origin.kind === 'awaiting') return unknown('replaced-set', origin.reason);
   const claim = input.nodeClaim;
@@ -186,7 +188,21 @@ export function effectOf(
   const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
   const replay = (e: EffectInput) =>
     origin.kind === 'replacement'
-      ? replacementEffect({ ...e, reason: origin.reason, replaced: origin.replaced.map((m) => replacedNode(m, index)) })
+      ? replacementEffect({
+          ...e,
+          reason: origin.reason,
+          replaced: origin.replaced.map((m) => replacedNode(m, index)),
+          ...(recordKeys
+            ? {
+                churn: churnOf(
+                  origin.replaced.map((m) => m.record),
+                  index,
+                  at,
+                  recordKeys,
+                ),
+              }
+            : {}),
+        })
       : launchEffect(e);
   // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
   if (keys?.name !== 'aws' || claim?.launch === undefined) {
@@ -259,7 +275,7 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
   // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
   const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
-  const effect = effectOf(input, view, evaluatedAt, index, provider, origin);
+  const effect = effectOf(input, view, evaluatedAt, index, provider, origin, settings.keys);
   const record = buildRecord({
     keys: settings.keys,
     overlay,

@@ -3,8 +3,11 @@
 // price or price adjustment, or it no longer counts: unselected, invalid, not ready), or gone
 // (deleted or being deleted). An overlay that changes or goes makes Karpenter reconsider
 // consolidation at once, so `changed` and `gone` show the churn an overlay caused.
-import type { DecisionStory } from './record.ts';
+import { type DecisionStory, type RecordKeys, readStory } from './record.ts';
 import type { OverlayView } from './overlay.ts';
+import type { OverlayIndex } from './overlay-index.ts';
+import type { Labels } from './requirements.ts';
+import type { ChurnStory } from './effect/types.ts';
 
 /** Karpenter's DisruptionReason values (v1.14: Underutilized, Empty, Drifted; v1.15 adds Unhealthy), lower-cased; any other is `other`. */
 export const DISRUPTION_REASONS = ['underutilized', 'empty', 'drifted', 'unhealthy', 'other'] as const;
@@ -36,4 +39,44 @@ export function overlayStateAtDisruption(
     story.price === current.price &&
     story.priceAdjustment === current.priceAdjustment;
   return sameTerms ? 'counting' : 'changed';
+}
+
+/** A replaced node's record as the watcher saw it when Karpenter marked the node: its labels and decision annotation. */
+export interface RecordAtMark {
+  readonly labels: Labels;
+  readonly story?: string;
+}
+
+/**
+ * Of the replaced nodes, those whose record says an overlay influenced them, by that overlay and
+ * its state at `at` (the replacement's launch), the `counting` ones left out: the churn the
+ * overlay's change or removal caused, as the replacement's record keeps it after the replaced
+ * nodes are gone.
+ */
+export function churnOf(
+  records: readonly (RecordAtMark | undefined)[],
+  index: OverlayIndex,
+  at: number,
+  keys: RecordKeys,
+): ChurnStory[] {
+  const byOverlay = new Map<string, ChurnStory>();
+  let active: ReturnType<OverlayIndex['activeVersionsAt']> | undefined;
+  for (const record of records) {
+    const label = record?.labels[keys.matchingOverlay];
+    if (record === undefined || label === undefined || record.labels[keys.influenced] !== 'true') continue;
+    active ??= index.activeVersionsAt(at);
+    const version = active.find((v) => v.overlay.nameLabelValue === label);
+    const story = readStory(record.story);
+    const state = overlayStateAtDisruption(
+      version?.overlay,
+      version?.selected === true && version.ineligible === undefined,
+      story,
+    );
+    if (state === 'counting') continue;
+    const overlay = story?.overlay ?? version?.overlay.name ?? label;
+    const key = `${overlay}\u0000${state}`;
+    const known = byOverlay.get(key);
+    byOverlay.set(key, { overlay, state, nodes: (known?.nodes ?? 0) + 1 });
+  }
+  return [...byOverlay.values()];
 }

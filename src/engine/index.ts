@@ -102,12 +102,14 @@ export {
   SPOT_TO_SPOT_MIN_OPTIONS,
 } from './effect/replacement.ts';
 export {
+  churnOf,
   DISRUPTION_REASONS,
   disruptionReasonLabel,
   OVERLAY_STATES_AT_DISRUPTION,
   overlayStateAtDisruption,
   type DisruptionReasonLabel,
   type OverlayStateAtDisruption,
+  type RecordAtMark,
 } from './disruption.ts';
 export {
   EFFECTS,
@@ -116,6 +118,7 @@ export {
   type Effect,
   type EffectVerdict,
   type UnknownReason,
+  type ChurnStory,
   type ClaimForEffect,
   type CountedOverlay,
   type WorldLaunch,

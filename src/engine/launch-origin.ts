@@ -10,6 +10,7 @@
 import type { NodeClaimView } from './node.ts';
 import type { DecisionStory } from './record.ts';
 import type { Labels } from './requirements.ts';
+import type { RecordAtMark } from './disruption.ts';
 
 /** A NodeClaim Karpenter's disruption marked, as it was when marked (it is gone once replaced). */
 export interface DisruptionMark {
@@ -19,6 +20,8 @@ export interface DisruptionMark {
   readonly markedAt: number;
   /** The NodeClaim's labels: its offering (instance type, zone, capacity type), NodePool and instance-type keys. */
   readonly labels: Labels;
+  /** Its node's record when it was marked, if the node was known. */
+  readonly record?: RecordAtMark;
 }
 
 /** What the watcher has seen of Karpenter's disruption. */

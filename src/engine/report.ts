@@ -41,6 +41,8 @@ export interface EffectCounts {
   unknown: number;
   /** On-demand USD an hour, at list price, of the nodes steered from spot, moved to another type or launched to replace others. */
   steeredListPricePerHour: number;
+  /** Recorded nodes replaced after the overlay their record named changed or went, as the replacements' records tell. */
+  churned: number;
 }
 
 export interface OverlayReport {
@@ -125,6 +127,7 @@ const noEffects = (): EffectCounts => ({
   none: 0,
   unknown: 0,
   steeredListPricePerHour: 0,
+  churned: 0,
 });
 
 function countEffect(c: EffectCounts, effect: EffectStory): void {
@@ -192,6 +195,10 @@ export function buildReport(input: ReportInput): Report {
       if (story?.effect) {
         countEffect(totals.effects, story.effect);
         for (const name of story.effect.overlays ?? []) countEffect(tally(name).effects, story.effect);
+        for (const c of story.effect.disruption?.churn ?? []) {
+          totals.effects.churned += c.nodes;
+          tally(c.overlay).effects.churned += c.nodes;
+        }
       }
       if (node.labels[keys.influenced] !== 'true') {
         totals.notInfluenced++;
@@ -268,7 +275,7 @@ export function buildReport(input: ReportInput): Report {
     rows.push({
       ...row,
       verdict: 'gone',
-      note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}`,
+      note: `no longer in the cluster; named by ${t.won} record${t.won === 1 ? '' : 's'}${t.effects.churned > 0 ? `; ${t.effects.churned} recorded node(s) replaced after it went` : ''}`,
     });
   }
   const census = providerCensus(settings.provider, settings.knownProviders ?? KNOWN_PROVIDERS, groups);

@@ -185,7 +185,7 @@ export class ClusterCaches {
     this.nodeClaims = new NodeClaimCache(own);
     this.nodes = new NodeCache(own, influencedLabel, storyAnnotation);
     this.nodeClasses = new NodeClassCache(own);
-    this.disruption = new DisruptionWatch(own, this.nodeClaims);
+    this.disruption = new DisruptionWatch(own, this.nodeClaims, this.nodes);
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
   }
 

@@ -4,7 +4,13 @@
 // the DisruptionLaunching Events it publishes on replacements. The Events are read from the
 // `default` namespace, where Events of cluster-scoped objects such as NodeClaims are written, and
 // only those: the server filters them by kind and reason.
-import { type DisruptionEvidence, type DisruptionMark, launchingReason, type NodeClaimView } from '../engine/index.ts';
+import {
+  type DisruptionEvidence,
+  type DisruptionMark,
+  launchingReason,
+  type NodeClaimView,
+  type NodeView,
+} from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 
@@ -34,6 +40,11 @@ export interface ClaimSource {
   byName(name: string): NodeClaimView | undefined;
 }
 
+/** The nodes as the caches hold them: a marked node's record is kept with its mark (the churn it tells). */
+export interface NodeSource {
+  get(name: string): NodeView | undefined;
+}
+
 export class DisruptionWatch implements DisruptionEvidence {
   readonly reflector: Reflector<LaunchingEvent>;
   private readonly reasonOf = new Map<string, string>();
@@ -43,9 +54,12 @@ export class DisruptionWatch implements DisruptionEvidence {
   private readonly claims: ClaimSource;
   private readonly listeners: ((nodeClaim: string) => void)[] = [];
 
-  constructor(deps: CacheDeps, claims: ClaimSource) {
+  private readonly nodes: NodeSource | undefined;
+
+  constructor(deps: CacheDeps, claims: ClaimSource, nodes?: NodeSource) {
     this.now = deps.now;
     this.claims = claims;
+    this.nodes = nodes;
     this.reflector = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
       resource: 'disruption-events',
       fieldSelector: LAUNCHING_EVENTS_SELECTOR,
@@ -80,12 +94,14 @@ export class DisruptionWatch implements DisruptionEvidence {
     const known = this.marks.get(claim.name);
     if (known?.markedAt === claim.disruptionMarkedAt && known.reason === claim.disruptionReason) return;
     this.marks.delete(claim.name);
+    const node = claim.nodeName === undefined ? undefined : this.nodes?.get(claim.nodeName);
     this.marks.set(claim.name, {
       nodeClaim: claim.name,
       ...(claim.nodeName !== undefined ? { node: claim.nodeName } : {}),
       reason: claim.disruptionReason,
       markedAt: claim.disruptionMarkedAt,
       labels: claim.labels,
+      ...(node !== undefined ? { record: { labels: node.labels, ...(node.story ? { story: node.story } : {}) } } : {}),
     });
     this.prune();
   }

@@ -164,7 +164,15 @@ t.test('steering, outranked, idle, inactive and gone overlays, and the totals', 
     inlineShare: 4 / 6,
     approximate: 1,
     inactiveOverlays: 1,
-    effects: { steeredFromSpot: 0, movedType: 0, replaced: 0, none: 0, unknown: 6, steeredListPricePerHour: 0 },
+    effects: {
+      steeredFromSpot: 0,
+      movedType: 0,
+      replaced: 0,
+      none: 0,
+      unknown: 6,
+      steeredListPricePerHour: 0,
+      churned: 0,
+    },
   });
 });
 
@@ -264,7 +272,17 @@ t.test(
         launched: { listPrice: 0.192, price: 0 },
         disruption: { reason: 'Underutilized', replaced: [{ nodeClaim: 'old' }], replacedCount: 1 },
       }),
-      withEffect('d', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
+      withEffect('d', 'c6i.large', {
+        verdict: 'none',
+        overlays: [ec2Name],
+        // The replacement of three recorded nodes after the RI for m5.large they named was deleted.
+        disruption: {
+          reason: 'Underutilized',
+          replaced: [{ nodeClaim: 'old-1' }, { nodeClaim: 'old-2' }, { nodeClaim: 'old-3' }],
+          replacedCount: 3,
+          churn: [{ overlay: 'cost-aware-ri-m5.large-us-west-2', state: 'gone', nodes: 3 }],
+        },
+      }),
       withEffect('e', 'c6i.large', { verdict: 'none', overlays: [ec2Name] }),
     ];
     const report = buildReport({
@@ -288,6 +306,17 @@ t.test(
       effects: { none: 2 },
       note: 'won 2 nodes, and each launch would have been the same without the selected overlays',
     });
+    t.match(
+      row('cost-aware-ri-m5.large-us-west-2'),
+      {
+        won: 0,
+        verdict: 'gone',
+        effects: { churned: 3, replaced: 0 },
+        note: 'no longer in the cluster; named by 0 records; 3 recorded node(s) replaced after it went',
+      },
+      'an overlay gone with the nodes it priced: a row for the churn its replacements tell',
+    );
+    t.equal(row(riName)?.effects.churned, 0);
     t.same(report.totals.effects, {
       steeredFromSpot: 1,
       movedType: 1,
@@ -295,6 +324,7 @@ t.test(
       none: 3,
       unknown: 0,
       steeredListPricePerHour: 0.576,
+      churned: 3,
     });
   },
 );

@@ -3,8 +3,11 @@
 // two watches (a NodeClaim's DisruptionReason mark, then its Node's removal, in either order).
 import t from 'tap';
 import {
+  churnOf,
   disruptionReasonLabel,
+  OverlayIndex,
   overlayStateAtDisruption,
+  parseSelector,
   recordKeys,
   toNodeClaimView,
   toOverlayView,
@@ -83,6 +86,52 @@ t.test('the overlay a record names: counting, changed or gone', async (t) => {
     overlayStateAtDisruption(overlay({ price: '0.01' }), true, readStory(story({ overlay: 'another-overlay' }))),
     'counting',
     'a story about another overlay (a label-value collision) is not compared',
+  );
+});
+
+t.test("the churn a replacement's record keeps: its replaced nodes' records, by overlay and state", async (t) => {
+  const at = Date.parse('2026-12-03T11:00:00Z');
+  const policy = { selector: parseSelector(''), requireOverlayReady: false };
+  const recorded = (o: { overlay?: string; influenced?: boolean; price?: string } = {}) => ({
+    labels: {
+      [keys.influenced]: o.influenced === false ? 'false' : 'true',
+      [keys.matchingOverlay]: o.overlay ?? RI,
+    },
+    story: story({
+      ...(o.price !== undefined ? { price: o.price } : {}),
+      ...(o.overlay ? { overlay: o.overlay } : {}),
+    }),
+  });
+  const none = OverlayIndex.ofCurrent([], policy, at - 60_000);
+  t.same(
+    churnOf([recorded(), recorded(), undefined, recorded({ influenced: false })], none, at, keys),
+    [{ overlay: RI, state: 'gone', nodes: 2 }],
+    'the overlay deleted: two recorded nodes; an unknown node and one not influenced are not churn',
+  );
+  const same = OverlayIndex.ofCurrent([overlay({ price: '0.00' })], policy, at - 60_000);
+  t.same(churnOf([recorded()], same, at, keys), [], 'on the same terms: no churn');
+  t.same(
+    churnOf([recorded({ price: '0.01' }), recorded()], same, at, keys),
+    [{ overlay: RI, state: 'changed', nodes: 1 }],
+    'the record priced at 0.01 and the overlay now at 0.00: changed',
+  );
+  const unselected = OverlayIndex.ofCurrent(
+    [overlay({ price: '0.00' })],
+    { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
+    at - 60_000,
+  );
+  t.same(
+    churnOf([recorded()], unselected, at, keys),
+    [{ overlay: RI, state: 'changed', nodes: 1 }],
+    'no longer selected: changed',
+  );
+  t.same(
+    churnOf([recorded({ overlay: 'other' }), recorded()], none, at, keys),
+    [
+      { overlay: 'other', state: 'gone', nodes: 1 },
+      { overlay: RI, state: 'gone', nodes: 1 },
+    ],
+    'one entry per overlay',
   );
 });
 

@@ -23,6 +23,7 @@ import {
   worstLaunchPrice,
 } from './replacement-prices.ts';
 import {
+  type ChurnStory,
   type ClaimForEffect,
   type DisruptionStory,
   type Effect,
@@ -42,6 +43,8 @@ export interface ReplacementInput extends EffectInput {
   /** Karpenter's DisruptionReason for the launch: Underutilized, Drifted, Unhealthy. */
   readonly reason: string;
   readonly replaced: readonly ReplacedNode[];
+  /** The recorded replaced nodes whose overlay had changed or gone (engine/disruption.ts churnOf). */
+  readonly churn?: readonly ChurnStory[];
 }
 
 /** MinInstanceTypesForSpotToSpotConsolidation. */
@@ -53,6 +56,7 @@ export function replacementEffect(input: ReplacementInput): Effect {
     reason: input.reason,
     replaced: input.replaced.slice(0, MAX_REPLACED_SHOWN).map(describe),
     replacedCount: input.replaced.length,
+    ...(input.churn !== undefined && input.churn.length > 0 ? { churn: input.churn } : {}),
   };
   const withStory = (e: Effect, more: Partial<DisruptionStory> = {}): Effect => ({
     ...e,

@@ -139,4 +139,13 @@ export interface DisruptionStory {
   readonly savings?: number;
   /** Of the replacement's instance types, how many undercut the replaced nodes without the selected overlays. */
   readonly cheaperWithout?: number;
+  /** Of the replaced nodes, the recorded ones whose overlay had changed or gone: the churn it caused. */
+  readonly churn?: readonly ChurnStory[];
+}
+
+/** Recorded nodes a replacement replaced while the overlay their records name had changed or gone. */
+export interface ChurnStory {
+  readonly overlay: string;
+  readonly state: 'changed' | 'gone';
+  readonly nodes: number;
 }

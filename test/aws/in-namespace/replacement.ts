@@ -183,6 +183,11 @@ t.test(
       ],
       cheaperWithout: 1,
     });
+    t.same(
+      effect.disruption?.churn,
+      [{ overlay: reservedInstance('m5.large', REGION).metadata.name, state: 'gone', nodes: 1 }],
+      "the replacement's record keeps the churn: the node it replaced was recorded under the RI, gone by then",
+    );
     await until(
       'the churn counted',
       async () => ((await disruptions())['underutilized gone'] ? true : undefined),
