@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -212,24 +213,13 @@ func wipeWorld(ctx context.Context, direct client.Client) error {
 		if err := direct.List(ctx, list, opts...); err != nil {
 			return nil, err
 		}
-		var out []client.Object
-		switch l := list.(type) {
-		case *corev1.PodList:
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-		case *v1.NodeClaimList:
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-		case *corev1.NodeList:
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-		case *v1.NodePoolList:
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]client.Object, 0, len(items))
+		for _, item := range items {
+			out = append(out, item.(client.Object))
 		}
 		return out, nil
 	}
