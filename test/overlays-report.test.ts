@@ -310,7 +310,7 @@ t.test('the report, live and from the files kubectl writes, gives each overlay i
   t.match(
     table.out,
     new RegExp(
-      `^${EC2.replace(/\./g, '\\.')} +20 +ec2-instance-savings-plan +m5 +- +us-west-2 +0 +3 +0 +0 +0 +0 +0\\.0000 +- +outranked$`,
+      `^${EC2.replace(/\./g, '\\.')} +20 +ec2-instance-savings-plan +m5 +- +us-west-2 +0 +3 +0 +0 +0 +0 +0 +0\\.0000 +- +outranked$`,
       'm',
     ),
   );
