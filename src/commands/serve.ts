@@ -130,7 +130,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const caches = new ClusterCaches(
     { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     { policy, retentionMs: config.historyRetentionMs, relistIntervalMs: config.overlayCacheTTLMs },
-    settings.keys.influenced,
+    settings.keys,
     config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );
 

@@ -180,7 +180,6 @@ export function effectOf(
   index: OverlayIndex,
   provider: ProviderChoice,
   origin: LaunchOrigin = { kind: 'provisioned' },
-  recordKeys?: RecordKeys,
 ): Effect {
   if (origin.kind === 'unclear' || origin.kind === 'awaiting') return unknown('replaced-set', origin.reason);
   const claim = input.nodeClaim;
@@ -192,16 +191,11 @@ export function effectOf(
           ...e,
           reason: origin.reason,
           replaced: origin.replaced.map((m) => replacedNode(m, index)),
-          ...(recordKeys
-            ? {
-                churn: churnOf(
-                  origin.replaced.map((m) => m.record),
-                  index,
-                  at,
-                  recordKeys,
-                ),
-              }
-            : {}),
+          churn: churnOf(
+            origin.replaced.map((m) => m.record),
+            index,
+            at,
+          ),
         })
       : launchEffect(e);
   // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
@@ -275,7 +269,7 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
   // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
   const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
-  const effect = effectOf(input, view, evaluatedAt, index, provider, origin, settings.keys);
+  const effect = effectOf(input, view, evaluatedAt, index, provider, origin);
   const record = buildRecord({
     keys: settings.keys,
     overlay,

@@ -29,7 +29,7 @@ export function disruptionReasonLabel(reason: string): DisruptionReasonLabel {
 export function overlayStateAtDisruption(
   current: OverlayView | undefined,
   counts: boolean,
-  story: DecisionStory | undefined,
+  story: OverlayTerms | undefined,
 ): OverlayStateAtDisruption {
   if (current === undefined || current.deletingAt !== undefined) return 'gone';
   if (!counts) return 'changed';
@@ -41,10 +41,39 @@ export function overlayStateAtDisruption(
   return sameTerms ? 'counting' : 'changed';
 }
 
-/** A replaced node's record as the watcher saw it when Karpenter marked the node: its labels and decision annotation. */
+/** What a record's story says of the overlay it names: its name and terms at the launch. */
+export type OverlayTerms = Pick<DecisionStory, 'overlay' | 'weight' | 'price' | 'priceAdjustment'>;
+
+/**
+ * A replaced node's record as the watcher saw it when Karpenter marked the node, reduced to what
+ * the churn needs: marks outlive their nodes for an hour, so they keep no labels or story.
+ */
 export interface RecordAtMark {
-  readonly labels: Labels;
-  readonly story?: string;
+  /** The matching-overlay label's value (a long name shortened). */
+  readonly overlayLabel: string;
+  readonly terms?: OverlayTerms;
+}
+
+/** The record of an influenced node, as a mark keeps it; undefined for a node no overlay influenced. */
+export function recordAtMark(
+  labels: Labels,
+  story: string | undefined,
+  keys: Pick<RecordKeys, 'influenced' | 'matchingOverlay'>,
+): RecordAtMark | undefined {
+  const overlayLabel = labels[keys.matchingOverlay];
+  if (overlayLabel === undefined || labels[keys.influenced] !== 'true') return undefined;
+  const told = readStory(story);
+  if (told === undefined) return { overlayLabel };
+  const { overlay, weight, price, priceAdjustment } = told;
+  return {
+    overlayLabel,
+    terms: {
+      overlay,
+      ...(weight !== undefined ? { weight } : {}),
+      ...(price !== undefined ? { price } : {}),
+      ...(priceAdjustment !== undefined ? { priceAdjustment } : {}),
+    },
+  };
 }
 
 /**
@@ -53,27 +82,20 @@ export interface RecordAtMark {
  * overlay's change or removal caused, as the replacement's record keeps it after the replaced
  * nodes are gone.
  */
-export function churnOf(
-  records: readonly (RecordAtMark | undefined)[],
-  index: OverlayIndex,
-  at: number,
-  keys: RecordKeys,
-): ChurnStory[] {
+export function churnOf(records: readonly (RecordAtMark | undefined)[], index: OverlayIndex, at: number): ChurnStory[] {
   const byOverlay = new Map<string, ChurnStory>();
   let active: ReturnType<OverlayIndex['activeVersionsAt']> | undefined;
   for (const record of records) {
-    const label = record?.labels[keys.matchingOverlay];
-    if (record === undefined || label === undefined || record.labels[keys.influenced] !== 'true') continue;
+    if (record === undefined) continue;
     active ??= index.activeVersionsAt(at);
-    const version = active.find((v) => v.overlay.nameLabelValue === label);
-    const story = readStory(record.story);
+    const version = active.find((v) => v.overlay.nameLabelValue === record.overlayLabel);
     const state = overlayStateAtDisruption(
       version?.overlay,
       version?.selected === true && version.ineligible === undefined,
-      story,
+      record.terms,
     );
     if (state === 'counting') continue;
-    const overlay = story?.overlay ?? version?.overlay.name ?? label;
+    const overlay = record.terms?.overlay ?? version?.overlay.name ?? record.overlayLabel;
     const key = `${overlay}\u0000${state}`;
     const known = byOverlay.get(key);
     byOverlay.set(key, { overlay, state, nodes: (known?.nodes ?? 0) + 1 });

@@ -109,7 +109,9 @@ export {
   overlayStateAtDisruption,
   type DisruptionReasonLabel,
   type OverlayStateAtDisruption,
+  type OverlayTerms,
   type RecordAtMark,
+  recordAtMark,
 } from './disruption.ts';
 export {
   EFFECTS,

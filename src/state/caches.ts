@@ -13,6 +13,8 @@ import {
   type OverlayObject,
   type OverlayPolicy,
   type PriceBook,
+  recordAtMark,
+  type RecordKeys,
 } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
@@ -174,8 +176,13 @@ export class ClusterCaches {
   /** The required CRDs said not to be served. */
   private readonly missing = new Set<string>();
 
-  /** `influencedLabel`: the record's label, whose absence marks a node as undecided; `storyAnnotation`: see NodeCache. */
-  constructor(deps: StateDeps, overlayOpts: OverlayCacheOptions, influencedLabel: string, storyAnnotation?: string) {
+  /** `keys`: the record's labels (its influenced label's absence marks a node as undecided); `storyAnnotation`: see NodeCache. */
+  constructor(
+    deps: StateDeps,
+    overlayOpts: OverlayCacheOptions,
+    keys: Pick<RecordKeys, 'influenced' | 'matchingOverlay'>,
+    storyAnnotation?: string,
+  ) {
     const own: StateDeps = {
       ...deps,
       servedChanged: (resource, served) => this.servedChanged(deps.log, resource, served),
@@ -183,9 +190,12 @@ export class ClusterCaches {
     this.overlays = new OverlayCache(own, overlayOpts);
     this.nodePools = new NodePoolCache(own, this.overlays.index);
     this.nodeClaims = new NodeClaimCache(own);
-    this.nodes = new NodeCache(own, influencedLabel, storyAnnotation);
+    this.nodes = new NodeCache(own, keys.influenced, storyAnnotation);
     this.nodeClasses = new NodeClassCache(own);
-    this.disruption = new DisruptionWatch(own, this.nodeClaims, this.nodes);
+    this.disruption = new DisruptionWatch(own, this.nodeClaims, (name) => {
+      const node = this.nodes.get(name);
+      return node === undefined ? undefined : recordAtMark(node.labels, node.story, keys);
+    });
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
   }
 

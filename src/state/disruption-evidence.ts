@@ -9,7 +9,7 @@ import {
   type DisruptionMark,
   launchingReason,
   type NodeClaimView,
-  type NodeView,
+  type RecordAtMark,
 } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
@@ -40,10 +40,8 @@ export interface ClaimSource {
   byName(name: string): NodeClaimView | undefined;
 }
 
-/** The nodes as the caches hold them: a marked node's record is kept with its mark (the churn it tells). */
-export interface NodeSource {
-  get(name: string): NodeView | undefined;
-}
+/** A node's record as the caches hold it now, kept with the node's mark (the churn it tells). */
+export type RecordSource = (node: string) => RecordAtMark | undefined;
 
 export class DisruptionWatch implements DisruptionEvidence {
   readonly reflector: Reflector<LaunchingEvent>;
@@ -54,12 +52,12 @@ export class DisruptionWatch implements DisruptionEvidence {
   private readonly claims: ClaimSource;
   private readonly listeners: ((nodeClaim: string) => void)[] = [];
 
-  private readonly nodes: NodeSource | undefined;
+  private readonly recordOf: RecordSource | undefined;
 
-  constructor(deps: CacheDeps, claims: ClaimSource, nodes?: NodeSource) {
+  constructor(deps: CacheDeps, claims: ClaimSource, recordOf?: RecordSource) {
     this.now = deps.now;
     this.claims = claims;
-    this.nodes = nodes;
+    this.recordOf = recordOf;
     this.reflector = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
       resource: 'disruption-events',
       fieldSelector: LAUNCHING_EVENTS_SELECTOR,
@@ -94,14 +92,14 @@ export class DisruptionWatch implements DisruptionEvidence {
     const known = this.marks.get(claim.name);
     if (known?.markedAt === claim.disruptionMarkedAt && known.reason === claim.disruptionReason) return;
     this.marks.delete(claim.name);
-    const node = claim.nodeName === undefined ? undefined : this.nodes?.get(claim.nodeName);
+    const record = claim.nodeName === undefined ? undefined : this.recordOf?.(claim.nodeName);
     this.marks.set(claim.name, {
       nodeClaim: claim.name,
       ...(claim.nodeName !== undefined ? { node: claim.nodeName } : {}),
       reason: claim.disruptionReason,
       markedAt: claim.disruptionMarkedAt,
       labels: claim.labels,
-      ...(node !== undefined ? { record: { labels: node.labels, ...(node.story ? { story: node.story } : {}) } } : {}),
+      ...(record !== undefined ? { record } : {}),
     });
     this.prune();
   }

@@ -4,6 +4,7 @@
 import t from 'tap';
 import {
   churnOf,
+  recordAtMark,
   disruptionReasonLabel,
   OverlayIndex,
   overlayStateAtDisruption,
@@ -92,26 +93,23 @@ t.test('the overlay a record names: counting, changed or gone', async (t) => {
 t.test("the churn a replacement's record keeps: its replaced nodes' records, by overlay and state", async (t) => {
   const at = Date.parse('2026-12-03T11:00:00Z');
   const policy = { selector: parseSelector(''), requireOverlayReady: false };
-  const recorded = (o: { overlay?: string; influenced?: boolean; price?: string } = {}) => ({
-    labels: {
-      [keys.influenced]: o.influenced === false ? 'false' : 'true',
-      [keys.matchingOverlay]: o.overlay ?? RI,
-    },
-    story: story({
-      ...(o.price !== undefined ? { price: o.price } : {}),
-      ...(o.overlay ? { overlay: o.overlay } : {}),
-    }),
-  });
+  // As a mark keeps a node's record (recordAtMark): an influenced node's overlay label and story terms.
+  const recorded = (o: { overlay?: string; influenced?: boolean; price?: string } = {}) =>
+    recordAtMark(
+      { [keys.influenced]: o.influenced === false ? 'false' : 'true', [keys.matchingOverlay]: o.overlay ?? RI },
+      story({ ...(o.price !== undefined ? { price: o.price } : {}), ...(o.overlay ? { overlay: o.overlay } : {}) }),
+      keys,
+    );
   const none = OverlayIndex.ofCurrent([], policy, at - 60_000);
   t.same(
-    churnOf([recorded(), recorded(), undefined, recorded({ influenced: false })], none, at, keys),
+    churnOf([recorded(), recorded(), undefined, recorded({ influenced: false })], none, at),
     [{ overlay: RI, state: 'gone', nodes: 2 }],
     'the overlay deleted: two recorded nodes; an unknown node and one not influenced are not churn',
   );
   const same = OverlayIndex.ofCurrent([overlay({ price: '0.00' })], policy, at - 60_000);
-  t.same(churnOf([recorded()], same, at, keys), [], 'on the same terms: no churn');
+  t.same(churnOf([recorded()], same, at), [], 'on the same terms: no churn');
   t.same(
-    churnOf([recorded({ price: '0.01' }), recorded()], same, at, keys),
+    churnOf([recorded({ price: '0.01' }), recorded()], same, at),
     [{ overlay: RI, state: 'changed', nodes: 1 }],
     'the record priced at 0.01 and the overlay now at 0.00: changed',
   );
@@ -121,12 +119,12 @@ t.test("the churn a replacement's record keeps: its replaced nodes' records, by 
     at - 60_000,
   );
   t.same(
-    churnOf([recorded()], unselected, at, keys),
+    churnOf([recorded()], unselected, at),
     [{ overlay: RI, state: 'changed', nodes: 1 }],
     'no longer selected: changed',
   );
   t.same(
-    churnOf([recorded({ overlay: 'other' }), recorded()], none, at, keys),
+    churnOf([recorded({ overlay: 'other' }), recorded()], none, at),
     [
       { overlay: 'other', state: 'gone', nodes: 1 },
       { overlay: RI, state: 'gone', nodes: 1 },
