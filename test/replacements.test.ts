@@ -9,12 +9,12 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../src/commands/serve.ts';
-import { MARK_WINDOW_MS } from '../src/engine/index.ts';
+import { LAUNCHING_EVENT_WAIT_MS, MARK_WINDOW_MS } from '../src/engine/index.ts';
 import { createLogger } from '../src/log.ts';
 import { reservedInstance } from '../kit/veneer.ts';
 import { KarpenterSim, mergePatch } from '../kit/karpenter-sim.ts';
 import { OVERLAY_API, sleep, until } from '../kit/fleet.ts';
-import { launchWatcher, startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
+import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());
@@ -105,6 +105,48 @@ t.test('a replacement is recorded with what it replaced, once Karpenter says it 
   await until('the later node recorded', async () => (await story('later')) !== undefined);
   t.equal((await story('later'))?.effect?.disruption, undefined, 'no disruption story on a provisioning launch');
 });
+
+t.test(
+  'provisioning beside disruption: recorded inline beside an emptiness deletion, after a short wait beside a consolidation',
+  async (t) => {
+    type Told = { decidedBy?: string; effect?: { disruption?: unknown } };
+    const told = async (name: string) => (await story(name)) as Told | undefined;
+    const unregister = await registerWebhooksAt(admin, certs.caPem, watcher!.webhookPort!, 5);
+    t.teardown(unregister);
+    await sim.launch({ name: 'empty', claimName: 'empty-claim', instanceType: 'c6i.xlarge' });
+    await until('the empty node recorded', async () => (await story('empty')) !== undefined);
+
+    // Emptiness marks its nodes and deletes them; it never launches, so a launch beside it is provisioning's.
+    await markDisrupted('empty-claim', 'Empty');
+    await sim.launch({ name: 'beside-empty', claimName: 'beside-empty-claim', instanceType: 'm5.xlarge' });
+    await until(
+      'the launch beside emptiness recorded',
+      async () => (await story('beside-empty')) !== undefined,
+      10_000,
+    );
+    t.match(await told('beside-empty'), { decidedBy: 'webhook' }, 'inline: the mark of Empty holds nothing up');
+    t.equal((await told('beside-empty'))?.effect?.disruption, undefined, 'a launch, not a replacement');
+
+    // A consolidation mark may come with a replacement: a launch beside it waits briefly for a DisruptionLaunching
+    // Event, and without one it is provisioning's (a delete-only command marks as a replacing one does).
+    await sim.launch({ name: 'under', claimName: 'under-claim', instanceType: 'c6i.xlarge' });
+    await until('the consolidated node recorded', async () => (await story('under')) !== undefined);
+    const createdAt = Date.now();
+    await markDisrupted('under-claim', 'Underutilized');
+    await sim.launch({ name: 'beside-delete', claimName: 'beside-delete-claim', instanceType: 'm5.xlarge' });
+    await sleep(2000);
+    t.equal(await story('beside-delete'), undefined, 'no Event yet: the record waits');
+    await until(
+      'the launch beside a delete-only consolidation recorded',
+      async () => (await story('beside-delete')) !== undefined,
+      LAUNCHING_EVENT_WAIT_MS + 15_000,
+    );
+    const recordedAfter = Date.now() - createdAt;
+    t.ok(recordedAfter >= LAUNCHING_EVENT_WAIT_MS - 1000, `recorded once the wait was over (${recordedAfter} ms)`);
+    t.match(await told('beside-delete'), { decidedBy: 'reconciler' });
+    t.equal((await told('beside-delete'))?.effect?.disruption, undefined, 'a launch, not a replacement');
+  },
+);
 
 t.test('without the right to read Events: ready, launches recorded as before, one warning', async (t) => {
   await watcher?.stop();

@@ -101,7 +101,11 @@ const dollars = (n: number) => `$${Number(n.toFixed(6))}/h`;
 
 /** A launch of Karpenter's disruption: its reason, what it replaced, and the price test in both worlds. */
 function disruptionLines(d: NonNullable<Effect['disruption']>): string[] {
-  const lines = [`    launched by Karpenter's disruption: ${d.reason}, replacing ${d.replacedCount} node(s)`];
+  const lines = [
+    d.replacedUnclear === undefined
+      ? `    launched by Karpenter's disruption: ${d.reason}, replacing ${d.replacedCount} node(s)`
+      : `    launched by Karpenter's disruption: ${d.reason}; ${d.replacedUnclear}`,
+  ];
   for (const r of d.replaced) {
     const offering = [r.instanceType, r.capacityType, r.zone].filter((x) => x !== undefined).join(' ');
     const price = r.price ? `: ${dollars(r.price.with)} with the overlays, ${dollars(r.price.without)} without` : '';

@@ -185,19 +185,22 @@ export function effectOf(
   const claim = input.nodeClaim;
   const keys = provider.warning === undefined ? provider.keys : undefined;
   const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
-  const replay = (e: EffectInput) =>
-    origin.kind === 'replacement'
-      ? replacementEffect({
-          ...e,
-          reason: origin.reason,
-          replaced: origin.replaced.map((m) => replacedNode(m, index)),
-          churn: churnOf(
-            origin.replaced.map((m) => m.record),
-            index,
-            at,
-          ),
-        })
-      : launchEffect(e);
+  const replay = (e: EffectInput) => {
+    if (origin.kind !== 'replacement') return launchEffect(e);
+    const effect = replacementEffect({
+      ...e,
+      reason: origin.reason,
+      replaced: origin.replaced.map((m) => replacedNode(m, index)),
+      churn: churnOf(
+        origin.replaced.map((m) => m.record),
+        index,
+        at,
+      ),
+    });
+    return origin.replacedUnclear === undefined || effect.disruption === undefined
+      ? effect
+      : { ...effect, disruption: { ...effect.disruption, replacedUnclear: origin.replacedUnclear } };
+  };
   // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
   if (keys?.name !== 'aws' || claim?.launch === undefined) {
     return replay({

@@ -133,6 +133,8 @@ export interface DisruptionStory {
   /** At most MAX_REPLACED_SHOWN of them; `replacedCount` says how many there are. */
   readonly replaced: readonly ReplacedStory[];
   readonly replacedCount: number;
+  /** Why no replaced node is named: several drift commands' marks within seconds of its creation. */
+  readonly replacedUnclear?: string;
   /** The replaced nodes' summed price, with the overlays and without the selected ones: what the replacement had to undercut. */
   readonly price?: { readonly with: number; readonly without: number };
   /** Karpenter's estimate with the overlays (EstimatedSavings): the replaced price less the cheapest option's cheapest offering. */
