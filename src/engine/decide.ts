@@ -15,6 +15,7 @@ import { unknown } from './effect/verdict.ts';
 import { type DisruptionEvidence, type DisruptionMark, type LaunchOrigin, launchOrigin } from './launch-origin.ts';
 import { churnOf } from './disruption.ts';
 import type { PriceBook } from './effect/prices.ts';
+import { type PricesDue, pricesAwaitedUntil } from './effect/prices-due.ts';
 import { INSTANCE_TYPE } from './effect/candidates.ts';
 import { CAPACITY_TYPE_LABEL, characteristics, scope } from './scope.ts';
 
@@ -53,6 +54,8 @@ export interface DecisionInput {
 /** What the watcher knows beyond the NodeClaim when it replays a launch; all of it may be missing. */
 export interface LaunchKnowledge {
   prices?: PriceBook | undefined;
+  /** Prices the source expects soon: a launch that would read unknown without them waits for them. */
+  pricesDue?: PricesDue | undefined;
   /** The zones a NodeClass (by name) launches into: its subnets'. */
   zonesOf?(nodeClass: string): ReadonlySet<string> | undefined;
   /** The labels of a node of this instance type, if one was seen. */
@@ -273,6 +276,9 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
   const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
   const effect = effectOf(input, view, evaluatedAt, index, provider, origin);
+  const awaited = pricesAwaitedUntil(effect, input.launch?.pricesDue, node.createdAt ?? now, now);
+  if (awaited !== undefined)
+    return { outcome: 'undetermined', reason: `prices on their way: ${effect.reason}`, retryAt: awaited, provider };
   const record = buildRecord({
     keys: settings.keys,
     overlay,

@@ -126,6 +126,7 @@ export {
   type WorldLaunch,
 } from './effect/types.ts';
 export { onDemandListPrice, type PriceBook } from './effect/prices.ts';
+export type { PricesDue } from './effect/prices-due.ts';
 export type { Labels } from './requirements.ts';
 export { awsNameLabels } from './effect/candidates.ts';
 export {
