@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load.ts';
 import type { Metrics } from '../metrics.ts';
 import { NodesRegion } from '../prices/region.ts';
-import { priceSettings, priceSourceSettings, regionFromNodesWanted } from '../prices/settings.ts';
+import { priceMode, priceSettings, regionFromNodesWanted } from '../prices/settings.ts';
 import { PriceSource } from '../prices/source.ts';
 import type { NodeCache } from '../state/node-cache.ts';
 
@@ -29,15 +29,15 @@ export function servePrices(
   const { log } = deps;
   const choice = priceSettings(config, env);
   const fromNodes = regionFromNodesWanted(config, env);
-  const prices = new PriceSource({ ...choice, regionLater: fromNodes, ...deps });
+  const later = priceMode(config, true);
+  const prices = new PriceSource({ ...choice, ...(fromNodes ? { regionLater: later } : {}), ...deps });
   if (fromNodes) {
     const found = (region: string) => {
-      const { mode } = priceSourceSettings(config, env, region);
       log.info(
-        { region, regionFrom: 'nodes', mode },
+        { region, regionFrom: 'nodes', mode: later },
         "prices: the region, from the nodes' topology.kubernetes.io/region",
       );
-      void prices.useRegion(region, mode);
+      void prices.useRegion(region);
     };
     const region = new NodesRegion({ log, found });
     nodes.onMetadata((node) => region.seen(node));

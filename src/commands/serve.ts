@@ -161,7 +161,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
 
   const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });
   exportOverlayDollars(metrics, allNodes, () => prices.current(), settings.keys, maxOverlaySeries);
-  const launch = caches.launchKnowledge(() => prices.current());
+  const launch = caches.launchKnowledge(prices);
   const reconciler = new Reconciler({
     caches,
     client: o.client,
@@ -172,6 +172,7 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     log,
     now,
   });
+  prices.onDueEnded(() => reconciler.requeueUndecided());
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
   const events = new EventRecorder({
     post: async (body) =>

@@ -36,9 +36,12 @@ export function priceSourceSettings(
         : nodesRegion !== undefined
           ? [nodesRegion, 'nodes']
           : [undefined, undefined];
-  const mode =
-    config.prices.source === 'auto' ? (region === undefined ? 'static' : 'aws') : (config.prices.source as PriceMode);
-  return { mode, region, regionFrom };
+  return { mode: priceMode(config, region !== undefined), region, regionFrom };
+}
+
+/** The mode prices.source gives, with or without a region: `auto` reads AWS only where one is known. */
+export function priceMode(config: Config, regionKnown: boolean): PriceMode {
+  return config.prices.source === 'auto' ? (regionKnown ? 'aws' : 'static') : (config.prices.source as PriceMode);
 }
 
 /**

@@ -8,8 +8,11 @@
 // prices under ISOLATED_VPC; `static`, the table alone (no AWS call, no spot prices); `off`, none.
 // A source made without a region (`regionLater`: the nodes will name it) holds the static table
 // until useRegion() gives one, then reads as its mode says from then on.
+//
+// Until its first reading from AWS has ended, such a source says its prices are due (due()): a
+// record is written once, and a launch decided a moment before them would read unknown for good.
 import type { Logger } from 'pino';
-import type { PriceBook } from '../engine/index.ts';
+import type { PriceBook, PricesDue } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Config } from '../config/load.ts';
 import { type PriceMode, priceSettings } from './settings.ts';
@@ -28,9 +31,18 @@ export interface PriceSourceOptions {
   now: () => number;
   /** A client of other endpoints (tests); by default AWS's, with the SDK's credential chain. */
   client?: AwsClient;
-  /** A mode that reads AWS may start without a region: useRegion() gives it later (from the nodes). */
-  regionLater?: boolean;
+  /** The source may start without a region: useRegion() gives it later (from the nodes), with this mode. */
+  regionLater?: PriceMode;
 }
+
+/**
+ * How many reading timeouts a launch waits for prices due. The reading gives up by itself after
+ * one (and then no longer makes them due); the second covers what its timeout does not: the
+ * credential chain, and the region's way from a node's creation to the source.
+ */
+const DUE_TIMEOUTS = 2;
+
+const readsAws = (mode: PriceMode) => mode === 'aws' || mode === 'isolated';
 
 export class PriceSource {
   private readonly o: PriceSourceOptions;
@@ -45,6 +57,8 @@ export class PriceSource {
   private inFlight: Promise<void> | undefined;
   private client: Promise<AwsClient> | undefined;
   private stopped = false;
+  private dueSince: number | undefined;
+  private readonly dueEnded: (() => void)[] = [];
 
   constructor(opts: PriceSourceOptions) {
     this.o = opts;
@@ -52,15 +66,17 @@ export class PriceSource {
     this.region = opts.region;
     if (opts.mode !== 'off') this.onDemand = { prices: staticOnDemand(opts.region), source: STATIC_SOURCE };
     if (opts.region !== undefined) this.connect(opts.region);
-    else if ((opts.mode === 'aws' || opts.mode === 'isolated') && !opts.regionLater)
+    else if (readsAws(opts.mode) && opts.regionLater === undefined)
       throw new Error(`prices.source ${opts.mode} needs a region (prices.region, AWS_REGION, or the nodes' label)`);
+    if (this.client || (opts.region === undefined && opts.regionLater && readsAws(opts.regionLater)))
+      this.dueSince = opts.now();
     this.rebuild();
     opts.metrics.atScrape.prices = () => this.exportGauges();
   }
 
   /** The AWS client of the region, where the mode reads AWS. */
   private connect(region: string): void {
-    if (this.mode !== 'aws' && this.mode !== 'isolated') return;
+    if (!readsAws(this.mode)) return;
     // Loaded only where AWS is read: static and off modes carry no signer or credential chain.
     this.client = this.o.client
       ? Promise.resolve(this.o.client)
@@ -68,11 +84,12 @@ export class PriceSource {
   }
 
   /**
-   * The region learned after the source was made (the nodes name it), and the mode it allows: the
-   * static table of that region at once, and, in a mode that reads AWS, a reading now (once
-   * started) and every refresh period. Once: a region known already is kept.
+   * The region learned after the source was made (the nodes name it): the static table of that
+   * region at once, and, where `regionLater` reads AWS, a reading now (once started) and every
+   * refresh period. Once: a region known already is kept.
    */
-  useRegion(region: string, mode: PriceMode): Promise<void> {
+  useRegion(region: string): Promise<void> {
+    const mode = this.o.regionLater ?? this.mode;
     if (this.region !== undefined || this.stopped || this.mode === 'off' || mode === 'off') return Promise.resolve();
     this.region = region;
     this.mode = mode;
@@ -87,6 +104,16 @@ export class PriceSource {
     return this.book;
   }
 
+  /** What it will soon hold and does not yet: until its first reading from AWS has ended, whatever its result. */
+  due(): PricesDue | undefined {
+    return this.dueSince === undefined ? undefined : { since: this.dueSince, waitMs: DUE_TIMEOUTS * this.o.timeoutMs };
+  }
+
+  /** Calls `listener` when the prices due have come, or will not: launches that waited for them can be decided. */
+  onDueEnded(listener: () => void): void {
+    this.dueEnded.push(listener);
+  }
+
   /** Reads AWS now and then every refresh period (mode aws); resolves after the first read. */
   start(): Promise<void> {
     this.started = true;
@@ -95,6 +122,8 @@ export class PriceSource {
 
   private poll(): Promise<void> {
     if (!this.client || this.timer) return Promise.resolve();
+    // Waited for from now: the caches' first sync, which the start follows, must not use up a launch's wait.
+    if (this.dueSince !== undefined) this.dueSince = this.o.now();
     const first = this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.o.refreshMs);
     this.timer.unref();
@@ -109,8 +138,17 @@ export class PriceSource {
 
   /** One refresh of both kinds; a failure keeps what was known (Karpenter's "maintain previously retrieved pricing data"). */
   refresh(): Promise<void> {
-    this.inFlight ??= this.read().finally(() => (this.inFlight = undefined));
+    this.inFlight ??= this.read().finally(() => {
+      this.inFlight = undefined;
+      this.endDue();
+    });
     return this.inFlight;
+  }
+
+  private endDue(): void {
+    if (this.dueSince === undefined) return;
+    this.dueSince = undefined;
+    for (const listener of this.dueEnded) listener();
   }
 
   private async read(): Promise<void> {

@@ -13,6 +13,7 @@ import {
   type OverlayObject,
   type OverlayPolicy,
   type PriceBook,
+  type PricesDue,
   recordAtMark,
   type RecordKeys,
 } from '../engine/index.ts';
@@ -223,11 +224,14 @@ export class ClusterCaches {
     for (const r of this.reflectors()) r.reflector.start();
   }
 
-  /** What a launch's replay reads from the caches, with the prices `prices` holds at the time of each read. */
-  launchKnowledge(prices: () => PriceBook | undefined): LaunchKnowledge {
+  /** What a launch's replay reads from the caches, with what `prices` holds and expects at the time of each read. */
+  launchKnowledge(prices: { current(): PriceBook | undefined; due(): PricesDue | undefined }): LaunchKnowledge {
     return {
       get prices() {
-        return prices();
+        return prices.current();
+      },
+      get pricesDue() {
+        return prices.due();
       },
       zonesOf: (nodeClass) => this.nodeClasses.zonesOf(nodeClass),
       nodeLabelsOf: (instanceType) => this.instanceTypes.get(instanceType),

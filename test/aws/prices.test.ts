@@ -331,7 +331,7 @@ async function inNamespace(): Promise<void> {
       const source = new PriceSource({
         mode: 'static',
         region: undefined,
-        regionLater: true,
+        regionLater: 'aws',
         refreshMs: 3_600_000,
         timeoutMs: 30_000,
         metrics: createMetrics(registry),
@@ -343,7 +343,7 @@ async function inNamespace(): Promise<void> {
       await source.start();
       t.match(source.current(), { source: 'static', hasSpot: false, region: undefined });
       t.equal(standIn.requests.length, before, 'no AWS call while the region is unknown');
-      await source.useRegion('us-east-1', 'aws');
+      await source.useRegion('us-east-1');
       t.match(source.current(), { source: 'aws', region: 'us-east-1', hasSpot: true, asOf: clock });
       t.equal(source.current()?.spot('c5.large', zoneC), 0.031, "the local EC2's spot price");
       t.ok(

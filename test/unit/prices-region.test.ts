@@ -156,7 +156,7 @@ t.test(
     const registry = new Registry();
     const source = new PriceSource({
       ...priceSettings(config(), POD_IDENTITY),
-      regionLater: true,
+      regionLater: 'aws',
       metrics: createMetrics(registry),
       log: createLogger('silent'),
       now: () => 1_000,
@@ -170,7 +170,7 @@ t.test(
     );
     t.equal(aws.actions.length, 0, 'no AWS call');
 
-    await source.useRegion('eu-west-1', 'aws');
+    await source.useRegion('eu-west-1');
     t.same([...new Set(aws.regions)], ['eu-west-1'], "the Price List asked for the nodes' region");
     const book = source.current()!;
     t.match(book, { source: 'aws', region: 'eu-west-1', hasSpot: true, asOf: 1_000 });
@@ -179,7 +179,7 @@ t.test(
     t.match(await registry.metrics(), /^veneer_nodewatcher_price_refreshes_total\{kind="spot",result="ok"\} 1$/m);
 
     const calls = aws.actions.length;
-    await source.useRegion('us-east-1', 'aws');
+    await source.useRegion('us-east-1');
     t.equal(source.current()?.region, 'eu-west-1', 'once: a later region changes nothing');
     t.equal(aws.actions.length, calls, 'and reads nothing');
     await source.stop();
@@ -195,8 +195,8 @@ t.test('a region given before the start is read at the start; a static source ta
     log: createLogger('silent'),
     now: () => 0,
   };
-  const early = new PriceSource({ ...common, mode: 'aws', region: undefined, regionLater: true, client: aws.client });
-  await early.useRegion('eu-west-1', 'aws');
+  const early = new PriceSource({ ...common, mode: 'aws', region: undefined, regionLater: 'aws', client: aws.client });
+  await early.useRegion('eu-west-1');
   t.equal(aws.actions.length, 0, 'not started: nothing read yet');
   t.match(early.current(), { source: 'static', region: 'eu-west-1' });
   await early.start();
@@ -205,7 +205,7 @@ t.test('a region given before the start is read at the start; a static source ta
 
   const table = new PriceSource({ ...common, mode: 'static', region: undefined, metrics: createMetrics() });
   await table.start();
-  await table.useRegion('us-gov-west-1', 'static');
+  await table.useRegion('us-gov-west-1');
   t.match(table.current(), { source: 'static', region: 'us-gov-west-1', hasSpot: false });
   t.not(table.current()?.onDemand('m5.xlarge'), 0.192, "GovCloud's own table, not us-east-1's");
   await table.stop();

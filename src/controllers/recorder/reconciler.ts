@@ -71,8 +71,16 @@ export class Reconciler {
 
   /** Leadership gained: process, starting with every undecided node the caches know. */
   startProcessing(): void {
-    for (const node of this.o.caches.nodes.undecidedNodes()) if (this.wants(node)) this.queue.add(node.name);
+    this.requeueUndecided();
     this.queue.start();
+  }
+
+  /**
+   * Every undecided node, at once: what they waited for may have come (the prices they were
+   * undetermined for), sooner than the time their decision said to try again.
+   */
+  requeueUndecided(): void {
+    for (const node of this.o.caches.nodes.undecidedNodes()) if (this.wants(node)) this.queue.add(node.name);
   }
 
   /** Leadership lost: finish what is in flight, take nothing new. */
