@@ -148,6 +148,34 @@ t.test(
   },
 );
 
+t.test("a consolidation's ConsolidationCandidate Events date its decision", async (t) => {
+  const caches = watcher!.caches!;
+  const claimName = 'beside-empty-claim';
+  const claim = (await sim.custom.getClusterCustomObject({ ...CLAIMS, name: claimName })) as {
+    metadata: { uid: string };
+  };
+  // What Karpenter's recorder writes for disruptionevents.ConsolidationCandidate, on the NodeClaim.
+  const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+  await core.createNamespacedEvent({
+    namespace: 'default',
+    body: {
+      metadata: { name: `${claimName}.candidate`, namespace: 'default' },
+      involvedObject: { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: claimName, uid: claim.metadata.uid },
+      reason: 'ConsolidationCandidate',
+      message:
+        'Consolidation candidate: Underutilized/c1: replace: nodepools=[default]: [x] -> [1 replacement] (savings: $0.05)',
+      type: 'Normal',
+      source: { component: 'karpenter' },
+      firstTimestamp: at,
+      lastTimestamp: at,
+      count: 1,
+    },
+  });
+  await until('the Event seen', async () => caches.disruption.candidateAt(claimName, Date.now()) !== undefined);
+  t.equal(caches.disruption.candidateAt(claimName, Date.now()), at.getTime(), 'its lastTimestamp');
+  t.equal(caches.disruption.candidateAt(claimName, at.getTime() - 1), undefined, 'none before it');
+});
+
 t.test('without the right to read Events: ready, launches recorded as before, one warning', async (t) => {
   await watcher?.stop();
   watcher = undefined;

@@ -12,7 +12,14 @@ import { launchEffect } from './effect/effect.ts';
 import { type ReplacedNode, replacementEffect } from './effect/replacement.ts';
 import type { Effect, EffectInput } from './effect/types.ts';
 import { unknown } from './effect/verdict.ts';
-import { type DisruptionEvidence, type DisruptionMark, type LaunchOrigin, launchOrigin } from './launch-origin.ts';
+import {
+  type DisruptionEvidence,
+  type DisruptionMark,
+  isConsolidation,
+  type LaunchOrigin,
+  launchOrigin,
+} from './launch-origin.ts';
+import { decisionWindow, effectAtDecision, momentsWithin } from './decision-moment.ts';
 import { churnOf } from './disruption.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { type PricesDue, pricesAwaitedUntil } from './effect/prices-due.ts';
@@ -218,20 +225,34 @@ export function effectOf(
       zones: undefined,
     });
   }
-  const active = index.activeVersionsAt(at);
-  return replay({
-    provider: keys,
-    launched,
-    claim: claim.launch,
-    pool: view.pool,
-    counted: active
-      .filter((v) => v.ineligible === undefined)
-      .map((v) => ({ overlay: v.overlay, selected: v.selected })),
-    conflicted: verdictsInDoubt(active),
-    prices: input.launch?.prices,
-    zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
-    ...(input.launch?.nodeLabelsOf ? { nodeLabelsOf: input.launch.nodeLabelsOf } : {}),
-  });
+  const launch = claim.launch;
+  const replayAt = (t: number) => {
+    const active = index.activeVersionsAt(t);
+    return replay({
+      provider: keys,
+      launched,
+      claim: launch,
+      pool: view.pool,
+      counted: active
+        .filter((v) => v.ineligible === undefined)
+        .map((v) => ({ overlay: v.overlay, selected: v.selected })),
+      conflicted: verdictsInDoubt(active),
+      prices: input.launch?.prices,
+      zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
+      ...(input.launch?.nodeLabelsOf ? { nodeLabelsOf: input.launch.nodeLabelsOf } : {}),
+    });
+  };
+  // A consolidation priced its replacement with the overlays of its decision, before the marks.
+  const evidence = input.launch?.disruption;
+  const window =
+    origin.kind === 'replacement' && isConsolidation(origin.reason)
+      ? decisionWindow(origin.replaced, evidence?.candidateAt?.bind(evidence))
+      : undefined;
+  if (window === undefined) return replayAt(at);
+  return effectAtDecision(
+    window,
+    momentsWithin(index, window).map((t) => ({ at: t, effect: replayAt(t) })),
+  );
 }
 
 /** A replaced node as Karpenter priced it: its NodeClaim's labels, its NodePool as of the mark. */

@@ -32,6 +32,8 @@ export interface DisruptionEvidence {
   marksBetween(from: number, to: number): readonly DisruptionMark[];
   /** Other NodeClaims with a DisruptionLaunching Event of `reason`, created between `from` and `to`. */
   replacementsCreatedBetween(from: number, to: number, reason: string): readonly string[];
+  /** The latest ConsolidationCandidate Event on this NodeClaim no later than `notAfter`: when a consolidation computed a command with it. */
+  candidateAt?(nodeClaim: string, notAfter: number): number | undefined;
 }
 
 /**
@@ -57,6 +59,9 @@ const NEVER_LAUNCH = new Set(['empty']);
 const ONE_CANDIDATE = new Set(['drifted', 'unhealthy']);
 
 const canLaunch = (m: DisruptionMark) => !NEVER_LAUNCH.has(m.reason.toLowerCase());
+
+/** Consolidation's reason: its replacements are priced (computeConsolidation), drift's and health's are not. */
+export const isConsolidation = (reason: string) => SINGLE_REPLACEMENT.has(reason.toLowerCase());
 
 export type LaunchOrigin =
   | { readonly kind: 'provisioned' }

@@ -217,6 +217,7 @@ export class ClusterCaches {
       { resource: 'undecided-nodes', reflector: this.nodes.undecided as Reflector<unknown> },
       { resource: 'ec2nodeclasses', reflector: this.nodeClasses.reflector as Reflector<unknown> },
       { resource: 'disruption-events', reflector: this.disruption.reflector as Reflector<unknown> },
+      { resource: 'consolidation-events', reflector: this.disruption.candidates as Reflector<unknown> },
     ];
   }
 

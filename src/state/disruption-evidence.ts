@@ -16,12 +16,30 @@ import type { Reflector } from '../kube/reflector.ts';
 
 export const LAUNCHING_EVENTS_PATH = '/api/v1/namespaces/default/events';
 export const LAUNCHING_EVENTS_SELECTOR = 'involvedObject.kind=NodeClaim,reason=DisruptionLaunching';
+export const CANDIDATE_EVENTS_SELECTOR = 'involvedObject.kind=NodeClaim,reason=ConsolidationCandidate';
 
 interface EventObject {
-  metadata?: { name?: string };
+  metadata?: { name?: string; creationTimestamp?: string };
   involvedObject?: { kind?: string; name?: string };
   reason?: string;
   message?: string;
+  lastTimestamp?: string;
+  eventTime?: string;
+}
+
+/** One ConsolidationCandidate Event: the NodeClaim a consolidation computed a command with, and when it last said so. */
+interface CandidateEvent {
+  readonly nodeClaim: string;
+  readonly at: number | undefined;
+}
+
+/** Times kept per NodeClaim: the command that marks it was computed at one of its latest. */
+const CANDIDATE_TIMES_KEPT = 8;
+
+/** When an Event last happened: Karpenter's recorder writes core/v1 Events (lastTimestamp), a series its eventTime. */
+function eventTime(e: EventObject): number | undefined {
+  const t = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? '');
+  return Number.isNaN(t) ? undefined : t;
 }
 
 /** One DisruptionLaunching Event, reduced to the NodeClaim it names and Karpenter's reason. */
@@ -45,7 +63,11 @@ export type RecordSource = (node: string) => RecordAtMark | undefined;
 
 export class DisruptionWatch implements DisruptionEvidence {
   readonly reflector: Reflector<LaunchingEvent>;
+  /** ConsolidationCandidate Events: when consolidation decided, so with which overlays (engine/decision-moment.ts). */
+  readonly candidates: Reflector<CandidateEvent>;
   private readonly reasonOf = new Map<string, string>();
+  /** By NodeClaim, ascending, the latest CANDIDATE_TIMES_KEPT; pruned with the marks' retention. */
+  private readonly candidateTimes = new Map<string, number[]>();
   /** By NodeClaim, in the order they were marked (a Map keeps insertion order): pruned from the front. */
   private readonly marks = new Map<string, DisruptionMark>();
   private readonly now: () => number;
@@ -79,7 +101,42 @@ export class DisruptionWatch implements DisruptionEvidence {
       // Where the watcher may not read Events, every launch reads as before (no replacement is told).
       optional: true,
     });
+    this.candidates = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
+      resource: 'consolidation-events',
+      fieldSelector: CANDIDATE_EVENTS_SELECTOR,
+      keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
+      slim: (obj) => {
+        const e = obj as EventObject;
+        return { nodeClaim: e.involvedObject?.name ?? '', at: eventTime(e) };
+      },
+      handlers: {
+        upsert: (event) => this.candidateSeen(event),
+        // An Event that expires (an hour by default) leaves its time: pruned with the marks.
+        remove: () => {},
+      },
+      optional: true,
+    });
     claims.subscribe((claim) => this.observe(claim));
+  }
+
+  private candidateSeen(event: CandidateEvent): void {
+    if (event.nodeClaim === '' || event.at === undefined) return;
+    const times = this.candidateTimes.get(event.nodeClaim) ?? [];
+    if (times.includes(event.at)) return;
+    times.push(event.at);
+    times.sort((a, b) => a - b);
+    if (times.length > CANDIDATE_TIMES_KEPT) times.shift();
+    // Re-inserted: the Map's order is then the order of the latest sighting, which pruning follows.
+    this.candidateTimes.delete(event.nodeClaim);
+    this.candidateTimes.set(event.nodeClaim, times);
+    this.prune();
+  }
+
+  candidateAt(nodeClaim: string, notAfter: number): number | undefined {
+    const times = this.candidateTimes.get(nodeClaim);
+    if (times === undefined) return undefined;
+    for (let i = times.length - 1; i >= 0; i--) if (times[i]! <= notAfter) return times[i];
+    return undefined;
   }
 
   /** Called when a NodeClaim is first known to be a replacement: its node may be decidable now. */
@@ -109,6 +166,10 @@ export class DisruptionWatch implements DisruptionEvidence {
     for (const [name, mark] of this.marks) {
       if (mark.markedAt >= horizon && this.marks.size <= MAX_MARKS) break;
       this.marks.delete(name);
+    }
+    for (const [name, times] of this.candidateTimes) {
+      if (times.at(-1)! >= horizon && this.candidateTimes.size <= MAX_MARKS) break;
+      this.candidateTimes.delete(name);
     }
   }
 

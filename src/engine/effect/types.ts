@@ -31,6 +31,7 @@ export const UNKNOWN_REASONS = [
   'replaced-prices',
   'unseen-options',
   'min-values',
+  'decision-moment',
 ] as const;
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 

@@ -1,0 +1,175 @@
+// A consolidation is priced when Karpenter computes it, 15 s or more before it marks the nodes
+// and creates the replacement (pkg/controllers/disruption: validation re-simulates, it does not
+// price again). The replacement's effect is judged with the overlays of that moment, dated by the
+// candidates' ConsolidationCandidate Events, or bounded by the computation's timeout without them.
+import t from 'tap';
+import {
+  decide,
+  type DisruptionEvidence,
+  type DisruptionMark,
+  type Effect,
+  type EngineSettings,
+  OverlayIndex,
+  parseSelector,
+  type PriceBook,
+  recordKeys,
+  toNodeClaimView,
+  toNodePoolView,
+  toNodeView,
+  toOverlayView,
+} from '../../src/engine/index.ts';
+import {
+  COMPUTE_MAX_MS,
+  decisionWindow,
+  effectAtDecision,
+  momentsWithin,
+  VALIDATION_MS,
+} from '../../src/engine/decision-moment.ts';
+import { instanceLabels, reservedInstance } from '../../kit/veneer.ts';
+
+const T = Date.parse('2026-12-01T10:00:00Z');
+const ZONE = 'us-east-1a';
+const OD: Record<string, number> = { 'm5.large': 0.096, 'c6i.large': 0.085, 'r6i.large': 0.126 };
+const prices: PriceBook = {
+  source: 'test',
+  asOf: 0,
+  region: 'us-east-1',
+  hasSpot: true,
+  onDemand: (x) => OD[x],
+  spot: () => undefined,
+  instanceTypes: () => Object.keys(OD),
+};
+const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
+const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false };
+const RI = toOverlayView(reservedInstance('m5.large', 'us-east-1'));
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const mark = (markedAt: number, nodeClaim = 'old-claim'): DisruptionMark => ({
+  nodeClaim,
+  node: 'old',
+  reason: 'Underutilized',
+  markedAt,
+  labels: {
+    ...instanceLabels('c6i.large', ZONE),
+    'karpenter.sh/capacity-type': 'on-demand',
+    'karpenter.sh/nodepool': 'on-demand',
+  },
+});
+
+/** The RI overlay in force over `[from, to)`; the NodePool since long before. */
+function indexWith(from: number, to?: number): OverlayIndex {
+  const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
+  index.nodePools.replaceAll([toNodePoolView({ metadata: { name: 'on-demand' } })], T - 3_600_000);
+  index.replaceAll([], T - 3_600_000);
+  index.observe(RI, from);
+  if (to !== undefined) index.forget(RI.name, to);
+  index.markSynced(T - 3_600_000);
+  return index;
+}
+
+/** The replacement of c6i.large by m5.large (the one option the RI at 0.00 leaves), created at T. */
+function replacementEffect(index: OverlayIndex, candidateAt?: DisruptionEvidence['candidateAt']): Effect | undefined {
+  const marks = [mark(T - 1000)];
+  const evidence: DisruptionEvidence = {
+    launching: (name) => (name === 'new-claim' ? 'Underutilized' : undefined),
+    marksBetween: (from, to) => marks.filter((m) => m.markedAt >= from && m.markedAt <= to),
+    replacementsCreatedBetween: () => ['new-claim'],
+    ...(candidateAt ? { candidateAt } : {}),
+  };
+  const labels = {
+    ...instanceLabels('m5.large', ZONE),
+    'karpenter.sh/nodepool': 'on-demand',
+    'karpenter.sh/capacity-type': 'on-demand',
+  };
+  const claim = toNodeClaimView({
+    metadata: {
+      name: 'new-claim',
+      labels,
+      annotations: { 'karpenter.sh/price-overlay-applied': 'true' },
+      creationTimestamp: iso(T),
+    },
+    spec: {
+      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+      requirements: [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5', 'c6i', 'r6i'] },
+      ],
+    },
+    status: { providerID: `aws:///${ZONE}/i-new`, nodeName: 'new' },
+  });
+  const node = toNodeView({
+    metadata: {
+      name: 'new',
+      creationTimestamp: iso(T + 5000),
+      labels: { ...labels, 'karpenter.sh/registered': 'true' },
+    },
+    spec: { providerID: `aws:///${ZONE}/i-new` },
+  });
+  const launch = { prices, zonesOf: () => new Set([ZONE]), disruption: evidence };
+  const d = decide({ node, nodeClaim: claim, now: T + 10_000, decidedBy: 'reconciler', launch }, index, settings);
+  return d.outcome === 'influenced' || d.outcome === 'not-influenced' ? d.effect : undefined;
+}
+
+t.test('the window: after the candidates Event, at least the validation before the marks', async (t) => {
+  const marks = [mark(T), mark(T - 1000, 'other')];
+  const end = T - 1000 - VALIDATION_MS + 1000;
+  t.same(decisionWindow(marks, undefined), { from: end - COMPUTE_MAX_MS, to: end, told: false });
+  const events: Record<string, number[]> = { 'old-claim': [T - 60_000, T - 17_000], other: [T - 18_000, T - 2000] };
+  const candidateAt = (name: string, notAfter: number) => events[name]?.filter((x) => x <= notAfter).at(-1);
+  t.same(
+    decisionWindow(marks, candidateAt),
+    { from: T - 17_000, to: end, told: true },
+    "the latest Event before the validation: an Event after it is another pass's",
+  );
+  t.equal(decisionWindow([], candidateAt), undefined);
+});
+
+t.test('one moment per set of overlays in force within the window', async (t) => {
+  const index = indexWith(T - 20_000, T - 5000);
+  t.same(momentsWithin(index, { from: T - 30_000, to: T - 14_000, told: true }), [T - 30_000, T - 20_000]);
+  t.same(momentsWithin(index, { from: T - 19_000, to: T - 14_000, told: true }), [T - 19_000]);
+});
+
+t.test('an overlay deleted while Karpenter validated still decided the replacement', async (t) => {
+  // Computed at T-20 s, validated, marked at T-1 s, created at T; the RI went at T-5 s.
+  const index = indexWith(T - 3_600_000, T - 5000);
+  const candidateAt = (name: string) => (name === 'old-claim' ? T - 20_000 : undefined);
+  const e = replacementEffect(index, candidateAt);
+  t.equal(e?.verdict, 'replacement', 'judged with the RI Karpenter priced with');
+  t.same(e?.overlays, [RI.name]);
+  const without = replacementEffect(index);
+  t.equal(without?.verdict, 'replacement', 'without the Event too: the RI went after the last moment Karpenter can have priced at');
+});
+
+t.test('an overlay created just before the decision: the moments before it do not fit', async (t) => {
+  const index = indexWith(T - 30_000);
+  t.equal(replacementEffect(index)?.verdict, 'replacement');
+});
+
+t.test('moments that fit and disagree: unknown, with both named', async (t) => {
+  const fits = (verdict: Effect['verdict']): Effect => ({ verdict });
+  const window = { from: T - 40_000, to: T - 14_000, told: false };
+  const misfit: Effect = { verdict: 'unknown', reasonCode: 'replaced-prices', reason: 'x' };
+  t.equal(
+    effectAtDecision(window, [
+      { at: T - 40_000, effect: misfit },
+      { at: T - 30_000, effect: fits('replacement') },
+    ]).verdict,
+    'replacement',
+  );
+  const both = effectAtDecision(window, [
+    { at: T - 40_000, effect: fits('none') },
+    { at: T - 30_000, effect: fits('replacement') },
+  ]);
+  t.equal(both.reasonCode, 'decision-moment');
+  t.match(both.reason, /no ConsolidationCandidate Event seen/);
+  t.equal(
+    effectAtDecision(window, [
+      { at: T - 40_000, effect: misfit },
+      { at: T - 30_000, effect: misfit },
+    ]),
+    misfit,
+    'no moment fits: the latest says why',
+  );
+});
