@@ -16,7 +16,10 @@ export class KarpenterSim {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
   }
 
-  async createNodeClaim(shape: NodeShape & { claimName: string }): Promise<void> {
+  /** `requirements`: the scheduler's (candidates, capacity types, zones), where a test replays the launch; else the capacity type alone. */
+  async createNodeClaim(
+    shape: NodeShape & { claimName: string; requirements?: k8s.V1NodeSelectorRequirement[] },
+  ): Promise<void> {
     const claim = nodeClaimFor(shape);
     const created = (await this.custom.createClusterCustomObject({
       group: 'karpenter.sh',
@@ -26,7 +29,7 @@ export class KarpenterSim {
         ...claim,
         spec: {
           nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
-          requirements: [
+          requirements: shape.requirements ?? [
             { key: 'karpenter.sh/capacity-type', operator: 'In', values: [shape.capacityType ?? 'on-demand'] },
           ],
         },
@@ -117,7 +120,9 @@ export class KarpenterSim {
   }
 
   /** The whole launch, as Karpenter does it. */
-  async launch(shape: NodeShape & { claimName?: string }): Promise<{ created: k8s.V1Node; registered: k8s.V1Node }> {
+  async launch(
+    shape: NodeShape & { claimName?: string; requirements?: k8s.V1NodeSelectorRequirement[] },
+  ): Promise<{ created: k8s.V1Node; registered: k8s.V1Node }> {
     if (shape.claimName) await this.createNodeClaim({ ...shape, claimName: shape.claimName });
     const created = await this.kubeletCreate(shape);
     const registered = await this.register(shape);
