@@ -9,8 +9,9 @@
 // A source made without a region (`regionLater`: the nodes will name it) holds the static table
 // until useRegion() gives one, then reads as its mode says from then on.
 //
-// Until its first reading from AWS has ended, such a source says its prices are due (due()): a
-// record is written once, and a launch decided a moment before them would read unknown for good.
+// A source that reads AWS, or will once the nodes name its region, says its prices are due (due())
+// until its first reading has ended: a record is written once, and a launch decided a moment before
+// them would read unknown for good.
 import type { Logger } from 'pino';
 import type { PriceBook, PricesDue } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
