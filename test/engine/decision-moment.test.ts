@@ -139,7 +139,11 @@ t.test('an overlay deleted while Karpenter validated still decided the replaceme
   t.equal(e?.verdict, 'replacement', 'judged with the RI Karpenter priced with');
   t.same(e?.overlays, [RI.name]);
   const without = replacementEffect(index);
-  t.equal(without?.verdict, 'replacement', 'without the Event too: the RI went after the last moment Karpenter can have priced at');
+  t.equal(
+    without?.verdict,
+    'replacement',
+    'without the Event too: the RI went after the last moment Karpenter can have priced at',
+  );
 });
 
 t.test('an overlay created just before the decision: the moments before it do not fit', async (t) => {
