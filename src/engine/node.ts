@@ -5,6 +5,7 @@ import { KNOWN_PROVIDERS } from './providers.ts';
 import type { ClaimForEffect } from './effect/types.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './effect/candidates.ts';
 import { normalizedKey } from './normalize.ts';
+import { parseQuantity } from './quantity.ts';
 
 type Timestamp = string | Date | undefined | null;
 
@@ -45,6 +46,7 @@ export interface NodeClaimObject {
   spec?: {
     nodeClassRef?: { group?: string | null; kind?: string | null; name?: string | null } | null;
     requirements?: NodeClaimRequirement[] | null;
+    resources?: { requests?: Record<string, string | number> | null } | null;
   } | null;
   status?: {
     providerID?: string | null;
@@ -125,16 +127,19 @@ function shared(values: readonly string[]): readonly string[] {
 
 const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
 
-/** Multi-valued requirements as one shared map each: a NodePool's NodeClaims all carry the same. */
+/**
+ * Multi-valued requirements and minValues as one shared map each: a NodePool's NodeClaims all
+ * carry the same, and the replacement's caches key on the map's identity.
+ */
 const SHARED_ALLOWED = new Map<string, ReadonlyMap<string, ReadonlySet<string>>>();
+const SHARED_MIN_VALUES = new Map<string, ReadonlyMap<string, number>>();
 
-function sharedAllowed(allowed: Map<string, Set<string>>): ReadonlyMap<string, ReadonlySet<string>> {
-  const key = JSON.stringify([...allowed].map(([k, v]) => [k, [...v]]));
-  const known = SHARED_ALLOWED.get(key);
+function sharedMap<V>(shared: Map<string, ReadonlyMap<string, V>>, map: Map<string, V>, key: string) {
+  const known = shared.get(key);
   if (known) return known;
-  if (SHARED_ALLOWED.size >= MAX_SHARED_CANDIDATE_LISTS) SHARED_ALLOWED.clear();
-  SHARED_ALLOWED.set(key, allowed);
-  return allowed;
+  if (shared.size >= MAX_SHARED_CANDIDATE_LISTS) shared.clear();
+  shared.set(key, map);
+  return map;
 }
 
 /** What the scheduler wrote into a NodeClaim for its launch: candidates, capacity types, zones, pinned values. */
@@ -143,12 +148,13 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   let candidates: readonly string[] | undefined;
   let capacityTypes: Set<string> | undefined;
   let zones: Set<string> | undefined;
-  let minValues = false;
+  const minValues = new Map<string, number>();
   const pinned: Record<string, string> = {};
   const allowed = new Map<string, Set<string>>();
   for (const r of reqs) {
-    if (typeof r.minValues === 'number') minValues = true;
     const key = normalizedKey(r.key ?? '');
+    // Requirements sharing a key are one requirement to Karpenter, whose minValues is the larger.
+    if (typeof r.minValues === 'number') minValues.set(key, Math.max(r.minValues, minValues.get(key) ?? 0));
     const values = r.values ?? [];
     if (r.operator !== 'In') continue;
     // Requirements sharing a key are intersected, as Karpenter holds them.
@@ -160,14 +166,25 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
     else allowed.set(key, narrow(allowed.get(key)));
   }
   if (candidates === undefined) return undefined;
+  const requested = obj.spec?.resources?.requests ?? {};
+  const cpu = parseQuantity(requested.cpu);
+  const memory = parseQuantity(requested.memory);
   return {
     candidates,
     pinned,
     capacityTypes: capacityTypes ?? new Set(['on-demand', 'spot']),
     ...(zones ? { zones } : {}),
-    minValues,
+    minValues: minValues.size > 0,
+    ...(minValues.size > 0
+      ? { minValuesByKey: sharedMap(SHARED_MIN_VALUES, minValues, JSON.stringify([...minValues])) }
+      : {}),
     priceOverlayApplied: obj.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true',
-    ...(allowed.size > 0 ? { allowed: sharedAllowed(allowed) } : {}),
+    ...(cpu !== undefined || memory !== undefined
+      ? { requests: { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) } }
+      : {}),
+    ...(allowed.size > 0
+      ? { allowed: sharedMap(SHARED_ALLOWED, allowed, JSON.stringify([...allowed].map(([k, v]) => [k, [...v]]))) }
+      : {}),
   };
 }
 

@@ -13,6 +13,9 @@ export const AWS_SIZE = 'karpenter.k8s.aws/instance-size';
 export const AWS_CATEGORY = 'karpenter.k8s.aws/instance-category';
 export const AWS_GENERATION = 'karpenter.k8s.aws/instance-generation';
 export const AWS_FLEX = 'karpenter.k8s.aws/instance-capability-flex';
+export const AWS_CPU = 'karpenter.k8s.aws/instance-cpu';
+/** In MiB. */
+export const AWS_MEMORY = 'karpenter.k8s.aws/instance-memory';
 export const AWS_GPU_COUNT = 'karpenter.k8s.aws/instance-gpu-count';
 export const AWS_ACCELERATOR_COUNT = 'karpenter.k8s.aws/instance-accelerator-count';
 

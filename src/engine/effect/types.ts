@@ -51,6 +51,13 @@ export interface ClaimForEffect extends ClaimLaunchFacts {
    * NodeClaims that have the same: which instance types could have been options at all.
    */
   readonly allowed?: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Its requirements' minValues by key (set when `minValues`): what consolidation's filters count. */
+  readonly minValuesByKey?: ReadonlyMap<string, number>;
+  /**
+   * spec.resources.requests, cpu in cores and memory in bytes: what the scheduler packed into it,
+   * its pods' and daemons' requests. A type with less capacity could not have been an option.
+   */
+  readonly requests?: { readonly cpu?: number; readonly memory?: number };
 }
 
 export interface CountedOverlay {
@@ -142,6 +149,12 @@ export interface DisruptionStory {
   readonly savings?: number;
   /** Of the replacement's instance types, how many undercut the replaced nodes without the selected overlays. */
   readonly cheaperWithout?: number;
+  /**
+   * Whether Karpenter's consolidation would have made this replacement without the selected
+   * overlays (its price filter, minValues and, for several nodes, filterOutSameInstanceType);
+   * undefined where the watcher cannot tell.
+   */
+  readonly replacedWithout?: boolean;
   /** Of the replaced nodes, the recorded ones whose overlay had changed or gone: the churn it caused. */
   readonly churn?: readonly ChurnStory[];
 }
