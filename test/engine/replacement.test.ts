@@ -10,6 +10,7 @@ import {
   type PriceBook,
   type ReplacedNode,
   replacementEffect,
+  toNodeClaimView,
   toNodePoolView,
   toOverlayView,
 } from '../../src/engine/index.ts';
@@ -79,6 +80,7 @@ function effect(o: {
   reason?: string;
   claim?: Partial<ClaimForEffect>;
   catalog?: boolean;
+  nodeLabelsOf?: (instanceType: string) => Record<string, string> | undefined;
 }) {
   return replacementEffect({
     provider: AWS_KEYS,
@@ -91,6 +93,7 @@ function effect(o: {
     zones: new Set([ZONE]),
     reason: o.reason ?? 'Underutilized',
     replaced: o.replaced,
+    ...(o.nodeLabelsOf ? { nodeLabelsOf: o.nodeLabelsOf } : {}),
   });
 }
 
@@ -235,17 +238,163 @@ t.test('what is not known stays unknown, with its reason', async (t) => {
     'reserved',
   );
   t.equal(
-    effect({
-      candidates: ['m5.large'],
-      launched: ['m5.large', 'on-demand'],
-      replaced: [node('c6i.large')],
-      claim: { minValues: true },
-    }).reasonCode,
-    'min-values',
-  );
-  t.equal(
     effect({ candidates: ['m5.large'], launched: ['c6i.large', 'on-demand'], replaced: [node('r6i.large')] })
       .reasonCode,
     'fallback',
   );
+});
+
+/** minValues as the replacement NodeClaim carries them. */
+const minValues = (entries: [string, number][]): Partial<ClaimForEffect> => ({
+  minValues: true,
+  minValuesByKey: new Map(entries),
+  allowed: new Map(),
+});
+
+t.test('minValues: the options left without the overlays must meet them, as SatisfiesMinValues counts', async (t) => {
+  // c6i.large ($0.085) replaced by m5.large at 0.00; without the RI only t3.medium undercuts it: one type of two.
+  const twoTypes = effect({
+    candidates: ['m5.large', 't3.medium'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    claim: minValues([['node.kubernetes.io/instance-type', 2]]),
+  });
+  t.equal(twoTypes.verdict, 'replacement');
+  t.equal(twoTypes.disruption?.cheaperWithout, 1, 'one option undercuts, short of minValues');
+  t.equal(twoTypes.disruption?.replacedWithout, false);
+  t.match(twoTypes.reason, /minValues: node\.kubernetes\.io\/instance-type has 1 of 2/);
+  const oneType = effect({
+    candidates: ['m5.large', 't3.medium'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    claim: minValues([['node.kubernetes.io/instance-type', 1]]),
+  });
+  t.not(oneType.verdict, 'replacement');
+  t.equal(oneType.disruption?.replacedWithout, true);
+  const families = effect({
+    candidates: ['m5.large', 't3.medium', 'c6i.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('r6i.large')],
+    claim: minValues([['karpenter.k8s.aws/instance-family', 2]]),
+  });
+  t.equal(families.disruption?.replacedWithout, true, 't3 and c6i: two families undercut r6i.large without the RI');
+});
+
+t.test('minValues on a key the names do not tell: unknown where it decides', async (t) => {
+  const e = effect({
+    candidates: ['m5.large', 't3.medium'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    claim: minValues([['karpenter.k8s.aws/instance-cpu', 2]]),
+  });
+  t.equal(e.verdict, 'unknown');
+  t.equal(e.reasonCode, 'min-values');
+  t.equal(e.disruption?.replacedWithout, undefined);
+  const region = effect({
+    candidates: ['m5.large', 't3.medium'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large')],
+    claim: minValues([['team', 1]]),
+  });
+  t.equal(
+    region.reasonCode,
+    'min-values',
+    'a key no instance type defines has no values: Karpenter would not have kept them',
+  );
+});
+
+/** An RI on the larger type the small nodes' pods are packed into. */
+const RI_XL = toOverlayView(reservedInstance('m5.xlarge', 'us-east-1'));
+
+t.test(
+  'several nodes: filterOutSameInstanceType drops what does not undercut a replaced type among the options',
+  async (t) => {
+    const packed = (candidates: string[]) =>
+      effect({
+        candidates,
+        launched: ['m5.xlarge', 'on-demand'],
+        replaced: [node('m5.large', 'on-demand', 'a'), node('m5.large', 'on-demand', 'b')],
+        overlays: [{ overlay: RI_XL, selected: true }],
+      });
+    // Two m5.large ($0.192) into one m5.xlarge at 0.00. Without the RI m5.large undercuts the pair
+    // if the pods fit it, yet not m5.large itself: Karpenter would delete one instead. c6i.large and
+    // r6i.large would have been kept with the RI had they fitted.
+    const caused = packed(['m5.xlarge']);
+    t.equal(caused.verdict, 'replacement');
+    t.equal(caused.disruption?.replacedWithout, false);
+    t.match(caused.reason, /filterOutSameInstanceType/);
+    t.same(caused.disruption?.price, { with: 0.192, without: 0.192 });
+    // c6i.large ($0.085) is an option and undercuts m5.large without the RI: the command stands.
+    const anyway = packed(['m5.xlarge', 'c6i.large']);
+    t.equal(anyway.disruption?.replacedWithout, true);
+    t.not(anyway.verdict, 'replacement');
+  },
+);
+
+t.test(
+  'several nodes: an option kept that does not undercut a replaced type among them is not what Karpenter did',
+  async (t) => {
+    const e = effect({
+      candidates: ['c6i.large', 'm5.large'],
+      launched: ['m5.large', 'on-demand'],
+      replaced: [node('c6i.large', 'on-demand', 'a'), node('c6i.large', 'on-demand', 'b')],
+      overlays: [{ overlay: RI_XL, selected: true }],
+    });
+    t.equal(e.reasonCode, 'replaced-prices', 'm5.large ($0.096) does not undercut c6i.large ($0.085), an option');
+  },
+);
+
+t.test('several nodes: whether a replaced type not among the options fitted the pods may decide', async (t) => {
+  // Two c6i.large ($0.17) into m5.large at 0.00. Without the RI m5.large ($0.096) undercuts the
+  // pair, not c6i.large ($0.085): the command stands only if the pods did not fit c6i.large.
+  const e = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large', 'on-demand', 'a'), node('c6i.large', 'on-demand', 'b')],
+  });
+  t.equal(e.verdict, 'unknown');
+  t.equal(e.reasonCode, 'unseen-options');
+  t.match(e.reason, /c6i\.large/);
+});
+
+t.test('several nodes: a replaced type smaller than what the replacement requests was no option', async (t) => {
+  // The same two c6i.large into m5.large at 0.00, their pods requesting 6 GiB: more than c6i.large's
+  // 4 GiB, so c6i.large was no option, and without the RI m5.large would have replaced them.
+  const memory: Record<string, string> = { 'c6i.large': '4096', 'm5.large': '8192', 'r6i.large': '16384' };
+  const e = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: [node('c6i.large', 'on-demand', 'a'), node('c6i.large', 'on-demand', 'b')],
+    claim: { requests: { cpu: 1, memory: 6 * 2 ** 30 } },
+    nodeLabelsOf: (x) =>
+      memory[x] === undefined
+        ? undefined
+        : { 'karpenter.k8s.aws/instance-cpu': '2', 'karpenter.k8s.aws/instance-memory': memory[x]! },
+  });
+  t.equal(e.disruption?.replacedWithout, true);
+  t.not(e.verdict, 'replacement');
+});
+
+t.test("a NodeClaim's minValues by key and its requests are read from its spec", async (t) => {
+  const claim = toNodeClaimView({
+    metadata: { name: 'c' },
+    spec: {
+      requirements: [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large', 'c6i.large'], minValues: 2 },
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'Exists', minValues: 1 },
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'Exists', minValues: 2 },
+      ],
+      resources: { requests: { cpu: '1500m', memory: '1536Mi', pods: '3' } },
+    },
+  }).launch!;
+  t.equal(claim.minValues, true);
+  t.same(
+    [...claim.minValuesByKey!],
+    [
+      ['node.kubernetes.io/instance-type', 2],
+      ['karpenter.k8s.aws/instance-family', 2],
+    ],
+    "the larger of a key's, as Karpenter merges them",
+  );
+  t.same(claim.requests, { cpu: 1.5, memory: 1536 * 2 ** 20 });
 });

@@ -1,7 +1,7 @@
 // The prices consolidation's test compares, in one world: a replaced node's own offering
-// (resolveNodePrice), an option's WorstLaunchPrice under the replacement's requirements, and the
-// catalog's types that are not options but could have been (cut by price). replacement.ts runs
-// the test in both worlds.
+// (resolveNodePrice) and an option's WorstLaunchPrice under the replacement's requirements.
+// replacement.ts runs the test in both worlds; replacement-unseen.ts prices the types that are
+// not options but could have been.
 import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
@@ -30,6 +30,8 @@ export type Stop = {
   context?: Partial<Effect>;
   story?: Partial<DisruptionStory>;
 };
+
+export const round = (n: number) => Math.round(n * 1e6) / 1e6;
 
 export const stop = (code: UnknownReason, reason: string, extra: Omit<Stop, 'stop'> = {}): Stop => ({
   stop: { code, reason },
@@ -88,7 +90,7 @@ export function replacedPrice(
   };
 }
 
-function worldInputFor(
+export function worldInputFor(
   candidates: readonly CandidateType[],
   pool: NodePoolView,
   provider: ProviderKeys,
@@ -106,7 +108,12 @@ function worldInputFor(
   };
 }
 
-function candidatesOf(names: readonly string[], claim: ClaimForEffect, input: OptionContext, provider: ProviderKeys) {
+export function candidatesOf(
+  names: readonly string[],
+  claim: ClaimForEffect,
+  input: OptionContext,
+  provider: ProviderKeys,
+) {
   const pinnedKey = Object.entries(claim.pinned).join(';');
   return names.map((name) =>
     internedCandidate(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider.instanceTypeKeys),
@@ -161,97 +168,4 @@ export function cheapestOffering(c: PricedCandidate, reqs: FilterRequirements): 
   for (const o of c.offerings)
     if (reqs.capacityTypes.has(o.capacityType) && reqs.zones.has(o.zone) && o.price < min) min = o.price;
   return min;
-}
-
-/**
- * The catalog's types that are not options but could have been: allowed by the replacement's
- * requirements as far as their names tell, not cheaper than the replaced nodes with the overlays
- * (or cut from a spot-to-spot move's 15), cheaper without the selected ones.
- */
-export function unseenOptions(
-  input: OptionContext,
-  claim: ClaimForEffect,
-  pool: NodePoolView,
-  provider: ProviderKeys,
-  prices: PriceBook,
-  reqs: FilterRequirements,
-  worlds: Worlds,
-  total: { with: number; without: number },
-  truncated: boolean,
-): Stop | string[] {
-  const catalog = prices.instanceTypes?.();
-  if (catalog === undefined)
-    return stop(
-      'unseen-options',
-      `the price source (${prices.source}) does not list its instance types: the options Karpenter cut by price are not known`,
-    );
-  const types = unlisted(catalog, claim, input, provider);
-  const wi = worldInputFor(types, pool, provider, prices, reqs.zones, 'catalog');
-  const all = { with: priceWorld(wi, worlds.with), without: priceWorld(wi, worlds.without) };
-  // One type an overlay may or may not price leaves the whole list unknown: then type by type.
-  const w0 = 'unknown' in all.with ? undefined : all.with.priced;
-  const wo0 = 'unknown' in all.without ? undefined : all.without.priced;
-  const priced =
-    w0 === undefined || wo0 === undefined
-      ? types.map((type) => {
-          const one = { ...wi, candidates: [type] };
-          const w = priceWorld(one, worlds.with);
-          const wo = priceWorld(one, worlds.without);
-          return {
-            type,
-            with: 'unknown' in w ? undefined : w.priced[0],
-            without: 'unknown' in wo ? undefined : wo.priced[0],
-          };
-        })
-      : types.map((type, i) => ({ type, with: w0[i], without: wo0[i] }));
-  const out: string[] = [];
-  for (const p of priced) {
-    // A type whose price an overlay may or may not set could be an option either way.
-    if (p.with === undefined || p.without === undefined) {
-      out.push(p.type.name);
-      continue;
-    }
-    if (!(worstLaunchPrice(p.without, reqs) < total.without)) continue;
-    // Cheaper with the overlays too, yet not an option: its pods do not fit it, unless a
-    // spot-to-spot move's cut at 15 left it out.
-    if (worstLaunchPrice(p.with, reqs) < total.with && !truncated) continue;
-    out.push(p.type.name);
-  }
-  return out;
-}
-
-/** The catalog's types that are not the NodeClaim's options, kept per options list: a burst's NodeClaims share one. */
-const unlistedOf = new WeakMap<
-  readonly string[],
-  { catalog: readonly string[]; key: string; types: CandidateType[] }
->();
-
-function unlisted(
-  catalog: readonly string[],
-  claim: ClaimForEffect,
-  input: OptionContext,
-  provider: ProviderKeys,
-): CandidateType[] {
-  const key = `${Object.entries(claim.pinned).join(';')}|${JSON.stringify([...(claim.allowed ?? [])].map(([k, v]) => [k, [...v]]))}`;
-  const known = unlistedOf.get(claim.candidates);
-  if (known?.catalog === catalog && known.key === key) return known.types;
-  const listed = new Set(claim.candidates);
-  const types = candidatesOf(
-    catalog.filter((name) => !listed.has(name)),
-    claim,
-    input,
-    provider,
-  ).filter((type) => allowedByName(type, claim));
-  unlistedOf.set(claim.candidates, { catalog, key, types });
-  return types;
-}
-
-/** Whether a type's labels (its name's, and a node's if one was seen) meet the replacement's requirements; keys not known pass. */
-function allowedByName(type: CandidateType, claim: ClaimForEffect): boolean {
-  const known = (key: string) => type.known === undefined || type.known.has(key);
-  for (const [key, value] of Object.entries(claim.pinned))
-    if (known(key) && key in type.labels && type.labels[key] !== value) return false;
-  for (const [key, values] of claim.allowed ?? [])
-    if (known(key) && key in type.labels && !values.has(type.labels[key]!)) return false;
-  return true;
 }

@@ -3,25 +3,28 @@
 // replaces, both priced with the overlays (pkg/controllers/disruption/consolidation.go,
 // computeConsolidation): the replaced nodes' offerings summed (resolveNodePrice), each option's
 // WorstLaunchPrice under the replacement's requirements kept only below that sum
-// (RemoveInstanceTypeOptionsByPriceAndMinValues), for spot-only moves at least 15 of them for one
-// node (computeSpotToSpotConsolidation). That test is replayed without the selected overlays: if
-// nothing would have undercut, the node exists only because of them (`replacement`); if something
-// would have, the launch replay answers as for any launch. Drift and other reasons have no price
-// test: the launch replay answers.
+// (RemoveInstanceTypeOptionsByPriceAndMinValues, which then requires minValues of what is left),
+// for spot-only moves at least 15 of them for one node (computeSpotToSpotConsolidation); several
+// nodes then go through filterOutSameInstanceType (replacement-filters.ts). That test is replayed
+// without the selected overlays: if the command would not stand, the node exists only because of
+// them (`replacement`); if it would, the launch replay answers as for any launch. Drift and other
+// reasons have no price test: the launch replay answers.
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './candidates.ts';
 import { launchEffect, replayKey } from './effect.ts';
+import { type CommandRules, minValuesRule, type Standing, standsWithout } from './replacement-filters.ts';
 import {
   cheapestOffering,
   type FilterRequirements,
   optionWorlds,
   type ReplacedNode,
   replacedPrice,
+  round,
   type Stop,
   stop,
-  unseenOptions,
   type Worlds,
   worstLaunchPrice,
 } from './replacement-prices.ts';
+import { replacedTypes, unseenOptions } from './replacement-unseen.ts';
 import {
   type ChurnStory,
   type ClaimForEffect,
@@ -66,7 +69,7 @@ export function replacementEffect(input: ReplacementInput): Effect {
   if (input.reason !== UNDERUTILIZED) return withStory(launchEffect(input));
   const test = memoizedTest(input);
   if ('stop' in test) return withStory(unknown(test.stop.code, test.stop.reason, test.context ?? {}), test.story);
-  if (test.anyway) return withStory(launchEffect(input), test.story);
+  if (test.without.stands) return withStory(launchEffect(input), test.story);
   const { instanceType, capacityType } = input.launched;
   const offer = test.options
     .find((c) => c.type.name === instanceType)
@@ -81,7 +84,12 @@ export function replacementEffect(input: ReplacementInput): Effect {
       test.story,
     );
   return withStory(
-    { verdict: 'replacement', ...test.context, launched: { listPrice: offer.list, price: offer.price } },
+    {
+      verdict: 'replacement',
+      reason: `without the selected overlays ${test.without.why}`,
+      ...test.context,
+      launched: { listPrice: offer.list, price: offer.price },
+    },
     test.story,
   );
 }
@@ -100,6 +108,8 @@ function memoizedTest(input: ReplacementInput): TestResult {
   const key = [
     replayKey(input, claim, pool),
     claim.allowed ? idOf(claim.allowed) : '-',
+    claim.minValuesByKey ? idOf(claim.minValuesByKey) : '-',
+    `${claim.requests?.cpu}/${claim.requests?.memory}`,
     input.replaced.map((r) => `${r.nodeClaim}/${idOf(r.labels)}/${r.pool ? idOf(r.pool) : '-'}`).join(','),
   ].join('|');
   let byList = tests.get(claim.candidates);
@@ -131,7 +141,8 @@ const optional = (key: string, value: string | undefined) => (value === undefine
 type TestResult =
   | Stop
   | {
-      anyway: boolean;
+      /** Whether the command stands without the selected overlays, and if not why. */
+      without: Standing;
       context: Partial<Effect>;
       story: Partial<DisruptionStory>;
       /** The options as priced with the overlays, and the zones: where the launched offering is looked up. */
@@ -152,8 +163,6 @@ function priceTest(input: ReplacementInput): TestResult {
   if (prices === undefined) return stop('no-prices', 'no price source: the price test cannot be replayed');
   if (claim.capacityTypes.has('reserved'))
     return stop('reserved', 'the replacement allows reserved capacity, whose reservations the watcher does not see');
-  if (claim.minValues)
-    return stop('min-values', "the replacement's minValues decide whether enough options were left: not replayed");
   const conflicted = input.conflicted[0];
   if (conflicted)
     return stop(
@@ -170,12 +179,17 @@ function priceTest(input: ReplacementInput): TestResult {
   // The replaced nodes' prices: their own offering, priced for their own NodePool.
   const replaced: ReplacedStory[] = [];
   const total = { with: 0, without: 0 };
+  // filterOutSameInstanceType's: each replaced type's cheapest replaced node.
+  const own = { with: new Map<string, number>(), without: new Map<string, number>() };
   const steering = new Set<string>();
   for (const r of input.replaced) {
     const priced = replacedPrice(r, provider, prices, worlds);
     if ('stop' in priced) return priced;
     total.with += priced.with;
     total.without += priced.without;
+    const name = r.labels[INSTANCE_TYPE]!;
+    own.with.set(name, Math.min(priced.with, own.with.get(name) ?? priced.with));
+    own.without.set(name, Math.min(priced.without, own.without.get(name) ?? priced.without));
     for (const o of priced.steering) steering.add(o);
     if (replaced.length < MAX_REPLACED_SHOWN)
       replaced.push({ ...describe(r), price: { with: priced.with, without: priced.without } });
@@ -194,49 +208,55 @@ function priceTest(input: ReplacementInput): TestResult {
   // NodeClaim that now reads [spot] may have allowed on-demand then, which counts for a type
   // with no spot offering (WorstLaunchPrice looks at spot first).
   const narrowed = !spotOnly && claim.capacityTypes.size === 1 && claim.capacityTypes.has('spot');
-  const reqs: FilterRequirements = {
-    capacityTypes: narrowed ? new Set(['spot', 'on-demand']) : claim.capacityTypes,
-    zones,
-  };
+  const claimReqs: FilterRequirements = { capacityTypes: claim.capacityTypes, zones };
+  const reqs: FilterRequirements = narrowed ? { capacityTypes: new Set(['spot', 'on-demand']), zones } : claimReqs;
 
   // With the overlays every option Karpenter kept undercut the replaced nodes: if not, its prices
   // or the nodes it replaced were other than the watcher's.
-  const kept = options.with.filter((c) => worstLaunchPrice(c, reqs) < total.with);
-  if (kept.length < options.with.length) {
-    const odd = options.with.find((c) => !(worstLaunchPrice(c, reqs) < total.with))!;
+  const odd = options.with.find((c) => !(worstLaunchPrice(c, reqs) < total.with));
+  if (odd)
     return stop(
       'replaced-prices',
       `at the prices known ${odd.type.name} does not undercut the replaced nodes ($${round(total.with)}/h), yet Karpenter kept it: its prices, or the nodes it replaced, were other than these`,
       { context, story },
     );
-  }
-  const cheapest = Math.min(...kept.map((c) => cheapestOffering(c, { capacityTypes: claim.capacityTypes, zones })));
-  const cheaperWithout = options.without.filter((c) => worstLaunchPrice(c, reqs) < total.without).length;
+  const cheapest = Math.min(...options.with.map((c) => cheapestOffering(c, claimReqs)));
   const full: Partial<DisruptionStory> = {
     ...story,
     ...(Number.isFinite(cheapest) ? { savings: round(total.with - cheapest) } : {}),
-    cheaperWithout,
+    cheaperWithout: options.without.filter((c) => worstLaunchPrice(c, reqs) < total.without).length,
   };
   const needed = spotOnly && input.replaced.length === 1 ? SPOT_TO_SPOT_MIN_OPTIONS : 1;
-  const found = { context, story: full, options: options.with, zones };
-  if (cheaperWithout >= needed) return { anyway: true, ...found };
-
-  // Types not among the options may be options Karpenter cut by price: without the selected
-  // overlays one of them might have undercut the replaced nodes (for a spot-to-spot move, any
-  // beyond the 15 it kept).
-  const unseen = unseenOptions(input, claim, pool, provider, prices, reqs, worlds, total, needed > 1);
-  if ('stop' in unseen) return { ...unseen, context, story: full };
-  if (cheaperWithout + unseen.length >= needed) {
-    return stop(
-      'unseen-options',
-      `without the selected overlays ${unseen.slice(0, 3).join(', ')}${unseen.length > 3 ? ` and ${unseen.length - 3} more` : ''} would undercut the replaced nodes, and whether their pods fit it is not known`,
-      { context, story: full },
-    );
-  }
-  return { anyway: false, ...found };
+  const multi = input.replaced.length > 1;
+  const minValues = minValuesRule(claim, provider);
+  const rules = (w: 'with' | 'without'): CommandRules => ({
+    total: total[w],
+    reqs,
+    needed,
+    ...(multi ? { sameType: { own: own[w], reqs: claimReqs } } : {}),
+    ...(minValues ? { minValues } : {}),
+  });
+  // Several nodes: a replaced type not among the options may have been one that
+  // filterOutSameInstanceType read; for one node its type is as any other.
+  const ownTypes = new Set(multi ? own.with.keys() : []);
+  const sameTypes = multi ? replacedTypes(ownTypes, input, claim, pool, provider, prices, reqs, worlds, total) : [];
+  if ('stop' in sameTypes) return { ...sameTypes, context, story: full };
+  const without = standsWithout({
+    listed: options,
+    rules: { with: rules('with'), without: rules('without') },
+    replacedTypes: sameTypes,
+    unseen: () => unseenOptions(input, claim, pool, provider, prices, reqs, worlds, total.without, ownTypes),
+    truncated: needed > 1,
+  });
+  if ('stop' in without) return { ...without, context, story: full };
+  return {
+    without,
+    context,
+    story: { ...full, replacedWithout: without.stands },
+    options: options.with,
+    zones,
+  };
 }
-
-const round = (n: number) => Math.round(n * 1e6) / 1e6;
 
 function launchZones(claim: ClaimForEffect, nodeClassZones: ReadonlySet<string> | undefined) {
   if (claim.zones !== undefined && nodeClassZones !== undefined)
