@@ -241,18 +241,25 @@ for (const version of JUDGE_VERSIONS) {
       });
     });
 
-    t.test('two nodes are replaced by one', async (t) => {
-      const a = await ask({
-        overlays: [riOverlay(true)],
-        nodes: [node('n1', 'od', 'c6i.large', 'on-demand'), node('n2', 'od', 'c6i.large', 'on-demand')],
-        commands: [['n1', 'n2']],
-      });
-      const [c] = a.commands;
-      t.match(c?.without, { decision: 'replace', candidatePrice: 0.17, replacement: { nodePool: 'od' } });
-      // Every type cheaper than the two nodes together, cheapest first.
-      t.same(c?.without.replacement?.instanceTypes, ['c6i.large', 'm5.large', 'r6i.large']);
-      t.match(c?.with, { decision: 'replace', candidatePrice: 0.17 });
-      t.same(c?.with.replacement?.instanceTypes, ['m5.large', 'c6i.large', 'r6i.large'], 'the 0.00 type first');
-    });
+    t.test(
+      'two nodes into one: only an option below the replaced type among the options (filterOutSameInstanceType)',
+      async (t) => {
+        const a = await ask({
+          overlays: [riOverlay(true)],
+          nodes: [node('n1', 'od', 'c6i.large', 'on-demand'), node('n2', 'od', 'c6i.large', 'on-demand')],
+          commands: [['n1', 'n2']],
+        });
+        const [c] = a.commands;
+        // Every type undercuts the two nodes together ($0.17), none undercuts c6i.large itself ($0.085):
+        // Karpenter would rather delete one of them.
+        t.match(c?.without, {
+          decision: 'none',
+          candidatePrice: 0.17,
+          reason: 'filterOutSameInstanceType: no option left',
+        });
+        t.match(c?.with, { decision: 'replace', candidatePrice: 0.17 });
+        t.same(c?.with.replacement?.instanceTypes, ['m5.large'], 'only the 0.00 type undercuts c6i.large');
+      },
+    );
   });
 }

@@ -12,13 +12,15 @@
 //   - the decision: computeConsolidation, the method the single- and multi-node consolidation methods
 //     call, on exactly the candidates of each command, with its SimulateScheduling over Karpenter's
 //     real provisioner and scheduler and its spot-to-spot rules (the feature gate is the request's
-//     "spotToSpot"). computeConsolidation is unexported: shim/zz_veneer_judge.go, a file of ours
-//     that the build adds to Karpenter's package with `go build -overlay` (in a byte-for-byte copy of
-//     the module, as the go command refuses overlays beneath GOMODCACHE: scripts/builds/40-karpenter.sh),
-//     exports it and sumCandidatePrices;
+//     "spotToSpot"); for a command of several candidates, then filterOutSameInstanceType on its
+//     replacement, as MultiNodeConsolidation's firstNConsolidationOption does (an error or no option
+//     left: no command). Both are unexported: shim/zz_veneer_judge.go, a file of ours that the build
+//     adds to Karpenter's package with `go build -overlay` (in a byte-for-byte copy of the module, as
+//     the go command refuses overlays beneath GOMODCACHE: scripts/builds/40-karpenter.sh), exports
+//     them and sumCandidatePrices;
 //   - the replacement: the Command's one replacement NodeClaim, its instance-type options in the order
-//     computeConsolidation left them, and its spec requirements from ToNodeClaim (what the queue's
-//     CreateNodeClaims would write).
+//     computeConsolidation left them, and its spec requirements and resource requests from ToNodeClaim
+//     (what the queue's CreateNodeClaims would write).
 //
 // The store is a controller-runtime fake client with the field indexers Karpenter's operator
 // registers (pkg/operator setupIndexers; a node's pods are served from a snapshot by node, see
@@ -53,10 +55,11 @@
 // TaintNodesByCondition's not-ready taint left on the Ready nodes (Karpenter keeps it on an
 // initialized node, StateNode.Taints), 3 of 6 clusters answered otherwise.
 //
-// What is asked is computeConsolidation alone, on exactly the given candidates: the methods' own
-// filters around it are not applied (ShouldDisrupt, which leaves empty nodes to the Emptiness method
-// and skips NodePools with consolidation off or WhenEmpty; budgets; multi-node consolidation's
-// candidate ordering, binary search and filterOutSameInstanceType; the 15-second re-validation).
+// What is asked is computeConsolidation (and for several candidates filterOutSameInstanceType) on
+// exactly the given candidates: the methods' other filters around it are not applied
+// (ShouldDisrupt, which leaves empty nodes to the Emptiness method and skips NodePools with
+// consolidation off or WhenEmpty; budgets; multi-node consolidation's candidate ordering, binary
+// search and Balanced's approval; the 15-second re-validation).
 //
 // The cluster: every node is a Karpenter-managed, registered, initialized node with its NodeClaim
 // (conditions Launched, Registered, Initialized, Consolidatable), labelled as Karpenter labels it:
@@ -70,11 +73,12 @@
 // [{"cpu", "memory"}]}], "commands": [["n1"], ["n2", "n3"]], "spotToSpot"}}. Answer: {"statuses",
 // "statusesWithout", "commands": [{"with", "without"}], "error"}; each world's command is
 // {"decision": "replace" | "delete" | "none", "candidatePrice", "reason", "replacement":
-// {"nodePool", "requirements", "instanceTypes"}, "error"}. candidatePrice is sumCandidatePrices when
+// {"nodePool", "requirements", "requests", "instanceTypes"}, "error"}. candidatePrice is sumCandidatePrices when
 // computeConsolidation reached its price comparison (a replacement; or none with all pods scheduled
 // onto exactly one new NodeClaim, which a second SimulateScheduling tells), else 0. reason is the
 // Unconsolidatable message Karpenter published while computing (single-candidate commands only:
-// Karpenter publishes none for multi-node ones), or "not a candidate: <NewCandidate's error>".
+// Karpenter publishes none for multi-node ones), "filterOutSameInstanceType: <why>" where that
+// left no command, or "not a candidate: <NewCandidate's error>".
 // The process's environment variable VENEER_JUDGE_KUBECONFIG (a kubeconfig file with admin rights,
 // Karpenter's CRDs installed) makes the apiserver the store of every consolidation world (above).
 package main
@@ -167,6 +171,7 @@ type consolidateRequest struct {
 type replacementOut struct {
 	NodePool      string                                    `json:"nodePool"`
 	Requirements  []v1.NodeSelectorRequirementWithMinValues `json:"requirements"`
+	Requests      corev1.ResourceList                       `json:"requests,omitempty"`
 	InstanceTypes []string                                  `json:"instanceTypes"`
 }
 
@@ -597,11 +602,24 @@ func (cw *consolidationWorld) command(names []string) worldCommand {
 			return out
 		}
 		r := cmd.Replacements[0]
+		if len(candidates) > 1 {
+			// firstNConsolidationOption: the error is checked before the options, as there.
+			filtered, err := disruption.JudgeFilterOutSameInstanceType(r, candidates)
+			if err != nil || len(filtered.InstanceTypeOptions) == 0 {
+				out.Decision = "none"
+				out.Reason = "filterOutSameInstanceType: no option left"
+				if err != nil {
+					out.Reason = fmt.Sprintf("filterOutSameInstanceType: %v", err)
+				}
+				return out
+			}
+			r = filtered
+		}
 		names := lo.Map(r.InstanceTypeOptions, func(it *cloudprovider.InstanceType, _ int) string { return it.Name })
 		nodeClaim := r.ToNodeClaim()
 		reqs := slices.Clone(nodeClaim.Spec.Requirements)
 		slices.SortFunc(reqs, func(a, b v1.NodeSelectorRequirementWithMinValues) int { return strings.Compare(a.Key, b.Key) })
-		out.Replacement = &replacementOut{NodePool: r.NodePoolName, Requirements: reqs, InstanceTypes: names}
+		out.Replacement = &replacementOut{NodePool: r.NodePoolName, Requirements: reqs, Requests: nodeClaim.Spec.Resources.Requests, InstanceTypes: names}
 	case disruption.DeleteDecision:
 		out.Decision = "delete"
 		out.Reason = ""

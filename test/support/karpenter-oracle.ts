@@ -198,7 +198,9 @@ export interface ConsolidationReplacement {
   nodePool: string;
   /** Its spec.requirements as ToNodeClaim writes them (instance types In, capacity type narrowed, minValues), sorted by key. */
   requirements: JudgeNodePoolRequirement[];
-  /** Its instance-type options in Karpenter's order after the price filter and truncation. */
+  /** Its spec.resources.requests: the pods' (and daemons') requests the scheduler packed into it. */
+  requests?: Record<string, string>;
+  /** Its instance-type options in Karpenter's order after the price filter, truncation and (several nodes) filterOutSameInstanceType. */
   instanceTypes: string[];
 }
 
@@ -207,7 +209,7 @@ export interface WorldCommand {
   decision: 'replace' | 'delete' | 'none';
   /** The summed candidate price Karpenter compared replacements with; 0 when it did not get that far. */
   candidatePrice: number;
-  /** For none: the Unconsolidatable message Karpenter published (single-node sets only), or "not a candidate: ...". */
+  /** For none: the Unconsolidatable message Karpenter published (single-node sets only), "filterOutSameInstanceType: ..." (several), or "not a candidate: ...". */
   reason?: string;
   replacement?: ConsolidationReplacement;
   /** computeConsolidation returned an error. */
