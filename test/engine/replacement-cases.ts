@@ -1,10 +1,19 @@
 // Generated clusters for the replacement's differential test: the launch test's AWS-shaped catalog
 // (amd64, no devices or metal: consolidation's options are what pods fit), NodePools on-demand only
 // or with spot (mostly on-demand only: the watcher records on-demand nodes, and a replacement is
-// on-demand only where spot is excluded), Veneer's overlays and others (test/engine/launch-cases.ts),
-// and running nodes with pods. Each node is asked alone, and some sets of two or three together,
-// of Karpenter's consolidation (computeConsolidation) in both worlds.
-import type { ConsolidateNode, ConsolidateNodePool, ConsolidateRequest } from '../support/karpenter-oracle.ts';
+// on-demand only where spot is excluded; a third with minValues), Veneer's overlays and others
+// (test/engine/launch-cases.ts), and running nodes with pods; in two clusters of five, small
+// lightly filled nodes of one type and an overlay pricing a type their pods fit below theirs.
+// Each node is asked alone, all together, the small ones together, and some sets of two or three,
+// of Karpenter's consolidation (computeConsolidation, filterOutSameInstanceType for several) in
+// both worlds.
+import type {
+  ConsolidateNode,
+  ConsolidateNodePool,
+  ConsolidateRequest,
+  JudgeNodePoolRequirement,
+  JudgeOverlay,
+} from '../support/karpenter-oracle.ts';
 import type { Choices } from './karpenter-cluster.ts';
 import {
   ALL_ZONES,
@@ -55,12 +64,27 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
       ...(c.chance(0.3) ? { weight: 1 + c.int(50) } : {}),
     };
   });
+  // minValues, which consolidation's filters require of the options left in both worlds.
+  for (const pool of pools) {
+    if (!c.chance(0.35)) continue;
+    const families = pool.requirements.find((r) => r.key === 'karpenter.k8s.aws/instance-family');
+    const key = c.pick([
+      'node.kubernetes.io/instance-type',
+      'karpenter.k8s.aws/instance-family',
+      'karpenter.k8s.aws/instance-cpu',
+    ]);
+    if (key === 'karpenter.k8s.aws/instance-family' && families?.values !== undefined)
+      (families as JudgeNodePoolRequirement).minValues = 1 + c.int(Math.min(2, families.values.length));
+    else pool.requirements.push({ key, operator: 'Exists', minValues: 2 + c.int(2) });
+  }
   const allowedIn = (pool: ConsolidateNodePool, t: CatalogType) => {
     const families = pool.requirements.find((r) => r.key === 'karpenter.k8s.aws/instance-family')?.values;
     return families === undefined || families.includes(t.family.name);
   };
   const nodes: ConsolidateNode[] = [];
-  const count = 1 + c.int(c.chance(0.5) ? 2 : 5);
+  const packed = c.chance(0.4) ? packing(c, catalog, pools[0]!, allowedIn) : undefined;
+  if (packed) nodes.push(...packed.nodes);
+  const count = nodes.length + 1 + c.int(c.chance(0.5) ? 2 : 5);
   for (let i = 0; nodes.length < count && i < count * 4; i++) {
     const pool = c.pick(pools);
     const capacityTypes = pool.requirements[0]!.values!;
@@ -86,6 +110,7 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
   const commands: string[][] = nodes.map((n) => [n.name]);
   // Every node at once: they cannot all be deleted, so consolidation must replace them if anything.
   if (nodes.length >= 2) commands.push(nodes.map((n) => n.name));
+  if (packed && nodes.length > packed.nodes.length) commands.push(packed.nodes.map((n) => n.name));
   if (nodes.length >= 3)
     for (let k = 0, m = c.int(3); k < m; k++)
       commands.push(
@@ -100,6 +125,7 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
     catalog,
     pools.map((p) => ({ name: p.name, labels: p.labels, requirements: [] })),
   );
+  if (packed) overlays.push(packed.overlay);
   // A commitment on one type or family, discounted rather than free: what makes a replacement
   // cheaper than a node it would not undercut at list prices.
   if (c.chance(0.6)) {
@@ -129,5 +155,54 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
     },
     catalog: new Map(catalog.map((t) => [t.name, t])),
     zones,
+  };
+}
+
+/**
+ * Small on-demand nodes of one type, lightly filled (their pods often fit one of them), and an
+ * overlay that prices another type the pods fit below theirs: a command of several of them is
+ * what filterOutSameInstanceType decides, with the overlay and without it.
+ */
+function packing(
+  c: Choices,
+  catalog: CatalogType[],
+  pool: ConsolidateNodePool,
+  allowedIn: (pool: ConsolidateNodePool, t: CatalogType) => boolean,
+): { nodes: ConsolidateNode[]; overlay: JudgeOverlay & { selected: boolean } } | undefined {
+  const allowed = catalog.filter((x) => allowedIn(pool, x));
+  const small = allowed.filter((x) => x.cpu <= 4);
+  if (small.length === 0) return undefined;
+  const own = c.pick(small);
+  const into = allowed.filter((x) => x !== own && x.cpu >= own.cpu);
+  if (into.length === 0) return undefined;
+  const target = c.pick(into);
+  const nodes = Array.from({ length: 2 + c.int(3) }, (_, i) => {
+    const milli = Math.floor(own.cpu * 1000 * c.pick([0.1, 0.15, 0.2, 0.3, 0.45]));
+    const parts = 1 + c.int(2);
+    return {
+      name: `p${i}`,
+      nodePool: pool.name,
+      instanceType: own.name,
+      zone: c.pick(own.zones),
+      capacityType: 'on-demand' as const,
+      pods: Array.from({ length: parts }, () => ({
+        cpu: `${Math.max(50, Math.floor(milli / parts))}m`,
+        memory: c.pick(['128Mi', '256Mi', '512Mi']),
+      })),
+    };
+  });
+  const below = c.pick([0, 0.3, 0.6, 0.9]);
+  return {
+    nodes,
+    overlay: {
+      name: `packing-${target.name}`,
+      weight: 45,
+      requirements: [
+        inReq('karpenter.sh/capacity-type', 'on-demand'),
+        inReq('node.kubernetes.io/instance-type', target.name),
+      ],
+      price: String(round(own.onDemand * below)),
+      selected: c.chance(0.85),
+    },
   };
 }

@@ -7,8 +7,10 @@
 // through `decide`: the replacement's node and NodeClaim as Karpenter writes it, the marks on the
 // replaced NodeClaims and the DisruptionLaunching Event (as evidence), the NodePools, the overlays
 // with the statuses Karpenter wrote, the prices and zones. The engine must say `replacement` exactly
-// when Karpenter would not replace those nodes without the selected overlays, or abstain with a
-// reason; its story must name the replaced nodes and the candidate price Karpenter compared.
+// when Karpenter would not replace those nodes without the selected overlays (its price filter,
+// minValues, and for several nodes filterOutSameInstanceType), and its story must say whether it
+// would have (`replacedWithout`), or abstain with a reason; its story must name the replaced nodes
+// and the candidate price Karpenter compared.
 //
 // VENEER_REPLACEMENT_ORACLE_CASES sets the clusters (default 1,000: about 3,300 candidate sets), VENEER_REPLACEMENT_ORACLE_SEED replays a
 // run, and with it VENEER_REPLACEMENT_ORACLE_CASE replays the one cluster a failure names.
@@ -104,6 +106,7 @@ function engineEffect(
     spec: {
       nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
       requirements: r.requirements,
+      ...(r.requests ? { resources: { requests: r.requests } } : {}),
     },
     status: { providerID: `aws:///${zone}/i-replacement`, nodeName: 'replacement' },
   });
@@ -140,7 +143,16 @@ t.test(
     t.comment(`seed ${SEED} (rerun with VENEER_REPLACEMENT_ORACLE_SEED=${SEED})`);
     const decided = new Map<string, number>();
     const abstained = new Map<string, number>();
-    const stats = { commands: 0, replaced: 0, spotReplacements: 0, judged: 0, judgeErrors: 0, multi: 0 };
+    const stats = {
+      commands: 0,
+      replaced: 0,
+      spotReplacements: 0,
+      judged: 0,
+      judgeErrors: 0,
+      multi: 0,
+      sameType: 0,
+      minValues: 0,
+    };
     const started = Date.now();
     const ahead: { c: ConsolidationCase; answer: Promise<ConsolidateAnswer> }[] = [];
     let generated = ONLY_CASE ?? 0;
@@ -171,6 +183,8 @@ t.test(
         }
         stats.judged++;
         if (set.length > 1) stats.multi++;
+        if (wo.reason?.startsWith('filterOutSameInstanceType')) stats.sameType++;
+        if (w.replacement!.requirements.some((r) => r.minValues !== undefined)) stats.minValues++;
         const want = wo.decision === 'replace' ? 'anyway' : 'replacement';
         const { effect: e, outcome } = engineEffect(c, index, set, w);
         const fail = (why: string) =>
@@ -187,12 +201,7 @@ t.test(
           fail('the story does not tell the replaced nodes');
           continue;
         }
-        const says =
-          e.verdict === 'replacement'
-            ? 'replacement'
-            : told.cheaperWithout !== undefined && told.cheaperWithout > 0
-              ? 'anyway'
-              : undefined;
+        const says = e.verdict === 'replacement' ? 'replacement' : told.replacedWithout === true ? 'anyway' : undefined;
         if (says === undefined) {
           const key = `${e.reasonCode} (judge: ${want})`;
           abstained.set(key, (abstained.get(key) ?? 0) + 1);
@@ -207,7 +216,10 @@ t.test(
           fail(`the replaced nodes' price: Karpenter ${w.candidatePrice}, the engine ${told.price?.with}`);
           continue;
         }
-        decided.set(want, (decided.get(want) ?? 0) + 1);
+        // What refused the command without the selected overlays, beyond the price filter.
+        const by = /filterOutSameInstanceType|minValues/.exec(says === 'replacement' ? (e.reason ?? '') : '')?.[0];
+        const key = by === undefined ? want : `${want} (${by})`;
+        decided.set(key, (decided.get(key) ?? 0) + 1);
       }
     }
     const seconds = (Date.now() - started) / 1000;
@@ -217,11 +229,15 @@ t.test(
         .map(([k, v]) => `${k} ${v}`)
         .join(', ') || 'none';
     const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
-    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes); decided: ${count(decided)}; the engine abstained: ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    const rate = stats.judged === 0 ? 0 : (100 * abstentions) / stats.judged;
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
     t.comment(summary);
     console.error(`replacement differential: ${summary}, seed ${SEED}`);
     if (ONLY_CASE !== undefined) return;
-    t.ok((decided.get('replacement') ?? 0) > 0, 'replacements the overlays caused occur');
+    const caused = [...decided].filter(([k]) => k.startsWith('replacement')).reduce((a, [, v]) => a + v, 0);
+    t.ok(caused > 0, 'replacements the overlays caused occur');
+    t.ok(decided.has('replacement (filterOutSameInstanceType)'), 'filterOutSameInstanceType decides some');
+    t.ok(decided.has('replacement (minValues)'), 'minValues decides some');
     t.ok((decided.get('anyway') ?? 0) > 0, 'replacements that happen anyway occur');
     t.ok(abstentions < stats.judged * 0.25, `the engine abstains on few (${abstentions} of ${stats.judged})`);
   },
