@@ -1,5 +1,6 @@
 // NodePools reduced to what Karpenter's overlay controller reads of them (the name and the
-// template's labels), kept per version so that a launch is judged with the labels its NodePool
+// template's labels) and its consolidation policy (Balanced consolidation scores a command by its
+// NodePools' costs), kept per version so that a launch is judged with the labels its NodePool
 // had then: a label removed later still counted for the nodes launched before.
 import { normalizedKey, normalizedValue } from './normalize.ts';
 import { toEpochMs } from './overlay.ts';
@@ -10,13 +11,18 @@ type Timestamp = string | Date | undefined | null;
 
 export interface NodePoolObject {
   metadata?: { name?: string; creationTimestamp?: Timestamp; deletionTimestamp?: Timestamp };
-  spec?: { template?: { metadata?: { labels?: Record<string, string> | null } | null } | null } | null;
+  spec?: {
+    template?: { metadata?: { labels?: Record<string, string> | null } | null } | null;
+    disruption?: { consolidationPolicy?: string | null } | null;
+  } | null;
 }
 
 export interface NodePoolView {
   readonly name: string;
   /** `spec.template.metadata.labels`, under normalized keys as Karpenter reads them. */
   readonly templateLabels: Labels;
+  /** spec.disruption.consolidationPolicy; undefined: Karpenter's default, WhenEmptyOrUnderutilized. */
+  readonly consolidationPolicy?: string;
   readonly createdAt?: number;
   readonly deletingAt?: number;
 }
@@ -29,9 +35,11 @@ export function toNodePoolView(obj: NodePoolObject): NodePoolView {
   }
   const createdAt = toEpochMs(obj.metadata?.creationTimestamp);
   const deletingAt = toEpochMs(obj.metadata?.deletionTimestamp);
+  const policy = obj.spec?.disruption?.consolidationPolicy ?? undefined;
   return {
     name: obj.metadata?.name ?? '',
     templateLabels: labels,
+    ...(policy !== undefined ? { consolidationPolicy: policy } : {}),
     ...(createdAt !== undefined ? { createdAt } : {}),
     ...(deletingAt !== undefined ? { deletingAt } : {}),
   };
@@ -39,31 +47,34 @@ export function toNodePoolView(obj: NodePoolObject): NodePoolView {
 
 interface PoolVersion extends Version {
   readonly pool: NodePoolView;
-  readonly labelsKey: string;
+  readonly versionKey: string;
 }
 
 export class NodePoolHistory {
   private readonly history = new VersionHistory<PoolVersion>();
 
-  /** Records a NodePool as seen at `at`; only a change of its template labels starts a version. */
+  /** Records a NodePool as seen at `at`; only a change of its template labels or consolidation policy starts a version. */
   observe(pool: NodePoolView, at: number): void {
     const versions = this.history.get(pool.name) ?? [];
     const open = this.history.open(pool.name);
-    const labelsKey = JSON.stringify(Object.entries(pool.templateLabels).sort(([a], [b]) => (a < b ? -1 : 1)));
+    const versionKey = JSON.stringify([
+      pool.consolidationPolicy ?? '',
+      ...Object.entries(pool.templateLabels).sort(([a], [b]) => (a < b ? -1 : 1)),
+    ]);
     if (pool.deletingAt !== undefined) {
       // Karpenter launches nothing more for a NodePool being deleted.
       if (open) open.to = Math.max(open.from, Math.min(at, pool.deletingAt));
       else if (versions.length === 0)
         this.history.set(pool.name, [
-          { pool, labelsKey, from: Math.min(pool.createdAt ?? pool.deletingAt, pool.deletingAt), to: pool.deletingAt },
+          { pool, versionKey, from: Math.min(pool.createdAt ?? pool.deletingAt, pool.deletingAt), to: pool.deletingAt },
         ]);
       return;
     }
-    if (open?.labelsKey === labelsKey) return;
+    if (open?.versionKey === versionKey) return;
     if (open) open.to = at;
     // A first sighting starts at creation: its nodes were launched since then.
     const from = open || pool.createdAt === undefined ? at : Math.min(at, pool.createdAt);
-    versions.push({ pool, labelsKey, from, to: undefined });
+    versions.push({ pool, versionKey, from, to: undefined });
     this.history.set(pool.name, versions);
   }
 
