@@ -19,11 +19,12 @@ import {
   type LaunchOrigin,
   launchOrigin,
 } from './launch-origin.ts';
-import { decisionWindow, effectAtDecision, momentsWithin } from './decision-moment.ts';
+import { balancedEvidence, countedOf, decisionWindow, effectAtDecision, momentsWithin } from './decision-moment.ts';
 import { churnOf } from './disruption.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { type PricesDue, pricesAwaitedUntil } from './effect/prices-due.ts';
 import { INSTANCE_TYPE } from './effect/candidates.ts';
+import type { PoolOffering } from './effect/pool-cost.ts';
 import { CAPACITY_TYPE_LABEL, characteristics, scope } from './scope.ts';
 
 export const REGISTERED_LABEL = 'karpenter.sh/registered';
@@ -69,6 +70,8 @@ export interface LaunchKnowledge {
   nodeLabelsOf?(instanceType: string): Labels | undefined;
   /** What was seen of Karpenter's disruption: whether a launch replaced nodes, and which. Undefined: every launch is taken for provisioning. */
   disruption?: DisruptionEvidence | undefined;
+  /** A NodePool's NodeClaims created by `createdBefore`, counted by offering: what Balanced consolidation's pool cost sums. */
+  poolOfferings?(nodePool: string, createdBefore: number): readonly PoolOffering[] | undefined;
 }
 
 export type Decision =
@@ -193,6 +196,12 @@ export function effectOf(
 ): Effect {
   if (origin.kind === 'unclear' || origin.kind === 'awaiting') return unknown('replaced-set', origin.reason);
   const claim = input.nodeClaim;
+  // A consolidation priced its replacement with the overlays of its decision, before the marks.
+  const evidence = input.launch?.disruption;
+  const consolidation = origin.kind === 'replacement' && isConsolidation(origin.reason) ? origin : undefined;
+  const window = consolidation && decisionWindow(consolidation.replaced, evidence?.candidateAt?.bind(evidence));
+  const balanced =
+    window && balancedEvidence(window, consolidation!.replaced, evidence, index, input.launch?.poolOfferings);
   const keys = provider.warning === undefined ? provider.keys : undefined;
   const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
   const replay = (e: EffectInput) => {
@@ -201,6 +210,7 @@ export function effectOf(
       ...e,
       reason: origin.reason,
       replaced: origin.replaced.map((m) => replacedNode(m, index)),
+      ...(balanced ? { balanced } : {}),
       churn: churnOf(
         origin.replaced.map((m) => m.record),
         index,
@@ -233,21 +243,13 @@ export function effectOf(
       launched,
       claim: launch,
       pool: view.pool,
-      counted: active
-        .filter((v) => v.ineligible === undefined)
-        .map((v) => ({ overlay: v.overlay, selected: v.selected })),
+      counted: countedOf(active),
       conflicted: verdictsInDoubt(active),
       prices: input.launch?.prices,
       zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
       ...(input.launch?.nodeLabelsOf ? { nodeLabelsOf: input.launch.nodeLabelsOf } : {}),
     });
   };
-  // A consolidation priced its replacement with the overlays of its decision, before the marks.
-  const evidence = input.launch?.disruption;
-  const window =
-    origin.kind === 'replacement' && isConsolidation(origin.reason)
-      ? decisionWindow(origin.replaced, evidence?.candidateAt?.bind(evidence))
-      : undefined;
   if (window === undefined) return replayAt(at);
   return effectAtDecision(
     window,

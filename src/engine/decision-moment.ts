@@ -5,10 +5,13 @@
 // that decided a replacement are those of a moment before its marks, not of its NodeClaim's
 // creation: an overlay deleted or changed while Karpenter validated did decide it.
 // (sigs.k8s.io/karpenter pkg/controllers/disruption: consolidation.go, validation.go, queue.go.)
-import type { DisruptionMark } from './launch-origin.ts';
-import type { OverlayIndex } from './overlay-index.ts';
-import type { Effect } from './effect/types.ts';
+import type { DisruptionEvidence, DisruptionMark } from './launch-origin.ts';
+import type { OverlayIndex, OverlayVersion } from './overlay-index.ts';
+import { NODEPOOL_LABEL } from './karpenter-view.ts';
+import type { CountedOverlay, Effect } from './effect/types.ts';
 import { unknown } from './effect/verdict.ts';
+import type { BalancedEvidence } from './effect/balanced.ts';
+import { COST_REFRESH_MS, type PoolOffering } from './effect/pool-cost.ts';
 
 /** Consolidation's validation wait (validation.go): the command was computed at least this long before its marks. */
 export const VALIDATION_MS = 15_000;
@@ -72,6 +75,46 @@ export function effectAtDecision(window: DecisionWindow, effects: readonly { at:
 }
 
 const iso = (t: number) => new Date(t).toISOString();
+
+/** Of the overlays in force, those Karpenter applied, selected or not. */
+export const countedOf = (active: readonly OverlayVersion[]): CountedOverlay[] =>
+  active.filter((v) => v.ineligible === undefined).map((v) => ({ overlay: v.overlay, selected: v.selected }));
+
+/**
+ * What Balanced scoring read of the command, as far as the watcher saw it: the approvals
+ * Karpenter published within the window (ApproveCommand runs between the computation and the
+ * validation; its Events are deduplicated for two minutes per object, so an older one is another
+ * command's), the pools' NodeClaims created by its end, and the overlays of the hour before, when
+ * ClusterCost may have priced them.
+ */
+export function balancedEvidence(
+  window: DecisionWindow,
+  replaced: readonly DisruptionMark[],
+  evidence: DisruptionEvidence | undefined,
+  index: OverlayIndex,
+  poolOfferings: ((pool: string, createdBefore: number) => readonly PoolOffering[] | undefined) | undefined,
+): BalancedEvidence {
+  const one = replaced.length === 1 ? replaced[0] : undefined;
+  let moments: CountedOverlay[][] | undefined;
+  return {
+    approvals: (pool) => {
+      const found =
+        one === undefined
+          ? evidence?.approvalsBetween?.('NodePool', pool, window.from, window.to)
+          : one.labels[NODEPOOL_LABEL] === pool
+            ? evidence?.approvalsBetween?.('NodeClaim', one.nodeClaim, window.from, window.to)
+            : undefined;
+      return (found ?? []).map((a) => a.figures);
+    },
+    offeringsOf: (pool) => poolOfferings?.(pool, window.to),
+    costMoments: () => {
+      const from = window.from - COST_REFRESH_MS;
+      moments ??= [from, ...index.changesBetween(from, window.to)].map((t) => countedOf(index.activeVersionsAt(t)));
+      return moments;
+    },
+    window: `between ${iso(window.from)} and ${iso(window.to)}`,
+  };
+}
 
 function sameVerdict(a: Effect, b: Effect): boolean {
   return a.verdict === b.verdict && (a.verdict !== 'unknown' || a.reasonCode === b.reasonCode);

@@ -96,6 +96,13 @@ export {
   MARK_WINDOW_MS,
 } from './launch-origin.ts';
 export {
+  type ApprovalFigures,
+  type BalancedEvidence,
+  type ConsolidationApproval,
+  parseApproval,
+} from './effect/balanced.ts';
+export type { PoolOffering } from './effect/pool-cost.ts';
+export {
   type ReplacedNode,
   type ReplacementInput,
   replacementEffect,

@@ -11,6 +11,7 @@ import type { NodeClaimView } from './node.ts';
 import type { DecisionStory } from './record.ts';
 import type { Labels } from './requirements.ts';
 import type { RecordAtMark } from './disruption.ts';
+import type { ConsolidationApproval } from './effect/balanced.ts';
 
 /** A NodeClaim Karpenter's disruption marked, as it was when marked (it is gone once replaced). */
 export interface DisruptionMark {
@@ -34,6 +35,16 @@ export interface DisruptionEvidence {
   replacementsCreatedBetween(from: number, to: number, reason: string): readonly string[];
   /** The latest ConsolidationCandidate Event on this NodeClaim no later than `notAfter`: when a consolidation computed a command with it. */
   candidateAt?(nodeClaim: string, notAfter: number): number | undefined;
+  /**
+   * Karpenter's ConsolidationApproved Events (Balanced consolidation) dated between `from` and
+   * `to`: on the candidate's NodeClaim for a command of one node, on each NodePool for several.
+   */
+  approvalsBetween?(
+    kind: 'NodeClaim' | 'NodePool',
+    name: string,
+    from: number,
+    to: number,
+  ): readonly ConsolidationApproval[];
 }
 
 /**

@@ -6,10 +6,19 @@
 // offering, overlays applied), minValues again; nothing left, no command. The options Karpenter
 // cut, whose pods' fit the watcher does not see, and label values a type's name does not tell,
 // are hypotheses: the answer is given only where every one consistent with what Karpenter kept
-// gives it (replacement.ts runs the test, replacement-prices.ts prices it).
+// gives it (replacement.ts runs the test, replacement-prices.ts prices it). Where Balanced scoring
+// reads the savings without the overlays, a command that stands says how cheap its cheapest option
+// can be, over the same hypotheses (balanced.ts).
 import type { ProviderKeys } from '../providers.ts';
 import type { CandidateType } from './candidates.ts';
-import { type FilterRequirements, round, type Stop, stop, worstLaunchPrice } from './replacement-prices.ts';
+import {
+  type FilterRequirements,
+  type Interval,
+  round,
+  type Stop,
+  stop,
+  worstLaunchPrice,
+} from './replacement-prices.ts';
 import type { BothWorlds, PricedBoth } from './replacement-unseen.ts';
 import type { ClaimForEffect } from './types.ts';
 import type { PricedCandidate } from './worlds.ts';
@@ -45,7 +54,11 @@ interface Leaning {
   readonly values: boolean;
 }
 
-export type Standing = { stands: true } | { stands: false; why: string };
+/** `cheapest`: the cheapest option's cheapest offering as far as the options are known, where asked for (Balanced scoring reads the savings). */
+export type Standing = { stands: true; cheapest?: Interval } | { stands: false; why: string };
+
+/** In one world: what is left of the options, or why the command falls. */
+type Kept = { stands: true; left: readonly WorldOption[] } | { stands: false; why: string };
 
 export function minValuesRule(claim: ClaimForEffect, provider: ProviderKeys): MinValuesRule | undefined {
   const byKey = claim.minValuesByKey;
@@ -83,18 +96,18 @@ function unmetMinValues(options: readonly WorldOption[], rule: MinValuesRule, le
   return undefined;
 }
 
-function standing(options: readonly WorldOption[], rules: CommandRules, leaning: Leaning): Standing {
+function standing(options: readonly WorldOption[], rules: CommandRules, leaning: Leaning): Kept {
   const below = (o: WorldOption, reqs: FilterRequirements, cap: number) =>
     o.priced === undefined ? leaning.prices : worstLaunchPrice(o.priced, reqs) < cap;
   const kept = options.filter((o) => below(o, rules.reqs, rules.total));
-  const short = (why: string): Standing => ({ stands: false, why });
+  const short = (why: string): Kept => ({ stands: false, why });
   if (kept.length < rules.needed)
     return short(
       `${kept.length === 0 ? 'no option' : `${kept.length} options, short of ${rules.needed},`} would undercut the replaced nodes ($${round(rules.total)}/h)`,
     );
   const unmet = rules.minValues && unmetMinValues(kept, rules.minValues, leaning.values);
   if (unmet) return short(`the options that would undercut the replaced nodes fall short of minValues: ${unmet}`);
-  if (!rules.sameType) return { stands: true };
+  if (!rules.sameType) return { stands: true, left: kept };
   const { own, reqs } = rules.sameType;
   let cap = Number.POSITIVE_INFINITY;
   let capType = '';
@@ -108,7 +121,7 @@ function standing(options: readonly WorldOption[], rules: CommandRules, leaning:
     return short(`no option would undercut ${same}: Karpenter's filterOutSameInstanceType leaves none`);
   const unmetLeft = rules.minValues && unmetMinValues(left, rules.minValues, leaning.values);
   if (unmetLeft) return short(`the options that would undercut ${same} fall short of minValues: ${unmetLeft}`);
-  return { stands: true };
+  return { stands: true, left };
 }
 
 /** filterOutSameInstanceType's cap with the overlays if Karpenter's options were `listed` and `extra`; undefined: it would have kept another. */
@@ -133,6 +146,8 @@ export interface WithoutInput {
   readonly unseen: () => Stop | readonly BothWorlds[];
   /** With the overlays Karpenter cut the options it kept to the cheapest 15 (a spot node moved to spot). */
   readonly truncated: boolean;
+  /** An option's cheapest offering under the replacement's requirements: set where the savings without the overlays are read. */
+  readonly cheapest?: (c: PricedCandidate) => number;
 }
 
 /** Whether the command would stand without the selected overlays, for every options list consistent with what Karpenter kept. */
@@ -152,30 +167,36 @@ export function standsWithout(input: WithoutInput): Stop | Standing {
       'unseen-options',
       `${input.replacedTypes.length} of the replaced nodes' types are not among the options: whether the pods fit them, which decides filterOutSameInstanceType, is not known`,
     );
-  let unseen: readonly BothWorlds[] | undefined;
+  let unseen: Stop | readonly BothWorlds[] | undefined;
+  // An unseen type fitted the pods only if Karpenter's filters would have cut it with the overlays.
+  const sameReqs = rules.with.sameType?.reqs ?? rules.with.reqs;
+  const couldHave = (cap: number): Stop | readonly BothWorlds[] => {
+    unseen ??= input.unseen();
+    if ('stop' in unseen) return unseen;
+    return unseen.filter(
+      (t) =>
+        input.truncated ||
+        t.with === undefined ||
+        !(worstLaunchPrice(t.with, rules.with.reqs) < rules.with.total && worstLaunchPrice(t.with, sameReqs) < cap),
+    );
+  };
   const answers: (Standing | { code: 'unseen-options' | 'min-values'; why?: string })[] = [];
   for (let mask = 0; mask < 1 << input.replacedTypes.length; mask++) {
     const fitted = input.replacedTypes.filter((_, i) => mask & (1 << i));
     const cap = capWith(listed.with, fitted, rules.with);
     if (cap === undefined) continue;
     const sure = [...asOptions(listed.without), ...fitted.map((t) => ({ type: t.type, priced: t.without }))];
-    if (standing(sure, rules.without, { prices: false, values: false }).stands) {
-      answers.push({ stands: true });
+    const held = standing(sure, rules.without, { prices: false, values: false });
+    if (held.stands) {
+      const { cheapest } = input;
+      answers.push({
+        stands: true,
+        ...(cheapest ? { cheapest: cheapestOf(held.left, couldHave(cap), cheapest) } : {}),
+      });
       continue;
     }
-    if (unseen === undefined) {
-      const found = input.unseen();
-      if ('stop' in found) return found;
-      unseen = found;
-    }
-    // An unseen type fitted the pods only if Karpenter's filters would have cut it with the overlays.
-    const sameReqs = rules.with.sameType?.reqs ?? rules.with.reqs;
-    const could = unseen.filter(
-      (t) =>
-        input.truncated ||
-        t.with === undefined ||
-        !(worstLaunchPrice(t.with, rules.with.reqs) < rules.with.total && worstLaunchPrice(t.with, sameReqs) < cap),
-    );
+    const could = couldHave(cap);
+    if ('stop' in could) return could;
     const widest = [...sure, ...could.map((t) => ({ type: t.type, priced: t.without }))];
     const high = standing(widest, rules.without, { prices: true, values: true });
     if (!high.stands) answers.push(high);
@@ -200,7 +221,14 @@ export function standsWithout(input: WithoutInput): Stop | Standing {
       `without the selected overlays ${open.why} would undercut the replaced nodes, and whether their pods fit it is not known`,
     );
   const decided = answers.filter((a) => 'stands' in a);
-  if (decided.every((a) => a.stands)) return { stands: true };
+  if (decided.every((a) => a.stands)) {
+    const ranges = decided.flatMap((a) => (a.stands && a.cheapest ? [a.cheapest] : []));
+    if (ranges.length === 0) return { stands: true };
+    return {
+      stands: true,
+      cheapest: { lo: Math.min(...ranges.map((r) => r.lo)), hi: Math.max(...ranges.map((r) => r.hi)) },
+    };
+  }
   // Told as the hypothesis where the most replaced types fitted: small nodes packed into one.
   const falls = decided.findLast((a) => !a.stands);
   if (falls && decided.every((a) => !a.stands)) return falls;
@@ -208,6 +236,20 @@ export function standsWithout(input: WithoutInput): Stop | Standing {
     'unseen-options',
     `whether the pods fit ${names(input.replacedTypes.map((t) => t.type.name))}, replaced nodes' types that are not among the options, decides filterOutSameInstanceType without the selected overlays, and is not known`,
   );
+}
+
+/**
+ * The cheapest option's cheapest offering in one hypothesis: no dearer than what is surely left,
+ * no cheaper than the types the pods might have fit too (0 where their prices are not known).
+ */
+function cheapestOf(
+  left: readonly WorldOption[],
+  could: Stop | readonly BothWorlds[],
+  cheapest: (c: PricedCandidate) => number,
+): Interval {
+  const hi = Math.min(...left.flatMap((o) => (o.priced ? [cheapest(o.priced)] : [])));
+  if ('stop' in could) return { lo: 0, hi };
+  return { lo: Math.min(hi, ...could.map((t) => (t.without ? cheapest(t.without) : 0))), hi };
 }
 
 /** Hypotheses are the subsets of these: beyond, the test abstains. */

@@ -9,7 +9,7 @@ import type { Labels } from '../requirements.ts';
 import { CAPACITY_TYPE, type CandidateType, INSTANCE_TYPE, internedCandidate, ZONE } from './candidates.ts';
 import { listOfferings } from './effect.ts';
 import type { PriceBook } from './prices.ts';
-import type { ClaimForEffect, DisruptionStory, Effect, UnknownReason } from './types.ts';
+import type { ClaimForEffect, CountedOverlay, DisruptionStory, Effect, UnknownReason } from './types.ts';
 import { type PricedCandidate, priceWorld, type World, type WorldInput } from './worlds.ts';
 
 /** A node the replacement replaced, as Karpenter saw it when it decided. */
@@ -24,6 +24,12 @@ export interface ReplacedNode {
 
 export type Worlds = { with: readonly OverlayView[]; without: readonly OverlayView[] };
 
+/** The overlays Karpenter applied, and those left without the selected ones. */
+export const worldsOf = (counted: readonly CountedOverlay[]): Worlds => ({
+  with: counted.map((c) => c.overlay),
+  without: counted.filter((c) => !c.selected).map((c) => c.overlay),
+});
+
 /** Where the test stops short of a verdict: an unknown, with what was worked out by then. */
 export type Stop = {
   stop: { code: UnknownReason; reason: string };
@@ -32,6 +38,12 @@ export type Stop = {
 };
 
 export const round = (n: number) => Math.round(n * 1e6) / 1e6;
+
+/** A quantity known to lie between two bounds. */
+export interface Interval {
+  readonly lo: number;
+  readonly hi: number;
+}
 
 export const stop = (code: UnknownReason, reason: string, extra: Omit<Stop, 'stop'> = {}): Stop => ({
   stop: { code, reason },

@@ -7,8 +7,10 @@
 // for spot-only moves at least 15 of them for one node (computeSpotToSpotConsolidation); several
 // nodes then go through filterOutSameInstanceType (replacement-filters.ts). That test is replayed
 // without the selected overlays: if the command would not stand, the node exists only because of
-// them (`replacement`); if it would, the launch replay answers as for any launch. Drift and other
-// reasons have no price test: the launch replay answers.
+// them (`replacement`); if it would, Balanced scoring may still reject it there (balanced.ts), and
+// else the launch replay answers as for any launch. Drift and other reasons have no price test:
+// the launch replay answers.
+import { type BalancedEvidence, balancedTest, type CommandTerms, isBalanced } from './balanced.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './candidates.ts';
 import { launchEffect, replayKey } from './effect.ts';
 import { type CommandRules, minValuesRule, type Standing, standsWithout } from './replacement-filters.ts';
@@ -21,7 +23,7 @@ import {
   round,
   type Stop,
   stop,
-  type Worlds,
+  worldsOf,
   worstLaunchPrice,
 } from './replacement-prices.ts';
 import { replacedTypes, unseenOptions } from './replacement-unseen.ts';
@@ -48,6 +50,8 @@ export interface ReplacementInput extends EffectInput {
   readonly replaced: readonly ReplacedNode[];
   /** The recorded replaced nodes whose overlay had changed or gone (engine/disruption.ts churnOf). */
   readonly churn?: readonly ChurnStory[];
+  /** What Balanced consolidation's scoring read, as far as the watcher saw it. */
+  readonly balanced?: BalancedEvidence;
 }
 
 /** MinInstanceTypesForSpotToSpotConsolidation. */
@@ -69,7 +73,12 @@ export function replacementEffect(input: ReplacementInput): Effect {
   if (input.reason !== UNDERUTILIZED) return withStory(launchEffect(input));
   const test = memoizedTest(input);
   if ('stop' in test) return withStory(unknown(test.stop.code, test.stop.reason, test.context ?? {}), test.story);
-  if (test.without.stands) return withStory(launchEffect(input), test.story);
+  // The price test ran, so the provider and prices are known.
+  const pricing = { provider: input.provider!, prices: input.prices!, nodeLabelsOf: input.nodeLabelsOf };
+  const without = (test.terms && balancedTest(test.terms, input.balanced, pricing)) ?? test.without;
+  if ('stop' in without) return withStory(unknown(without.stop.code, without.stop.reason, test.context), test.story);
+  const told = { ...test.story, replacedWithout: without.stands };
+  if (without.stands) return withStory(launchEffect(input), told);
   const { instanceType, capacityType } = input.launched;
   const offer = test.options
     .find((c) => c.type.name === instanceType)
@@ -81,16 +90,16 @@ export function replacementEffect(input: ReplacementInput): Effect {
         `${capacityType} ${instanceType} was launched, which is not among the replacement's options at the prices known`,
         test.context,
       ),
-      test.story,
+      told,
     );
   return withStory(
     {
       verdict: 'replacement',
-      reason: `without the selected overlays ${test.without.why}`,
+      reason: `without the selected overlays ${without.why}`,
       ...test.context,
       launched: { listPrice: offer.list, price: offer.price },
     },
-    test.story,
+    told,
   );
 }
 
@@ -141,8 +150,10 @@ const optional = (key: string, value: string | undefined) => (value === undefine
 type TestResult =
   | Stop
   | {
-      /** Whether the command stands without the selected overlays, and if not why. */
+      /** Whether the command stands without the selected overlays by price, and if not why. */
       without: Standing;
+      /** Where it stands and a replaced node's NodePool is Balanced: what Balanced scoring reads of it. */
+      terms?: CommandTerms;
       context: Partial<Effect>;
       story: Partial<DisruptionStory>;
       /** The options as priced with the overlays, and the zones: where the launched offering is looked up. */
@@ -171,10 +182,7 @@ function priceTest(input: ReplacementInput): TestResult {
     );
   const zones = launchZones(claim, input.zones);
   if (zones === undefined) return stop('zones', 'the zones its EC2NodeClass launches into are not known');
-  const worlds: Worlds = {
-    with: input.counted.map((c) => c.overlay),
-    without: input.counted.filter((c) => !c.selected).map((c) => c.overlay),
-  };
+  const worlds = worldsOf(input.counted);
 
   // The replaced nodes' prices: their own offering, priced for their own NodePool.
   const replaced: ReplacedStory[] = [];
@@ -182,11 +190,14 @@ function priceTest(input: ReplacementInput): TestResult {
   // filterOutSameInstanceType's: each replaced type's cheapest replaced node.
   const own = { with: new Map<string, number>(), without: new Map<string, number>() };
   const steering = new Set<string>();
+  const byPool = new Map<string, { with: number; without: number; view: typeof pool | undefined }>();
   for (const r of input.replaced) {
     const priced = replacedPrice(r, provider, prices, worlds);
     if ('stop' in priced) return priced;
     total.with += priced.with;
     total.without += priced.without;
+    const inPool = byPool.get(r.pool!.name) ?? { with: 0, without: 0, view: r.pool };
+    byPool.set(r.pool!.name, { ...inPool, with: inPool.with + priced.with, without: inPool.without + priced.without });
     const name = r.labels[INSTANCE_TYPE]!;
     own.with.set(name, Math.min(priced.with, own.with.get(name) ?? priced.with));
     own.without.set(name, Math.min(priced.without, own.without.get(name) ?? priced.without));
@@ -247,15 +258,17 @@ function priceTest(input: ReplacementInput): TestResult {
     replacedTypes: sameTypes,
     unseen: () => unseenOptions(input, claim, pool, provider, prices, reqs, worlds, total.without, ownTypes),
     truncated: needed > 1,
+    // Balanced scoring reads the savings without the overlays, which the cheapest option sets.
+    ...([...byPool.values()].some((p) => isBalanced(p.view))
+      ? { cheapest: (c) => cheapestOffering(c, claimReqs) }
+      : {}),
   });
   if ('stop' in without) return { ...without, context, story: full };
-  return {
-    without,
-    context,
-    story: { ...full, replacedWithout: without.stands },
-    options: options.with,
-    zones,
-  };
+  const terms: CommandTerms | undefined =
+    without.stands && without.cheapest
+      ? { byPool, total, savingsWith: total.with - cheapest, cheapestWithout: without.cheapest }
+      : undefined;
+  return { without, ...(terms ? { terms } : {}), context, story: full, options: options.with, zones };
 }
 
 function launchZones(claim: ClaimForEffect, nodeClassZones: ReadonlySet<string> | undefined) {

@@ -32,6 +32,7 @@ export const UNKNOWN_REASONS = [
   'unseen-options',
   'min-values',
   'decision-moment',
+  'balanced',
 ] as const;
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 
