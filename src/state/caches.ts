@@ -23,6 +23,7 @@ import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 import { NodeClaimIndex } from './lookups.ts';
 import { DisruptionWatch } from './disruption-evidence.ts';
+import { PoolOfferings } from './pool-offerings.ts';
 
 export const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
@@ -174,6 +175,8 @@ export class ClusterCaches {
   readonly nodeClasses: NodeClassCache;
   readonly disruption: DisruptionWatch;
   readonly instanceTypes = new InstanceTypeLabels();
+  /** The NodeClaims of each NodePool by offering: Balanced consolidation's pool cost. */
+  readonly poolOfferings = new PoolOfferings();
   /** The required CRDs said not to be served. */
   private readonly missing = new Set<string>();
 
@@ -198,6 +201,8 @@ export class ClusterCaches {
       return node === undefined ? undefined : recordAtMark(node.labels, node.story, keys);
     });
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
+    this.nodeClaims.subscribe((claim) => this.poolOfferings.upsert(claim));
+    this.nodeClaims.onRemoved((claim) => this.poolOfferings.remove(claim));
   }
 
   /** Every watch, by the resource name its metrics carry. */
@@ -218,6 +223,7 @@ export class ClusterCaches {
       { resource: 'ec2nodeclasses', reflector: this.nodeClasses.reflector as Reflector<unknown> },
       { resource: 'disruption-events', reflector: this.disruption.reflector as Reflector<unknown> },
       { resource: 'consolidation-events', reflector: this.disruption.candidates as Reflector<unknown> },
+      { resource: 'approval-events', reflector: this.disruption.approvals as Reflector<unknown> },
     ];
   }
 
@@ -237,6 +243,7 @@ export class ClusterCaches {
       zonesOf: (nodeClass) => this.nodeClasses.zonesOf(nodeClass),
       nodeLabelsOf: (instanceType) => this.instanceTypes.get(instanceType),
       disruption: this.disruption,
+      poolOfferings: (pool, createdBefore) => this.poolOfferings.offerings(pool, createdBefore),
     };
   }
 

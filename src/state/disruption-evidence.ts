@@ -1,22 +1,29 @@
 // What the watcher sees of Karpenter's disruption, for the engine to tell a replacement from a
 // provisioning launch (engine/launch-origin.ts): the NodeClaims Karpenter marked for disruption,
 // kept after they are gone (a replaced node is deleted once its replacement is initialized), and
-// the DisruptionLaunching Events it publishes on replacements. The Events are read from the
-// `default` namespace, where Events of cluster-scoped objects such as NodeClaims are written, and
-// only those: the server filters them by kind and reason.
+// the DisruptionLaunching Events it publishes on replacements, and the ConsolidationCandidate and
+// ConsolidationApproved Events that date and score a consolidation's decision. The Events are read
+// from the `default` namespace, where Events of cluster-scoped objects such as NodeClaims are
+// written, and only those: the server filters them by kind and reason.
 import {
+  type ApprovalFigures,
+  type ConsolidationApproval,
   type DisruptionEvidence,
   type DisruptionMark,
   launchingReason,
   type NodeClaimView,
+  parseApproval,
   type RecordAtMark,
 } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
+import { type Timed, TimedEvents } from './timed-events.ts';
 
 export const LAUNCHING_EVENTS_PATH = '/api/v1/namespaces/default/events';
 export const LAUNCHING_EVENTS_SELECTOR = 'involvedObject.kind=NodeClaim,reason=DisruptionLaunching';
 export const CANDIDATE_EVENTS_SELECTOR = 'involvedObject.kind=NodeClaim,reason=ConsolidationCandidate';
+/** Balanced consolidation's approvals: on the candidate's NodeClaim (and Node, not read) for one node, on the NodePool for several. */
+export const APPROVAL_EVENTS_SELECTOR = 'involvedObject.kind!=Node,reason=ConsolidationApproved';
 
 interface EventObject {
   metadata?: { name?: string; creationTimestamp?: string };
@@ -33,8 +40,15 @@ interface CandidateEvent {
   readonly at: number | undefined;
 }
 
-/** Times kept per NodeClaim: the command that marks it was computed at one of its latest. */
-const CANDIDATE_TIMES_KEPT = 8;
+/** One ConsolidationApproved Event: the object it is on (`NodeClaim/x`, `NodePool/y`), when, and its figures. */
+interface ApprovalEvent {
+  readonly object: string;
+  readonly at: number | undefined;
+  readonly figures: ApprovalFigures | undefined;
+}
+
+/** Events kept per object: the command that marks a NodeClaim was computed (and approved) at one of its latest. */
+const EVENTS_KEPT = 8;
 
 /** When an Event last happened: Karpenter's recorder writes core/v1 Events (lastTimestamp), a series its eventTime. */
 function eventTime(e: EventObject): number | undefined {
@@ -65,9 +79,16 @@ export class DisruptionWatch implements DisruptionEvidence {
   readonly reflector: Reflector<LaunchingEvent>;
   /** ConsolidationCandidate Events: when consolidation decided, so with which overlays (engine/decision-moment.ts). */
   readonly candidates: Reflector<CandidateEvent>;
+  /** ConsolidationApproved Events: Balanced consolidation's score of a command (engine/effect/balanced.ts). */
+  readonly approvals: Reflector<ApprovalEvent>;
   private readonly reasonOf = new Map<string, string>();
-  /** By NodeClaim, ascending, the latest CANDIDATE_TIMES_KEPT; pruned with the marks' retention. */
-  private readonly candidateTimes = new Map<string, number[]>();
+  /** By NodeClaim; pruned with the marks' retention. */
+  private readonly candidateTimes = new TimedEvents<Timed>(EVENTS_KEPT, (a, b) => a.at === b.at);
+  /** By object (`NodeClaim/x`, `NodePool/y`); pruned with the marks' retention. */
+  private readonly approved = new TimedEvents<ConsolidationApproval>(
+    EVENTS_KEPT,
+    (a, b) => a.at === b.at && JSON.stringify(a.figures) === JSON.stringify(b.figures),
+  );
   /** By NodeClaim, in the order they were marked (a Map keeps insertion order): pruned from the front. */
   private readonly marks = new Map<string, DisruptionMark>();
   private readonly now: () => number;
@@ -116,27 +137,44 @@ export class DisruptionWatch implements DisruptionEvidence {
       },
       optional: true,
     });
+    this.approvals = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
+      resource: 'approval-events',
+      fieldSelector: APPROVAL_EVENTS_SELECTOR,
+      keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
+      slim: (obj) => {
+        const e = obj as EventObject;
+        return {
+          object: `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''}`,
+          at: eventTime(e),
+          figures: parseApproval(e.message),
+        };
+      },
+      handlers: {
+        upsert: (event) => {
+          if (event.at === undefined || event.figures === undefined) return;
+          this.approved.add(event.object, { at: event.at, figures: event.figures });
+          this.prune();
+        },
+        // As the candidates' times: kept past the Event's expiry, pruned with the marks.
+        remove: () => {},
+      },
+      optional: true,
+    });
     claims.subscribe((claim) => this.observe(claim));
   }
 
   private candidateSeen(event: CandidateEvent): void {
     if (event.nodeClaim === '' || event.at === undefined) return;
-    const times = this.candidateTimes.get(event.nodeClaim) ?? [];
-    if (times.includes(event.at)) return;
-    times.push(event.at);
-    times.sort((a, b) => a - b);
-    if (times.length > CANDIDATE_TIMES_KEPT) times.shift();
-    // Re-inserted: the Map's order is then the order of the latest sighting, which pruning follows.
-    this.candidateTimes.delete(event.nodeClaim);
-    this.candidateTimes.set(event.nodeClaim, times);
+    this.candidateTimes.add(event.nodeClaim, { at: event.at });
     this.prune();
   }
 
   candidateAt(nodeClaim: string, notAfter: number): number | undefined {
-    const times = this.candidateTimes.get(nodeClaim);
-    if (times === undefined) return undefined;
-    for (let i = times.length - 1; i >= 0; i--) if (times[i]! <= notAfter) return times[i];
-    return undefined;
+    return this.candidateTimes.latest(nodeClaim, notAfter)?.at;
+  }
+
+  approvalsBetween(kind: 'NodeClaim' | 'NodePool', name: string, from: number, to: number): ConsolidationApproval[] {
+    return this.approved.between(`${kind}/${name}`, from, to);
   }
 
   /** Called when a NodeClaim is first known to be a replacement: its node may be decidable now. */
@@ -167,10 +205,8 @@ export class DisruptionWatch implements DisruptionEvidence {
       if (mark.markedAt >= horizon && this.marks.size <= MAX_MARKS) break;
       this.marks.delete(name);
     }
-    for (const [name, times] of this.candidateTimes) {
-      if (times.at(-1)! >= horizon && this.candidateTimes.size <= MAX_MARKS) break;
-      this.candidateTimes.delete(name);
-    }
+    this.candidateTimes.prune(horizon, MAX_MARKS);
+    this.approved.prune(horizon, MAX_MARKS);
   }
 
   launching(nodeClaim: string): string | undefined {

@@ -1,0 +1,74 @@
+// Each NodePool's NodeClaims by offering, as Karpenter's ClusterCost counts them for Balanced
+// consolidation's pool cost (pkg/state/cost, UpdateNodeClaim): a NodeClaim counts once it carries
+// its instance type, zone, capacity type and NodePool labels, until it is gone. Kept as the
+// NodeClaim cache's events come; counted per pool when a Balanced replacement asks, and that count
+// kept until the pool's NodeClaims change.
+import type { NodeClaimView, PoolOffering } from '../engine/index.ts';
+
+const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
+const ZONE = 'topology.kubernetes.io/zone';
+const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
+const NODEPOOL = 'karpenter.sh/nodepool';
+
+interface Counted {
+  readonly pool: string;
+  readonly offering: string;
+  readonly createdAt: number | undefined;
+}
+
+export class PoolOfferings {
+  private readonly byClaim = new Map<string, Counted>();
+  /** The NodeClaims of each pool, and a version that changes with them. */
+  private readonly pools = new Map<string, { claims: Map<string, Counted>; version: number }>();
+  private readonly counts = new Map<string, { version: number; before: number; offerings: PoolOffering[] }>();
+
+  upsert(claim: NodeClaimView): void {
+    const l = claim.labels;
+    const [type, zone, capacityType, pool] = [l[INSTANCE_TYPE], l[ZONE], l[CAPACITY_TYPE], l[NODEPOOL]];
+    if (type === undefined || zone === undefined || capacityType === undefined || pool === undefined) {
+      this.remove(claim);
+      return;
+    }
+    const offering = [type, zone, capacityType].join('\u0000');
+    const known = this.byClaim.get(claim.name);
+    if (known?.pool === pool && known.offering === offering && known.createdAt === claim.createdAt) return;
+    this.remove(claim);
+    const counted = { pool, offering, createdAt: claim.createdAt };
+    this.byClaim.set(claim.name, counted);
+    const p = this.pools.get(pool) ?? { claims: new Map(), version: 0 };
+    p.claims.set(claim.name, counted);
+    p.version++;
+    this.pools.set(pool, p);
+  }
+
+  remove(claim: Pick<NodeClaimView, 'name'>): void {
+    const known = this.byClaim.get(claim.name);
+    if (known === undefined) return;
+    this.byClaim.delete(claim.name);
+    const p = this.pools.get(known.pool)!;
+    p.claims.delete(claim.name);
+    p.version++;
+    if (p.claims.size === 0) {
+      this.pools.delete(known.pool);
+      this.counts.delete(known.pool);
+    }
+  }
+
+  /** The pool's NodeClaims created by `createdBefore` (or when, unknown), counted by offering; the same list until they change. */
+  offerings(pool: string, createdBefore: number): readonly PoolOffering[] {
+    const p = this.pools.get(pool);
+    if (p === undefined) return [];
+    const kept = this.counts.get(pool);
+    if (kept?.version === p.version && kept.before === createdBefore) return kept.offerings;
+    const byOffering = new Map<string, number>();
+    for (const c of p.claims.values())
+      if (c.createdAt === undefined || c.createdAt <= createdBefore)
+        byOffering.set(c.offering, (byOffering.get(c.offering) ?? 0) + 1);
+    const offerings = [...byOffering].map(([key, count]) => {
+      const [instanceType, zone, capacityType] = key.split('\u0000') as [string, string, string];
+      return { instanceType, zone, capacityType, count };
+    });
+    this.counts.set(pool, { version: p.version, before: createdBefore, offerings });
+    return offerings;
+  }
+}
