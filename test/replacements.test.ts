@@ -176,6 +176,60 @@ t.test("a consolidation's ConsolidationCandidate Events date its decision", asyn
   t.equal(caches.disruption.candidateAt(claimName, at.getTime() - 1), undefined, 'none before it');
 });
 
+t.test("Balanced consolidation's ConsolidationApproved Events are read with their figures", async (t) => {
+  const caches = watcher!.caches!;
+  const claimName = 'beside-empty-claim';
+  const claim = (await sim.custom.getClusterCustomObject({ ...CLAIMS, name: claimName })) as {
+    metadata: { uid: string };
+  };
+  // What Karpenter's recorder writes for disruptionevents.ConsolidationApproved (on the Node and the
+  // NodeClaim of a one-node command) and ConsolidationApprovedMultiNode (on the NodePool).
+  const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const approved = (name: string, involvedObject: Record<string, string>, message: string) =>
+    core.createNamespacedEvent({
+      namespace: 'default',
+      body: {
+        metadata: { name, namespace: 'default' },
+        involvedObject,
+        reason: 'ConsolidationApproved',
+        message,
+        type: 'Normal',
+        source: { component: 'karpenter' },
+        firstTimestamp: at,
+        lastTimestamp: at,
+        count: 1,
+      },
+    });
+  const message = 'score 1.53 >= threshold 0.50 (k: 2, savings 25.0%, disruption 16.3%)';
+  await approved('beside-empty.approved', { apiVersion: 'v1', kind: 'Node', name: 'beside-empty' }, message);
+  await approved(
+    `${claimName}.approved`,
+    { apiVersion: 'karpenter.sh/v1', kind: 'NodeClaim', name: claimName, uid: claim.metadata.uid },
+    message,
+  );
+  await approved(
+    'default.approved',
+    { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: 'default' },
+    '(combined from similar events): score 0.71 >= threshold 0.50 (k: 2, savings 3.2%, disruption 4.5%)',
+  );
+  const seen = (kind: 'NodeClaim' | 'NodePool', name: string) =>
+    caches.disruption.approvalsBetween(kind, name, at.getTime(), at.getTime());
+  await until(
+    'the Events seen',
+    async () => seen('NodeClaim', claimName).length + seen('NodePool', 'default').length === 2,
+  );
+  t.same(seen('NodeClaim', claimName), [
+    { at: at.getTime(), figures: { score: 1.53, threshold: 0.5, k: 2, savingsPct: 25, disruptionPct: 16.3 } },
+  ]);
+  t.equal(seen('NodePool', 'default')[0]?.figures.savingsPct, 3.2, "the NodePool's, aggregated by client-go");
+  t.same(
+    [...caches.disruption.approvals.store.keys()].sort(),
+    [`${claimName}.approved`, 'default.approved'],
+    "the Node's copy is filtered out by the server (involvedObject.kind!=Node)",
+  );
+  t.same(caches.disruption.approvalsBetween('NodeClaim', claimName, 0, at.getTime() - 1), [], 'none before it');
+});
+
 t.test('without the right to read Events: ready, launches recorded as before, one warning', async (t) => {
   await watcher?.stop();
   watcher = undefined;
