@@ -1,7 +1,6 @@
 // The body of test/aws/disruption-decisions.test.ts, run in a network namespace with only loopback.
-// Real Karpenter on AWS (kit/aws) with its disruption loop open (WhenEmptyOrUnderutilized,
-// consolidateAfter 5s, budgets 100%) on one on-demand NodePool of m5.large, c6i.large and
-// r6i.large, and the watcher beside it, as a new user would meet the disruption loop:
+// Real Karpenter on AWS (kit/aws) with its disruption loop open on one on-demand NodePool
+// (in-namespace/pool-scene.ts) and the watcher beside it, as a new user would meet the loop:
 //
 // 1. Provisioning beside emptiness. Three nodes empty out; the moment Karpenter marks the first for
 //    deletion (DisruptionReason Empty), three pods come that each need a node. Their NodeClaims are
@@ -13,69 +12,16 @@
 //    which simulates the scheduling again but does not price again: Karpenter goes on and replaces the
 //    node by an m5.large. The record judges it with the overlay that decided it: `replacement`.
 import t from 'tap';
-import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, until } from '../../../kit/fleet.ts';
-import {
-  AWS_KARPENTER_VERSION,
-  OPEN_DISRUPTION,
-  REGION,
-  startAwsKarpenterWithWatcher,
-} from '../../../kit/aws/karpenter.ts';
-import { type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
+import { REGION } from '../../../kit/aws/karpenter.ts';
+import type { NodeClaim } from '../../../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
-import { type DecisionStory, readStory } from '../../../src/engine/index.ts';
+import { createdAt, disruptionOf, secs, startPoolScene, typeOf } from './pool-scene.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const started = Date.now();
-const TYPES = ['m5.large', 'c6i.large', 'r6i.large'];
-const env = await startAwsKarpenterWithWatcher({
-  karpenter: {
-    // An instance boots for a few seconds before its kubelet's CREATE, as on EC2.
-    bootDelayMs: 3000,
-    nodePools: [{ name: 'od', capacityTypes: ['on-demand'], instanceTypes: TYPES, disruption: OPEN_DISRUPTION }],
-  },
-});
-const { karpenter, admin } = env;
-t.teardown(async () => {
-  if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
-  await env.stop();
-});
-const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-const core = admin.makeApiClient(k8s.CoreV1Api);
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-t.comment(
-  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${secs(Date.now() - started)}`,
-);
-
-const live = async () => (await karpenter.nodeClaims()).filter((c) => !('deletionTimestamp' in c.metadata));
-const createdAt = (c: NodeClaim) => Date.parse(c.metadata.creationTimestamp ?? '');
-const typeOf = (c: NodeClaim) => c.metadata.labels?.['node.kubernetes.io/instance-type'];
-const disruptionOf = (c: NodeClaim) =>
-  c.status?.conditions?.find((x) => x.type === 'DisruptionReason' && x.status === 'True') as
-    | { reason?: string; lastTransitionTime?: string }
-    | undefined;
-async function storyOfClaim(c: NodeClaim): Promise<DecisionStory | undefined> {
-  if (!c.status?.nodeName) return undefined;
-  const node = await core.readNode({ name: c.status.nodeName }).catch(() => undefined);
-  return readStory(node?.metadata?.annotations?.['veneer.io/overlay-decision']);
-}
-/** Pods that need a node each (1100m: no two fit one of these 2-vCPU types), evicted ones gone for good. */
-async function createPods(names: string[], cpu: string): Promise<void> {
-  for (const name of names) {
-    const body = podObject({ name, nodePool: 'od', cpu }, (type) => karpenter.vcpus.get(type)!);
-    // No kubelet runs here to confirm a pod's end: an evicted pod with a grace period would stay Terminating.
-    body.spec!.terminationGracePeriodSeconds = 0;
-    await core.createNamespacedPod({ namespace: 'default', body });
-  }
-}
-const deletePods = (names: string[]) =>
-  Promise.all(
-    names.map((name) =>
-      core.deleteNamespacedPod({ name, namespace: 'default', gracePeriodSeconds: 0 }).catch(() => undefined),
-    ),
-  );
+const { karpenter, custom, core, live, storyOfClaim, createPods, deletePods, untilPoolEmpty } = await startPoolScene(t);
 
 t.test('provisioning beside an emptiness deletion is recorded inline, with its launch effect', async (t) => {
   const first = ['first-0', 'first-1', 'first-2'];
@@ -128,7 +74,7 @@ t.test('provisioning beside an emptiness deletion is recorded inline, with its l
     'the emptied nodes were deleted by Emptiness, nothing else',
   );
   await deletePods(second);
-  await until('the nodes emptied and gone', async () => (await karpenter.nodeClaims()).length === 0, 120_000);
+  await untilPoolEmpty();
 });
 
 interface EventItem {
@@ -203,4 +149,5 @@ t.test('an overlay deleted while Karpenter validates still decided the replaceme
   t.same(effect.overlays, [RI.metadata.name]);
   t.match(effect.disruption, { reason: 'Underutilized', replaced: [{ nodeClaim: old!.metadata.name }] });
   await deletePods(['app']);
+  await untilPoolEmpty();
 });

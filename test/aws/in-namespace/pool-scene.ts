@@ -1,0 +1,118 @@
+// One on-demand NodePool (m5.large, c6i.large, r6i.large; consolidation open: WhenEmptyOrUnderutilized,
+// consolidateAfter 5s, budgets 100%) under real Karpenter on AWS with the watcher beside it, and what
+// the disruption tests do with it: pods that need nodes, the NodeClaims and their records, the
+// budget and a taint that lay out nodes. Run inside a network namespace with only loopback.
+import * as k8s from '@kubernetes/client-node';
+import type { Test } from 'tap';
+import { sleep, until } from '../../../kit/fleet.ts';
+import { AWS_KARPENTER_VERSION, OPEN_DISRUPTION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
+import { NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
+import { mergePatch } from '../../../kit/karpenter-sim.ts';
+import { type DecisionStory, readStory } from '../../../src/engine/index.ts';
+
+export const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+export const createdAt = (c: NodeClaim) => Date.parse(c.metadata.creationTimestamp ?? '');
+export const typeOf = (c: NodeClaim) => c.metadata.labels?.['node.kubernetes.io/instance-type'];
+export const disruptionOf = (c: NodeClaim) =>
+  c.status?.conditions?.find((x) => x.type === 'DisruptionReason' && x.status === 'True') as
+    | { reason?: string; lastTransitionTime?: string }
+    | undefined;
+
+const POOL = 'od';
+const HOLD = 'veneer.test/hold';
+
+/** The pool under real Karpenter on AWS, the watcher beside it, and what the tests do with it; stopped at `t`'s end. */
+export async function startPoolScene(t: Test) {
+  const started = Date.now();
+  const env = await startAwsKarpenterWithWatcher({
+    karpenter: {
+      // An instance boots for a few seconds before its kubelet's CREATE, as on EC2.
+      bootDelayMs: 3000,
+      nodePools: [
+        {
+          name: POOL,
+          capacityTypes: ['on-demand'],
+          instanceTypes: ['m5.large', 'c6i.large', 'r6i.large'],
+          disruption: OPEN_DISRUPTION,
+        },
+      ],
+    },
+  });
+  const { karpenter, admin } = env;
+  t.teardown(async () => {
+    if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
+    await env.stop();
+  });
+  t.comment(
+    `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${secs(Date.now() - started)}`,
+  );
+  const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  const live = async () => (await karpenter.nodeClaims()).filter((c) => !('deletionTimestamp' in c.metadata));
+  async function storyOfClaim(c: NodeClaim): Promise<DecisionStory | undefined> {
+    if (!c.status?.nodeName) return undefined;
+    const node = await core.readNode({ name: c.status.nodeName }).catch(() => undefined);
+    return readStory(node?.metadata?.annotations?.['veneer.io/overlay-decision']);
+  }
+  /** Pods of the pool, by name; no grace period: no kubelet runs here to confirm a pod's end. */
+  async function createPods(names: string[], cpu: string): Promise<void> {
+    for (const name of names) {
+      const body = podObject({ name, nodePool: POOL, cpu }, (type) => karpenter.vcpus.get(type)!);
+      body.spec!.terminationGracePeriodSeconds = 0;
+      await core.createNamespacedPod({ namespace: 'default', body });
+    }
+  }
+  const deletePods = (names: string[]) =>
+    Promise.all(
+      names.map((name) =>
+        core.deleteNamespacedPod({ name, namespace: 'default', gracePeriodSeconds: 0 }).catch(() => undefined),
+      ),
+    );
+  /** The NodePool's disruption budget: "0" holds every disruption while a layout is made. */
+  const budget = (nodes: string) =>
+    custom.patchClusterCustomObject(
+      { ...NODEPOOL_API, name: POOL, body: { spec: { disruption: { budgets: [{ nodes }] } } } },
+      mergePatch,
+    );
+  /** A taint no pod tolerates: Karpenter's scheduling respects it (a cordon it does not), so the next pod gets a node of its own. */
+  async function hold(node: string, on: boolean): Promise<void> {
+    const taints = ((await core.readNode({ name: node })).spec?.taints ?? []).filter((x) => x.key !== HOLD);
+    if (on) taints.push({ key: HOLD, value: 'true', effect: 'NoSchedule' });
+    await core.patchNode({ name: node, body: { spec: { taints } } }, mergePatch);
+  }
+  /** Pods a Deployment would keep: made again when Karpenter's drain evicts them (no controller-manager runs here). */
+  function keepPods(names: string[], cpu: string): () => Promise<void> {
+    let stopped = false;
+    const loop = (async () => {
+      while (!stopped) {
+        for (const name of names) {
+          const pod = await core.readNamespacedPod({ name, namespace: 'default' }).catch(() => undefined);
+          if (pod === undefined) await createPods([name], cpu).catch(() => undefined);
+          else if (pod.metadata?.deletionTimestamp) await deletePods([name]);
+        }
+        await sleep(250);
+      }
+    })();
+    return async () => {
+      stopped = true;
+      await loop;
+    };
+  }
+  const untilPoolEmpty = () =>
+    until('the pool emptied', async () => (await karpenter.nodeClaims()).length === 0, 120_000);
+  return {
+    env,
+    karpenter,
+    admin,
+    custom,
+    core,
+    live,
+    storyOfClaim,
+    createPods,
+    deletePods,
+    budget,
+    hold,
+    keepPods,
+    untilPoolEmpty,
+  };
+}
