@@ -1,5 +1,5 @@
 // Nodes and NodeClaims reduced to what a decision needs, from JSON or client objects.
-import type { Labels } from './requirements.ts';
+import { combineRequirements, type Labels, type Requirement } from './requirements.ts';
 import { toEpochMs } from './overlay.ts';
 import { KNOWN_PROVIDERS } from './providers.ts';
 import type { ClaimForEffect } from './effect/types.ts';
@@ -133,6 +133,21 @@ const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
  */
 const SHARED_ALLOWED = new Map<string, ReadonlyMap<string, ReadonlySet<string>>>();
 const SHARED_MIN_VALUES = new Map<string, ReadonlyMap<string, number>>();
+const SHARED_REQUIREMENTS = new Map<string, readonly Requirement[]>();
+
+/** Requirements besides the instance types, combined per key, as one shared array per distinct set. */
+function sharedRequirements(reqs: readonly NodeClaimRequirement[]): readonly Requirement[] {
+  const specs = reqs
+    .filter((r) => normalizedKey(r.key ?? '') !== INSTANCE_TYPE)
+    .map((r) => ({ key: r.key ?? '', operator: r.operator ?? '', values: r.values ?? [] }));
+  const key = JSON.stringify(specs);
+  const known = SHARED_REQUIREMENTS.get(key);
+  if (known) return known;
+  if (SHARED_REQUIREMENTS.size >= MAX_SHARED_CANDIDATE_LISTS) SHARED_REQUIREMENTS.clear();
+  const combined = combineRequirements(specs);
+  SHARED_REQUIREMENTS.set(key, combined);
+  return combined;
+}
 
 function sharedMap<V>(shared: Map<string, ReadonlyMap<string, V>>, map: Map<string, V>, key: string) {
   const known = shared.get(key);
@@ -169,6 +184,8 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   const requested = obj.spec?.resources?.requests ?? {};
   const cpu = parseQuantity(requested.cpu);
   const memory = parseQuantity(requested.memory);
+  // GPUs, ephemeral storage, ENIs for pods: what types hold of those the watcher does not know.
+  const other = Object.keys(requested).some((r) => r !== 'cpu' && r !== 'memory' && r !== 'pods');
   return {
     candidates,
     pinned,
@@ -180,8 +197,15 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
       : {}),
     priceOverlayApplied: obj.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true',
     ...(cpu !== undefined || memory !== undefined
-      ? { requests: { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) } }
+      ? {
+          requests: {
+            ...(cpu !== undefined ? { cpu } : {}),
+            ...(memory !== undefined ? { memory } : {}),
+            ...(other ? { other } : {}),
+          },
+        }
       : {}),
+    requirements: sharedRequirements(reqs),
     ...(allowed.size > 0
       ? { allowed: sharedMap(SHARED_ALLOWED, allowed, JSON.stringify([...allowed].map(([k, v]) => [k, [...v]]))) }
       : {}),

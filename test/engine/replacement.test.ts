@@ -23,6 +23,7 @@ const OD: Record<string, number> = {
   'r6i.large': 0.126,
   't3.medium': 0.0416,
   'm5.xlarge': 0.192,
+  'm5a.large': 0.086,
 };
 const SPOT: Record<string, number> = {
   'm5.large': 0.04,
@@ -30,6 +31,7 @@ const SPOT: Record<string, number> = {
   'r6i.large': 0.05,
   't3.medium': 0.015,
   'm5.xlarge': 0.07,
+  'm5a.large': 0.035,
 };
 
 function prices(catalog = true): PriceBook {
@@ -398,3 +400,88 @@ t.test("a NodeClaim's minValues by key and its requests are read from its spec",
   );
   t.same(claim.requests, { cpu: 1.5, memory: 1536 * 2 ** 20 });
 });
+
+/** A Savings Plan rate on the m5 family: the replaced m5.xlarge is discounted too. */
+const m5Rate = toOverlayView({
+  metadata: { name: 'sp-m5', labels: { 'app.kubernetes.io/managed-by': 'veneer' } },
+  spec: {
+    weight: 20,
+    priceAdjustment: '-60%',
+    requirements: [
+      { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+      { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5'] },
+    ],
+  },
+});
+
+/** The labels of a node of each type, where one was seen. */
+const SEEN: Record<string, [cpu: number, memory: number]> = {
+  'm5.large': [2, 8192],
+  'm5a.large': [2, 8192],
+  'c6i.large': [2, 4096],
+  'm5.xlarge': [4, 16384],
+};
+const seen =
+  (...unseen: string[]) =>
+  (x: string) => {
+    const capacity = SEEN[x];
+    if (capacity === undefined || unseen.includes(x)) return undefined;
+    return {
+      'node.kubernetes.io/instance-type': x,
+      'kubernetes.io/arch': 'amd64',
+      'karpenter.k8s.aws/instance-family': x.split('.')[0]!,
+      'karpenter.k8s.aws/instance-cpu': String(capacity[0]),
+      'karpenter.k8s.aws/instance-memory': String(capacity[1]),
+    };
+  };
+
+/** The replacement of an m5.xlarge as Karpenter writes it with the m5 rate: only m5.large undercuts its overlaid $0.0768/h. */
+const discountedClaim = (memory: string) =>
+  toNodeClaimView({
+    metadata: { name: 'replacement', annotations: { 'karpenter.sh/price-overlay-applied': 'true' } },
+    spec: {
+      requirements: [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        { key: 'topology.kubernetes.io/zone', operator: 'In', values: [ZONE] },
+        { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5', 'm5a', 'c6i', 'r6i'] },
+      ],
+      resources: { requests: { cpu: '1', memory, pods: '4' } },
+    },
+  }).launch!;
+
+t.test(
+  'a replaced node a selected overlay discounted: without it, types its overlaid price cut would have been options',
+  async (t) => {
+    const replaced = (memory: string, nodeLabelsOf = seen()) =>
+      effect({
+        candidates: ['m5.large'],
+        launched: ['m5.large', 'on-demand'],
+        replaced: [node('m5.xlarge')],
+        overlays: [{ overlay: m5Rate, selected: true }],
+        claim: discountedClaim(memory),
+        nodeLabelsOf,
+      });
+    // Without the rate m5.xlarge lists at $0.192/h: m5a.large ($0.086) undercuts it, and the pods
+    // (5 GiB) fit it as they fit m5.large, which has no more CPU or memory. c6i.large has 4 GiB,
+    // too little; r6i.large, whose size no node told, lists above m5a.large: whether they fit
+    // changes nothing.
+    const e = replaced('5Gi');
+    t.equal(e.disruption?.replacedWithout, true);
+    t.equal(e.verdict, 'instance-type', 'the replay over the NodeClaim alone (m5.large) would read none');
+    t.same(e.without?.instanceTypes, ['m5a.large']);
+    t.same(e.with?.instanceTypes, ['m5.large']);
+    // 2 GiB: c6i.large ($0.085) might have held the pods too, and it would be launched.
+    const small = replaced('2Gi');
+    t.equal(small.verdict, 'unknown');
+    t.equal(small.reasonCode, 'unseen-options');
+    t.match(small.reason, /c6i\.large/);
+    t.match(small.reason, /changes its launch/);
+    t.equal(small.disruption?.replacedWithout, true, 'the replacement would have been made: only its launch is open');
+    // No node of m5a.large seen: whether the pods fit it is not known, and it decides.
+    const unseen = replaced('5Gi', seen('m5a.large'));
+    t.equal(unseen.reasonCode, 'unseen-options');
+    t.match(unseen.reason, /m5a\.large/);
+  },
+);

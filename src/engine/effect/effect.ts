@@ -4,45 +4,13 @@
 // the overlays in force at the launch, the prices and what is known of the candidates.
 import type { NodePoolView } from '../nodepool.ts';
 import type { ProviderKeys } from '../providers.ts';
-import { awsLaunch, type Launch, sameRequest } from './aws-launch.ts';
+import { awsLaunch, sameRequest } from './aws-launch.ts';
 import { type CandidateType, internedCandidate, ZONE, ZONE_ID } from './candidates.ts';
 import type { PriceBook } from './prices.ts';
 import { idOf } from './identity.ts';
 import { type Offering, priceWorld, type PricedCandidate, type World } from './worlds.ts';
-import {
-  type ClaimForEffect,
-  type Effect,
-  type EffectInput,
-  MAX_CANDIDATES,
-  MAX_TYPES_SHOWN,
-  type WorldLaunch,
-} from './types.ts';
-import { type Replay, unknown, verdictFor } from './verdict.ts';
-
-/** The first `n` of `names` in sorted order, without sorting all of them (a tie can hold hundreds). */
-function firstSorted(names: readonly string[], n: number): string[] {
-  const out: string[] = [];
-  for (const name of names) {
-    if (out.length === n && name >= out[n - 1]!) continue;
-    let i = out.length;
-    while (i > 0 && out[i - 1]! > name) i--;
-    out.splice(i, 0, name);
-    if (out.length > n) out.pop();
-  }
-  return out;
-}
-
-function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): WorldLaunch {
-  const single = l.picks.length === 1 && l.capacityType === 'on-demand' ? prices.onDemand(l.picks[0]!) : undefined;
-  return {
-    capacityType: l.capacityType,
-    strategy: l.strategy,
-    instanceTypes: firstSorted(l.picks, MAX_TYPES_SHOWN),
-    instanceTypeCount: l.picks.length,
-    ...(single !== undefined ? { listPrice: single } : {}),
-    ...(atCut ? { atCut } : {}),
-  };
-}
+import { type ClaimForEffect, type Effect, type EffectInput, MAX_CANDIDATES } from './types.ts';
+import { type Replay, unknown, verdictFor, worldLaunch } from './verdict.ts';
 
 /**
  * A candidate's offerings at list prices: on-demand and spot in every zone the NodeClass launches
@@ -90,6 +58,7 @@ export function replayKey(input: EffectInput, claim: ClaimForEffect, pool: NodeP
     known,
     input.counted.map((c) => `${idOf(c.overlay)}${c.selected ? 's' : ''}`).join(','),
     input.conflicted.map((o) => idOf(o)).join(','),
+    input.withoutCandidates ? idOf(input.withoutCandidates) : '-',
   ].join('|');
 }
 
@@ -126,6 +95,13 @@ function replayOf(input: EffectInput): { effect: Effect } | Replay {
       ),
     };
   }
+  if ((input.withoutCandidates?.length ?? 0) > MAX_CANDIDATES)
+    return {
+      effect: unknown(
+        'candidates-cut',
+        `without the selected overlays more than ${MAX_CANDIDATES} instance types would be options, and Karpenter's NodeClaim lists the ${MAX_CANDIDATES} cheapest`,
+      ),
+    };
   let byList = replays.get(claim.candidates);
   if (!byList) {
     byList = new Map();
@@ -155,9 +131,13 @@ function replay(
   if (zones === undefined)
     return { effect: unknown('zones', 'the zones its EC2NodeClass launches into are not known') };
   const pinnedKey = Object.entries(claim.pinned).join(';');
-  const candidates = claim.candidates.map((name) =>
-    internedCandidate(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider.instanceTypeKeys),
-  );
+  const typesOf = (names: readonly string[]) =>
+    names.map((name) =>
+      internedCandidate(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider.instanceTypeKeys),
+    );
+  const candidates = typesOf(claim.candidates);
+  // A replacement made anyway: without the selected overlays its NodeClaim would list other options.
+  const withoutCandidates = input.withoutCandidates ? typesOf(input.withoutCandidates) : candidates;
   const withOverlays = input.counted.map((c) => c.overlay);
   const withoutOverlays = input.counted.filter((c) => !c.selected).map((c) => c.overlay);
   const selected = input.counted.filter((c) => c.selected).map((c) => c.overlay);
@@ -246,8 +226,11 @@ function replay(
     },
     offeringsKey: `every|${idOf(prices)}|${nodeClassZones.join(',')}`,
   };
+  const everyOfferingWithout = { ...everyOffering, candidates: withoutCandidates };
   // Counted by what it could price anywhere: the annotation reads every offering.
-  const conflicted = input.conflicted.find((o) => touches(priceWorld(everyOffering, [o])));
+  const conflicted = input.conflicted.find(
+    (o) => touches(priceWorld(everyOffering, [o])) || touches(priceWorld(everyOfferingWithout, [o])),
+  );
   if (conflicted)
     return {
       priced,
@@ -262,8 +245,11 @@ function replay(
   if ('unknown' in withLaunch) return { priced, context, stop: { code: withLaunch.code, reason: withLaunch.unknown } };
   const predicted = worldLaunch(withLaunch.launch, prices, withLaunch.cutAmbiguous !== undefined);
 
-  // Without a selected overlay among them, the world without them is this one.
-  const withoutWorld = selected.length === 0 ? withWorld : priceWorld(worldInput, withoutOverlays);
+  // Without a selected overlay among them, and over the same candidates, the world without them is this one.
+  const withoutWorld =
+    selected.length === 0 && withoutCandidates === candidates
+      ? withWorld
+      : priceWorld({ ...worldInput, candidates: withoutCandidates }, withoutOverlays);
   if ('unknown' in withoutWorld)
     return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: withoutWorld.unknown } };
   // The scheduler sets the annotation when any offering of any candidate had an overlaid price
@@ -271,7 +257,7 @@ function replay(
   // another overlay priced one.
   let annotated = false;
   if (withoutOverlays.length > 0) {
-    const allPriced = priceWorld(everyOffering, withoutOverlays);
+    const allPriced = priceWorld(everyOfferingWithout, withoutOverlays);
     if ('unknown' in allPriced)
       return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: allPriced.unknown } };
     annotated = overlaid(allPriced.priced);

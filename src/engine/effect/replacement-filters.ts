@@ -24,7 +24,7 @@ import type { ClaimForEffect } from './types.ts';
 import type { PricedCandidate } from './worlds.ts';
 
 /** An option as one world prices it; `priced` undefined: an overlay may or may not price it. */
-interface WorldOption {
+export interface WorldOption {
   readonly type: CandidateType;
   readonly priced: PricedCandidate | undefined;
 }
@@ -49,10 +49,13 @@ export interface CommandRules {
 }
 
 /** What is not known counts for the command (true) or against it. */
-interface Leaning {
+export interface Leaning {
   readonly prices: boolean;
   readonly values: boolean;
 }
+
+/** What is not known counts against the command. */
+export const SURE: Leaning = { prices: false, values: false };
 
 /** `cheapest`: the cheapest option's cheapest offering as far as the options are known, where asked for (Balanced scoring reads the savings). */
 export type Standing = { stands: true; cheapest?: Interval } | { stands: false; why: string };
@@ -96,10 +99,30 @@ function unmetMinValues(options: readonly WorldOption[], rule: MinValuesRule, le
   return undefined;
 }
 
+const below = (o: WorldOption, reqs: FilterRequirements, cap: number, leaning: Leaning) =>
+  o.priced === undefined ? leaning.prices : worstLaunchPrice(o.priced, reqs) < cap;
+
+/** filterOutSameInstanceType's cap: the cheapest replaced node whose type is among the options kept. */
+function sameTypeCap(kept: readonly WorldOption[], own: ReadonlyMap<string, number>) {
+  let cap = Number.POSITIVE_INFINITY;
+  let capType = '';
+  for (const o of kept) {
+    const price = own.get(o.type.name);
+    if (price !== undefined && price < cap) [cap, capType] = [price, o.type.name];
+  }
+  return { cap, capType };
+}
+
+/** What one world's filters leave of the options, minValues aside: the replacement's options there. */
+export function optionsLeft(options: readonly WorldOption[], rules: CommandRules, leaning: Leaning): WorldOption[] {
+  const kept = options.filter((o) => below(o, rules.reqs, rules.total, leaning));
+  if (!rules.sameType) return kept;
+  const { cap } = sameTypeCap(kept, rules.sameType.own);
+  return kept.filter((o) => below(o, rules.sameType!.reqs, cap, leaning));
+}
+
 function standing(options: readonly WorldOption[], rules: CommandRules, leaning: Leaning): Kept {
-  const below = (o: WorldOption, reqs: FilterRequirements, cap: number) =>
-    o.priced === undefined ? leaning.prices : worstLaunchPrice(o.priced, reqs) < cap;
-  const kept = options.filter((o) => below(o, rules.reqs, rules.total));
+  const kept = options.filter((o) => below(o, rules.reqs, rules.total, leaning));
   const short = (why: string): Kept => ({ stands: false, why });
   if (kept.length < rules.needed)
     return short(
@@ -108,14 +131,8 @@ function standing(options: readonly WorldOption[], rules: CommandRules, leaning:
   const unmet = rules.minValues && unmetMinValues(kept, rules.minValues, leaning.values);
   if (unmet) return short(`the options that would undercut the replaced nodes fall short of minValues: ${unmet}`);
   if (!rules.sameType) return { stands: true, left: kept };
-  const { own, reqs } = rules.sameType;
-  let cap = Number.POSITIVE_INFINITY;
-  let capType = '';
-  for (const o of kept) {
-    const price = own.get(o.type.name);
-    if (price !== undefined && price < cap) [cap, capType] = [price, o.type.name];
-  }
-  const left = kept.filter((o) => below(o, reqs, cap));
+  const { cap, capType } = sameTypeCap(kept, rules.sameType.own);
+  const left = kept.filter((o) => below(o, rules.sameType!.reqs, cap, leaning));
   const same = `the cheapest replaced node whose type is an option (${capType}, $${round(cap)}/h)`;
   if (left.length === 0)
     return short(`no option would undercut ${same}: Karpenter's filterOutSameInstanceType leaves none`);
@@ -150,10 +167,42 @@ export interface WithoutInput {
   readonly cheapest?: (c: PricedCandidate) => number;
 }
 
+/** Which replaced types not among the options fitted the pods, each subset consistent with what Karpenter kept, with filterOutSameInstanceType's cap then. */
+export function hypotheses(input: WithoutInput): Stop | { fitted: readonly PricedBoth[]; cap: number }[] {
+  if (input.replacedTypes.length > MAX_REPLACED_TYPES)
+    return stop(
+      'unseen-options',
+      `${input.replacedTypes.length} of the replaced nodes' types are not among the options: whether the pods fit them, which decides filterOutSameInstanceType, is not known`,
+    );
+  const out: { fitted: readonly PricedBoth[]; cap: number }[] = [];
+  for (let mask = 0; mask < 1 << input.replacedTypes.length; mask++) {
+    if (input.replacedTypes.some((t, i) => t.fits && !(mask & (1 << i)))) continue;
+    const fitted = input.replacedTypes.filter((_, i) => mask & (1 << i));
+    const cap = capWith(input.listed.with, fitted, input.rules.with);
+    if (cap !== undefined) out.push({ fitted, cap });
+  }
+  return out;
+}
+
+/** The types that may have been options: those the pods fitted only if Karpenter's filters cut them with the overlays. */
+export function mayHaveBeen(unseen: readonly BothWorlds[], input: WithoutInput, cap: number): readonly BothWorlds[] {
+  const { rules } = input;
+  const sameReqs = rules.with.sameType?.reqs ?? rules.with.reqs;
+  return unseen.filter(
+    (t) =>
+      input.truncated ||
+      t.with === undefined ||
+      !(worstLaunchPrice(t.with, rules.with.reqs) < rules.with.total && worstLaunchPrice(t.with, sameReqs) < cap),
+  );
+}
+
+export const asOptions = (cs: readonly PricedCandidate[]): WorldOption[] =>
+  cs.map((c) => ({ type: c.type, priced: c }));
+export const asWithout = (t: BothWorlds): WorldOption => ({ type: t.type, priced: t.without });
+
 /** Whether the command would stand without the selected overlays, for every options list consistent with what Karpenter kept. */
 export function standsWithout(input: WithoutInput): Stop | Standing {
   const { listed, rules } = input;
-  const asOptions = (cs: readonly PricedCandidate[]): WorldOption[] => cs.map((c) => ({ type: c.type, priced: c }));
   const mv = rules.with.minValues;
   const unmet = mv && unmetMinValues(asOptions(listed.with), mv, true);
   if (unmet)
@@ -161,50 +210,37 @@ export function standsWithout(input: WithoutInput): Stop | Standing {
       'min-values',
       `the replacement's options fall short of its minValues as the watcher counts their labels (${unmet}), yet Karpenter kept them`,
     );
-  // Which of the replaced types not among the options fitted the pods: each subset is a hypothesis.
-  if (input.replacedTypes.length > MAX_REPLACED_TYPES)
-    return stop(
-      'unseen-options',
-      `${input.replacedTypes.length} of the replaced nodes' types are not among the options: whether the pods fit them, which decides filterOutSameInstanceType, is not known`,
-    );
+  const hs = hypotheses(input);
+  if ('stop' in hs) return hs;
   let unseen: Stop | readonly BothWorlds[] | undefined;
-  // An unseen type fitted the pods only if Karpenter's filters would have cut it with the overlays.
-  const sameReqs = rules.with.sameType?.reqs ?? rules.with.reqs;
   const couldHave = (cap: number): Stop | readonly BothWorlds[] => {
     unseen ??= input.unseen();
-    if ('stop' in unseen) return unseen;
-    return unseen.filter(
-      (t) =>
-        input.truncated ||
-        t.with === undefined ||
-        !(worstLaunchPrice(t.with, rules.with.reqs) < rules.with.total && worstLaunchPrice(t.with, sameReqs) < cap),
-    );
+    return 'stop' in unseen ? unseen : mayHaveBeen(unseen, input, cap);
   };
   const answers: (Standing | { code: 'unseen-options' | 'min-values'; why?: string })[] = [];
-  for (let mask = 0; mask < 1 << input.replacedTypes.length; mask++) {
-    const fitted = input.replacedTypes.filter((_, i) => mask & (1 << i));
-    const cap = capWith(listed.with, fitted, rules.with);
-    if (cap === undefined) continue;
-    const sure = [...asOptions(listed.without), ...fitted.map((t) => ({ type: t.type, priced: t.without }))];
-    const held = standing(sure, rules.without, { prices: false, values: false });
+  for (const { fitted, cap } of hs) {
+    const sure = [...asOptions(listed.without), ...fitted.map(asWithout)];
+    let held = standing(sure, rules.without, SURE);
+    // Past what is surely left, the types the pods are shown to fit are options where they undercut.
+    const could = held.stands ? undefined : couldHave(cap);
+    if (could !== undefined && 'stop' in could) return could;
+    if (could) held = standing([...sure, ...could.filter((t) => t.fits).map(asWithout)], rules.without, SURE);
     if (held.stands) {
       const { cheapest } = input;
       answers.push({
         stands: true,
-        ...(cheapest ? { cheapest: cheapestOf(held.left, couldHave(cap), cheapest) } : {}),
+        ...(cheapest ? { cheapest: cheapestOf(held.left, could ?? couldHave(cap), cheapest) } : {}),
       });
       continue;
     }
-    const could = couldHave(cap);
-    if ('stop' in could) return could;
-    const widest = [...sure, ...could.map((t) => ({ type: t.type, priced: t.without }))];
+    const widest = [...sure, ...could!.map(asWithout)];
     const high = standing(widest, rules.without, { prices: true, values: true });
     if (!high.stands) answers.push(high);
     else if (!standing(widest, rules.without, { prices: true, values: false }).stands)
       answers.push({ code: 'min-values' });
-    else answers.push({ code: 'unseen-options', why: names(could.map((t) => t.type.name)) });
+    else answers.push({ code: 'unseen-options', why: names(could!.filter((t) => !t.fits).map((t) => t.type.name)) });
   }
-  if (answers.length === 0)
+  if (hs.length === 0)
     return stop(
       'replaced-prices',
       'at the prices known an option Karpenter kept does not undercut the cheapest replaced node whose type is among the options (filterOutSameInstanceType): its prices, or the nodes it replaced, were other than these',
@@ -255,5 +291,5 @@ function cheapestOf(
 /** Hypotheses are the subsets of these: beyond, the test abstains. */
 const MAX_REPLACED_TYPES = 5;
 
-const names = (all: readonly string[]) =>
+export const names = (all: readonly string[]) =>
   `${all.slice(0, 3).join(', ')}${all.length > 3 ? ` and ${all.length - 3} more` : ''}`;

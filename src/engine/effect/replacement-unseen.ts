@@ -1,11 +1,12 @@
 // The types that are not the replacement's options but could have been: the catalog's that
 // Karpenter may have cut by price (or, for several nodes, by filterOutSameInstanceType), and the
 // replaced nodes' own, each priced in both worlds. Whether the pods fit them the watcher does not
-// see; what their names, a node of theirs and the NodeClaim's requests tell narrows them.
+// see; what their names, a node of theirs and the NodeClaim tell narrows them (replacement-fit.ts).
 import type { NodePoolView } from '../nodepool.ts';
 import type { ProviderKeys } from '../providers.ts';
-import { AWS_CPU, AWS_MEMORY, type CandidateType } from './candidates.ts';
+import type { CandidateType } from './candidates.ts';
 import type { PriceBook } from './prices.ts';
+import { fitShown, tooSmall } from './replacement-fit.ts';
 import {
   candidatesOf,
   type FilterRequirements,
@@ -24,6 +25,8 @@ export interface BothWorlds {
   readonly type: CandidateType;
   readonly with: PricedCandidate | undefined;
   readonly without: PricedCandidate | undefined;
+  /** The pods are shown to fit it: it was no option only if Karpenter cut it. */
+  readonly fits: boolean;
 }
 
 export interface PricedBoth extends BothWorlds {
@@ -61,6 +64,7 @@ export function unseenOptions(
   // One type an overlay may or may not price leaves the whole list unknown: then type by type.
   const w0 = 'unknown' in all.with ? undefined : all.with.priced;
   const wo0 = 'unknown' in all.without ? undefined : all.without.priced;
+  const fits = fitShown(claim, candidatesOf(claim.candidates, claim, input, provider), provider);
   const priced: BothWorlds[] =
     w0 === undefined || wo0 === undefined
       ? types.map((type) => {
@@ -71,9 +75,10 @@ export function unseenOptions(
             type,
             with: 'unknown' in w ? undefined : w.priced[0],
             without: 'unknown' in wo ? undefined : wo.priced[0],
+            fits: fits(type),
           };
         })
-      : types.map((type, i) => ({ type, with: w0[i], without: wo0[i] }));
+      : types.map((type, i) => ({ type, with: w0[i], without: wo0[i], fits: fits(type) }));
   return priced.filter((p) => p.without === undefined || worstLaunchPrice(p.without, reqs) < totalWithout);
 }
 
@@ -105,8 +110,9 @@ export function replacedTypes(
   if ('unknown' in w) return stop('attributes', w.unknown);
   const wo = priceWorld(wi, worlds.without);
   if ('unknown' in wo) return stop('attributes', wo.unknown);
+  const fits = fitShown(claim, candidatesOf(claim.candidates, claim, input, provider), provider);
   return types
-    .map((type, i) => ({ type, with: w.priced[i]!, without: wo.priced[i]! }))
+    .map((type, i) => ({ type, with: w.priced[i]!, without: wo.priced[i]!, fits: fits(type) }))
     .filter((t) => worstLaunchPrice(t.with, reqs) < total.with || worstLaunchPrice(t.without, reqs) < total.without);
 }
 
@@ -144,17 +150,4 @@ function allowedByName(type: CandidateType, claim: ClaimForEffect): boolean {
   for (const [key, values] of claim.allowed ?? [])
     if (known(key) && key in type.labels && !values.has(type.labels[key]!)) return false;
   return true;
-}
-
-/**
- * Whether the replacement requests more than the type has (its vCPUs and MiB as the AWS provider
- * labels them, pkg/providers/instancetype cpu and memory): its allocatable is no more, so the
- * pods could not have fit it (scheduling's fits, resources.Fits).
- */
-function tooSmall(type: CandidateType, claim: ClaimForEffect): boolean {
-  const capacity = (key: string, unit: number) =>
-    type.known === undefined || type.known.has(key) ? Number(type.labels[key] ?? Number.NaN) * unit : Number.NaN;
-  // A margin for the float parse: a type left in is only left unexcluded.
-  const over = (requested: number | undefined, has: number) => (requested ?? 0) > has * (1 + 1e-9);
-  return over(claim.requests?.cpu, capacity(AWS_CPU, 1)) || over(claim.requests?.memory, capacity(AWS_MEMORY, 2 ** 20));
 }

@@ -8,12 +8,19 @@
 // nodes then go through filterOutSameInstanceType (replacement-filters.ts). That test is replayed
 // without the selected overlays: if the command would not stand, the node exists only because of
 // them (`replacement`); if it would, Balanced scoring may still reject it there (balanced.ts), and
-// else the launch replay answers as for any launch. Drift and other reasons have no price test:
-// the launch replay answers.
+// else the launch replay answers, without the overlays over the options consolidation would have
+// kept there (replacement-without.ts). Drift and other reasons have no price test: the launch
+// replay answers.
 import { type BalancedEvidence, balancedTest, type CommandTerms, isBalanced } from './balanced.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './candidates.ts';
 import { launchEffect, replayKey } from './effect.ts';
-import { type CommandRules, minValuesRule, type Standing, standsWithout } from './replacement-filters.ts';
+import {
+  type CommandRules,
+  minValuesRule,
+  type Standing,
+  standsWithout,
+  type WithoutInput,
+} from './replacement-filters.ts';
 import {
   cheapestOffering,
   type FilterRequirements,
@@ -27,6 +34,7 @@ import {
   worstLaunchPrice,
 } from './replacement-prices.ts';
 import { replacedTypes, unseenOptions } from './replacement-unseen.ts';
+import { anywayEffect, optionsWithout, type WithoutOptions } from './replacement-without.ts';
 import {
   type ChurnStory,
   type ClaimForEffect,
@@ -78,7 +86,8 @@ export function replacementEffect(input: ReplacementInput): Effect {
   const without = (test.terms && balancedTest(test.terms, input.balanced, pricing)) ?? test.without;
   if ('stop' in without) return withStory(unknown(without.stop.code, without.stop.reason, test.context), test.story);
   const told = { ...test.story, replacedWithout: without.stands };
-  if (without.stands) return withStory(launchEffect(input), told);
+  // Made anyway: launched from the options consolidation would have kept without the overlays.
+  if (without.stands) return withStory(anywayEffect(input, test.anyway!, test.context), told);
   const { instanceType, capacityType } = input.launched;
   const offer = test.options
     .find((c) => c.type.name === instanceType)
@@ -118,7 +127,8 @@ function memoizedTest(input: ReplacementInput): TestResult {
     replayKey(input, claim, pool),
     claim.allowed ? idOf(claim.allowed) : '-',
     claim.minValuesByKey ? idOf(claim.minValuesByKey) : '-',
-    `${claim.requests?.cpu}/${claim.requests?.memory}`,
+    `${claim.requests?.cpu}/${claim.requests?.memory}/${claim.requests?.other}`,
+    claim.requirements ? idOf(claim.requirements) : '-',
     input.replaced.map((r) => `${r.nodeClaim}/${idOf(r.labels)}/${r.pool ? idOf(r.pool) : '-'}`).join(','),
   ].join('|');
   let byList = tests.get(claim.candidates);
@@ -154,6 +164,8 @@ type TestResult =
       without: Standing;
       /** Where it stands and a replaced node's NodePool is Balanced: what Balanced scoring reads of it. */
       terms?: CommandTerms;
+      /** Where it stands by price: its options without the selected overlays, which the launch replay reads. */
+      anyway?: Stop | WithoutOptions;
       context: Partial<Effect>;
       story: Partial<DisruptionStory>;
       /** The options as priced with the overlays, and the zones: where the launched offering is looked up. */
@@ -252,23 +264,27 @@ function priceTest(input: ReplacementInput): TestResult {
   const ownTypes = new Set(multi ? own.with.keys() : []);
   const sameTypes = multi ? replacedTypes(ownTypes, input, claim, pool, provider, prices, reqs, worlds, total) : [];
   if ('stop' in sameTypes) return { ...sameTypes, context, story: full };
-  const without = standsWithout({
+  let unseen: ReturnType<typeof unseenOptions> | undefined;
+  const withoutInput: WithoutInput = {
     listed: options,
     rules: { with: rules('with'), without: rules('without') },
     replacedTypes: sameTypes,
-    unseen: () => unseenOptions(input, claim, pool, provider, prices, reqs, worlds, total.without, ownTypes),
+    unseen: () =>
+      (unseen ??= unseenOptions(input, claim, pool, provider, prices, reqs, worlds, total.without, ownTypes)),
     truncated: needed > 1,
     // Balanced scoring reads the savings without the overlays, which the cheapest option sets.
     ...([...byPool.values()].some((p) => isBalanced(p.view))
       ? { cheapest: (c) => cheapestOffering(c, claimReqs) }
       : {}),
-  });
+  };
+  const without = standsWithout(withoutInput);
   if ('stop' in without) return { ...without, context, story: full };
   const terms: CommandTerms | undefined =
     without.stands && without.cheapest
       ? { byPool, total, savingsWith: total.with - cheapest, cheapestWithout: without.cheapest }
       : undefined;
-  return { without, ...(terms ? { terms } : {}), context, story: full, options: options.with, zones };
+  const anyway = without.stands ? { anyway: optionsWithout(withoutInput) } : {};
+  return { without, ...(terms ? { terms } : {}), ...anyway, context, story: full, options: options.with, zones };
 }
 
 function launchZones(claim: ClaimForEffect, nodeClassZones: ReadonlySet<string> | undefined) {

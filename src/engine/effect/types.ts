@@ -4,7 +4,7 @@
 import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
-import type { Labels } from '../requirements.ts';
+import type { Labels, Requirement } from '../requirements.ts';
 import type { ClaimLaunchFacts } from './aws-launch.ts';
 import type { PriceBook } from './prices.ts';
 
@@ -58,7 +58,17 @@ export interface ClaimForEffect extends ClaimLaunchFacts {
    * spec.resources.requests, cpu in cores and memory in bytes: what the scheduler packed into it,
    * its pods' and daemons' requests. A type with less capacity could not have been an option.
    */
-  readonly requests?: { readonly cpu?: number; readonly memory?: number };
+  readonly requests?: {
+    readonly cpu?: number;
+    readonly memory?: number;
+    /** Resources besides CPU, memory and pods were requested: which types hold enough of them is not known. */
+    readonly other?: boolean;
+  };
+  /**
+   * Its requirements besides the instance types, combined per key as Karpenter holds them, one
+   * shared array per distinct set: what a type that is no option had to meet to have been one.
+   */
+  readonly requirements?: readonly Requirement[];
 }
 
 export interface CountedOverlay {
@@ -84,6 +94,12 @@ export interface EffectInput {
   readonly zones: ReadonlySet<string> | undefined;
   /** The labels of a node of this instance type, if one was seen (every instance-type key it has). */
   readonly nodeLabelsOf?: (instanceType: string) => Labels | undefined;
+  /**
+   * The instance types the NodeClaim would list without the selected overlays, where they differ
+   * from its own (a replacement, whose options consolidation cut by overlaid prices): the launch
+   * without them is replayed over these. One array per list, kept: the replay's memo keys on it.
+   */
+  readonly withoutCandidates?: readonly string[];
 }
 
 export interface WorldLaunch {

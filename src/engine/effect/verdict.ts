@@ -1,7 +1,8 @@
 // The verdict: what the selected overlays changed about the offering that was launched, read from
 // the replay of its NodeClaim in both worlds (effect.ts).
 import { type Launch, MAX_LAUNCH_TYPES } from './aws-launch.ts';
-import type { Effect, EffectInput, UnknownReason, WorldLaunch } from './types.ts';
+import type { PriceBook } from './prices.ts';
+import { type Effect, type EffectInput, MAX_TYPES_SHOWN, type UnknownReason, type WorldLaunch } from './types.ts';
 import type { PricedCandidate } from './worlds.ts';
 
 export const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({
@@ -10,6 +11,31 @@ export const unknown = (reasonCode: UnknownReason, reason: string, extra: Partia
   reason,
   ...extra,
 });
+
+/** The first `n` of `names` in sorted order, without sorting all of them (a tie can hold hundreds). */
+function firstSorted(names: readonly string[], n: number): string[] {
+  const out: string[] = [];
+  for (const name of names) {
+    if (out.length === n && name >= out[n - 1]!) continue;
+    let i = out.length;
+    while (i > 0 && out[i - 1]! > name) i--;
+    out.splice(i, 0, name);
+    if (out.length > n) out.pop();
+  }
+  return out;
+}
+
+export function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): WorldLaunch {
+  const single = l.picks.length === 1 && l.capacityType === 'on-demand' ? prices.onDemand(l.picks[0]!) : undefined;
+  return {
+    capacityType: l.capacityType,
+    strategy: l.strategy,
+    instanceTypes: firstSorted(l.picks, MAX_TYPES_SHOWN),
+    instanceTypeCount: l.picks.length,
+    ...(single !== undefined ? { listPrice: single } : {}),
+    ...(atCut ? { atCut } : {}),
+  };
+}
 
 /** Both worlds' launches for a NodeClaim: all that does not depend on which of its candidates was launched. */
 export interface Replay {

@@ -1,0 +1,65 @@
+// What the replacement's NodeClaim tells of whether its pods fit a type that is not among its
+// options. Karpenter kept an option only if the pods fit it (scheduling's filterInstanceTypesByRequirements:
+// the requirements, and the requests within its allocatable), so a kept option is a type they fit.
+// A type with less CPU or memory than the requests could not be one; a type that meets every
+// requirement and has at least the CPU and memory of a kept option could.
+import type { ProviderKeys } from '../providers.ts';
+import { labelValue } from '../normalize.ts';
+import { requirementPasses } from '../requirements.ts';
+import { AWS_CPU, AWS_MEMORY, type CandidateType, INSTANCE_TYPE } from './candidates.ts';
+import type { ClaimForEffect } from './types.ts';
+
+/** A type's vCPUs and memory in bytes as the AWS provider labels them (instance-cpu, instance-memory in MiB); NaN: not known. */
+function capacityOf(type: CandidateType) {
+  const read = (key: string, unit: number) =>
+    type.known === undefined || type.known.has(key) ? Number(type.labels[key] ?? Number.NaN) * unit : Number.NaN;
+  return { cpu: read(AWS_CPU, 1), memory: read(AWS_MEMORY, 2 ** 20) };
+}
+
+/**
+ * Whether the replacement requests more than the type has (pkg/providers/instancetype cpu and
+ * memory): its allocatable is no more, so the pods could not have fit it (resources.Fits).
+ */
+export function tooSmall(type: CandidateType, claim: ClaimForEffect): boolean {
+  const has = capacityOf(type);
+  // A margin for the float parse: a type left in is only left unexcluded.
+  const over = (requested: number | undefined, held: number) => (requested ?? 0) > held * (1 + 1e-9);
+  return over(claim.requests?.cpu, has.cpu) || over(claim.requests?.memory, has.memory);
+}
+
+/**
+ * Which types the pods are shown to fit: those that meet each of the NodeClaim's requirements on
+ * an instance-type key by labels known to the watcher, and hold at least the CPU and memory of an
+ * option Karpenter kept. A type's allocatable is its capacity less what the NodeClass's kubelet
+ * settings reserve, the same settings for both, and grows with CPU and memory; only pods per
+ * node, where the AWS provider takes them from a type's ENI limits, are not told by either label
+ * (a rule the watcher takes the risk of; it does not hold for a NodeClaim that asks for more than
+ * CPU, memory and pods: whether another type holds as many GPUs or as much disk is not known).
+ */
+export function fitShown(
+  claim: ClaimForEffect,
+  kept: readonly CandidateType[],
+  provider: ProviderKeys,
+): (type: CandidateType) => boolean {
+  const requirements = claim.requirements;
+  if (requirements === undefined || claim.requests === undefined || claim.requests.other) return () => false;
+  // The kept options no other kept option is as small as in both: a type holding one of them holds the rest.
+  const smallest: { cpu: number; memory: number }[] = [];
+  const known = kept.map(capacityOf).filter((c) => Number.isFinite(c.cpu) && Number.isFinite(c.memory));
+  for (const c of known.sort((a, b) => a.cpu - b.cpu || a.memory - b.memory))
+    if (smallest.every((s) => s.memory > c.memory)) smallest.push(c);
+  const meets = (type: CandidateType) =>
+    requirements.every((r) => {
+      if (r.key === INSTANCE_TYPE || provider.offeringKeys.has(r.key) || !provider.instanceTypeKeys.has(r.key))
+        return true;
+      const fixed = provider.fixedValues?.get(r.key);
+      if (fixed) return fixed.some((v) => requirementPasses(r, v));
+      return (
+        (type.known === undefined || type.known.has(r.key)) && requirementPasses(r, labelValue(type.labels, r.key))
+      );
+    });
+  return (type) => {
+    const has = capacityOf(type);
+    return smallest.some((s) => s.cpu <= has.cpu && s.memory <= has.memory) && meets(type);
+  };
+}
