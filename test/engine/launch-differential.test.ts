@@ -23,10 +23,11 @@ import {
   type EngineSettings,
 } from '../../src/engine/index.ts';
 import type { LaunchKnowledge } from '../../src/engine/decide.ts';
-import { KarpenterJudge, type LaunchAnswer, type WorldLaunchAnswer } from '../support/karpenter-oracle.ts';
+import { KarpenterJudge, type LaunchAnswer } from '../support/karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { generateLaunchCase, nodeLabelsOfType, type LaunchCase } from './launch-cases.ts';
+import { expected, worldDiffers } from './launch-verdict.ts';
 
 const CLAIMS_PER_CASE = 8;
 const IN_FLIGHT = 32;
@@ -37,30 +38,6 @@ const ONLY_CASE =
 const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
 const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: true };
 const T0 = Date.parse('2026-02-01T10:00:00Z');
-
-/** What the judge says of one launch: a verdict it decides, or what decides instead. */
-type Expected = 'capacity-type' | 'instance-type' | 'none' | 'tie' | 'order';
-
-/** The same CreateFleet request in both worlds: whatever EC2 does with it, the overlays changed nothing. */
-function sameRequest(w: WorldLaunchAnswer, wo: WorldLaunchAnswer): boolean {
-  const key = (x: WorldLaunchAnswer) =>
-    JSON.stringify([
-      x.capacityType,
-      x.strategy,
-      (x.overrides ?? []).map((o) => `${o.instanceType}/${o.zone}/${o.priority}`).sort(),
-    ]);
-  return key(w) === key(wo);
-}
-
-function expected(launched: string, w: WorldLaunchAnswer, wo: WorldLaunchAnswer): Expected {
-  // Which types survive the cut with the overlays is no matter: one of them was launched. Without
-  // them it decides the launch.
-  if (wo.orderDependent) return 'order';
-  if (sameRequest(w, wo)) return 'none';
-  if (wo.capacityType === 'spot') return 'capacity-type';
-  if (!(wo.picks ?? []).includes(launched)) return 'instance-type';
-  return (wo.picks ?? []).length === 1 ? 'none' : 'tie';
-}
 
 /** Abstentions that are the engine's by design: what a cluster does not show, or shows only approximately. */
 const ABSTAIN = new Set(['candidates-cut', 'conflict', 'truncation']);
@@ -221,26 +198,7 @@ t.test(
             );
           }
           // Both worlds as Karpenter built them: capacity type, strategy, and the types EC2 may launch.
-          const same = (mine: Effect['with'], theirs: WorldLaunchAnswer, world: string) => {
-            if (!mine || mine.capacityType !== theirs.capacityType || mine.strategy !== theirs.strategy)
-              return `${world}: ${mine?.capacityType}/${mine?.strategy} against ${theirs.capacityType}/${theirs.strategy}`;
-            if (theirs.capacityType !== 'on-demand') return undefined;
-            const picks = [...(theirs.picks ?? [])].sort();
-            // Past a cut at 60 that split a tie, the engine names every type that could have survived it.
-            if (mine.atCut)
-              return picks.every(
-                (p) => mine.instanceTypes.includes(p) || mine.instanceTypeCount > mine.instanceTypes.length,
-              )
-                ? undefined
-                : `${world}: ${picks} not among ${mine.instanceTypes}`;
-            if (
-              mine.instanceTypeCount !== picks.length ||
-              JSON.stringify(mine.instanceTypes) !== JSON.stringify(picks.slice(0, mine.instanceTypes.length))
-            )
-              return `${world}: ${mine.instanceTypes} (${mine.instanceTypeCount}) against ${picks}`;
-            return undefined;
-          };
-          const differs = same(e.with, w, 'with the overlays') ?? same(e.without, wo, 'without them');
+          const differs = worldDiffers(e.with, w, 'with the overlays') ?? worldDiffers(e.without, wo, 'without them');
           if (differs) return fail(differs);
           verdicts.set(want, (verdicts.get(want) ?? 0) + 1);
         }

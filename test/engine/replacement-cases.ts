@@ -3,7 +3,9 @@
 // or with spot (mostly on-demand only: the watcher records on-demand nodes, and a replacement is
 // on-demand only where spot is excluded; a third with minValues), Veneer's overlays and others
 // (test/engine/launch-cases.ts), and running nodes with pods; in two clusters of five, small
-// lightly filled nodes of one type and an overlay pricing a type their pods fit below theirs.
+// lightly filled nodes of one type and an overlay pricing a type their pods fit below theirs; in one
+// of two, a selected overlay discounting a node's own type, with a cheaper type of another family
+// its pods fit (replacement-discount.ts).
 // Each node is asked alone, all together, the small ones together, and some sets of two or three,
 // of Karpenter's consolidation (computeConsolidation, filterOutSameInstanceType for several) in
 // both worlds.
@@ -25,6 +27,7 @@ import {
   round,
   SIZES,
 } from './launch-cases.ts';
+import { ownDiscount } from './replacement-discount.ts';
 
 export interface ConsolidationCase {
   request: ConsolidateRequest;
@@ -126,6 +129,9 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
     pools.map((p) => ({ name: p.name, labels: p.labels, requirements: [] })),
   );
   if (packed) overlays.push(packed.overlay);
+  const discount = c.chance(0.5) ? ownDiscount(c, catalog, nodes, pools, zones) : undefined;
+  if (discount) overlays.push(discount.overlay);
+  if (discount?.added) catalog.push(discount.added);
   // A commitment on one type or family, discounted rather than free: what makes a replacement
   // cheaper than a node it would not undercut at list prices.
   if (c.chance(0.6)) {

@@ -40,6 +40,8 @@ import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';
 import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
+import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
+import { expected, worldDiffers } from './launch-verdict.ts';
 
 const CASES = Number(process.env.VENEER_REPLACEMENT_ORACLE_CASES ?? 1000);
 const SEED = Number(process.env.VENEER_REPLACEMENT_ORACLE_SEED ?? Date.now() % 1_000_000);
@@ -48,6 +50,8 @@ const ONLY_CASE =
     ? undefined
     : Number(process.env.VENEER_REPLACEMENT_ORACLE_CASE);
 const IN_FLIGHT = 16;
+/** A launch the engine leaves unknown by design: types whose fit it cannot show, a Conflict, Karpenter's cut at 60 or 600. */
+const ANYWAY_ABSTAIN = new Set(['unseen-options', 'conflict', 'truncation', 'candidates-cut']);
 const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
 const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: true };
 const T0 = Date.parse('2026-02-01T10:00:00Z');
@@ -59,10 +63,11 @@ function engineEffect(
   index: OverlayIndex,
   set: string[],
   w: WorldCommand,
+  launched: string,
+  priceOverlayApplied: boolean,
 ): { effect: Effect | undefined; outcome: string } {
   const r = w.replacement!;
   const types = new Map(c.request.instanceTypes.map((x) => [x.name, nodeLabelsOfType(x)]));
-  const launched = r.instanceTypes[0]!;
   const zone = c.catalog.get(launched)!.zones.find((z) => {
     const zonesReq = r.requirements.find((q) => q.key === 'topology.kubernetes.io/zone');
     return zonesReq?.values === undefined || zonesReq.values.includes(z);
@@ -102,6 +107,7 @@ function engineEffect(
         'node.kubernetes.io/instance-type': launched,
       },
       creationTimestamp: at(T0),
+      ...(priceOverlayApplied ? { annotations: { 'karpenter.sh/price-overlay-applied': 'true' } } : {}),
     },
     spec: {
       nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
@@ -136,6 +142,9 @@ if (!JUDGE_VERSIONS.includes(VERSION as JudgeVersion))
   throw new Error(`VENEER_REPLACEMENT_ORACLE_VERSION=${VERSION}: the judge is built for ${JUDGE_VERSIONS.join(', ')}`);
 const judge = new KarpenterJudge(VERSION as JudgeVersion);
 t.teardown(() => judge.close());
+// Karpenter's AWS launch code, in the AWS provider's module (v1.14.3 only): the launches of the replacements.
+const launchJudge = VERSION === 'v1.14.3' ? judge : new KarpenterJudge('v1.14.3');
+if (launchJudge !== judge) t.teardown(() => launchJudge.close());
 
 t.test(
   `${ONLY_CASE === undefined ? `${CASES} clusters` : `cluster ${ONLY_CASE}`}: the engine's replacement is what Karpenter's consolidation does without the selected overlays`,
@@ -154,17 +163,23 @@ t.test(
       minValues: 0,
     };
     const started = Date.now();
-    const ahead: { c: ConsolidationCase; answer: Promise<ConsolidateAnswer> }[] = [];
+    const ahead: {
+      c: ConsolidationCase;
+      answer: Promise<{ answer: ConsolidateAnswer; launches: Map<number, ReplacementLaunches> }>;
+    }[] = [];
     let generated = ONLY_CASE ?? 0;
     const ask = () => {
       const c = generateConsolidationCase(new Choices(SEED * 100_003 + generated++));
-      ahead.push({ c, answer: judge.consolidate(c.request) });
+      const answer = judge
+        .consolidate(c.request)
+        .then(async (answer) => ({ answer, launches: await replacementLaunches(launchJudge, c, answer) }));
+      ahead.push({ c, answer });
     };
     const last = ONLY_CASE === undefined ? CASES : ONLY_CASE + 1;
     for (let n = ONLY_CASE ?? 0; n < last; n++) {
       while (ahead.length < Math.min(IN_FLIGHT, last - n)) ask();
       const { c, answer: pending } = ahead.shift()!;
-      const answer = await pending;
+      const { answer, launches } = await pending;
       if (answer.error) throw new Error(`cluster ${n}: the judge could not run it: ${answer.error}`);
       const index = judgedIndex(c.request, answer.statuses, policy, T0 - 3_600_000);
       for (const [i, set] of c.request.commands.entries()) {
@@ -186,11 +201,21 @@ t.test(
         if (wo.reason?.startsWith('filterOutSameInstanceType')) stats.sameType++;
         if (w.replacement!.requirements.some((r) => r.minValues !== undefined)) stats.minValues++;
         const want = wo.decision === 'replace' ? 'anyway' : 'replacement';
-        const { effect: e, outcome } = engineEffect(c, index, set, w);
+        // Replaced anyway by on-demand nodes: the type Karpenter's launch code launches with the overlays.
+        const launch = launches.get(i);
+        const launched = launch?.with.picks?.[0] ?? w.replacement!.instanceTypes[0]!;
+        const { effect: e, outcome } = engineEffect(
+          c,
+          index,
+          set,
+          w,
+          launched,
+          launch?.with.priceOverlayApplied === true,
+        );
         const fail = (why: string) =>
           t.fail(
             `cluster ${n} (VENEER_REPLACEMENT_ORACLE_SEED=${SEED} VENEER_REPLACEMENT_ORACLE_CASE=${n}), set ${set.join('+')}: ${why}`,
-            { want, engine: e, judge: answer.commands[i], request: c.request, statuses: answer.statuses },
+            { want, engine: e, judge: answer.commands[i], launch, request: c.request, statuses: answer.statuses },
           );
         if (!e) {
           fail(`the engine decided nothing (${outcome})`);
@@ -218,7 +243,32 @@ t.test(
         }
         // What refused the command without the selected overlays, beyond the price filter.
         const by = /filterOutSameInstanceType|minValues/.exec(says === 'replacement' ? (e.reason ?? '') : '')?.[0];
-        const key = by === undefined ? want : `${want} (${by})`;
+        if (launch === undefined) {
+          const key = by === undefined ? want : `${want} (${by})`;
+          decided.set(key, (decided.get(key) ?? 0) + 1);
+          continue;
+        }
+        // Made anyway: the effect is what the two launches give, each on its world's NodeClaim.
+        const launchWant = expected(launched, launch.with, launch.without);
+        if (e.verdict === 'unknown' && !(launchWant === 'tie' && e.reasonCode === 'tie')) {
+          if (!ANYWAY_ABSTAIN.has(e.reasonCode ?? ''))
+            fail(`the launches give ${launchWant}, the engine ${e.reasonCode} (${e.reason ?? ''})`);
+          const key = `anyway, launch ${e.reasonCode} (judge: ${launchWant})`;
+          abstained.set(key, (abstained.get(key) ?? 0) + 1);
+          continue;
+        }
+        if (launchWant === 'order' || (launchWant !== 'tie' && e.verdict !== launchWant)) {
+          fail(`the launches give ${launchWant}, the engine ${e.verdict} (${e.reasonCode ?? ''}: ${e.reason ?? ''})`);
+          continue;
+        }
+        const differs =
+          worldDiffers(e.with, launch.with, 'with the overlays') ??
+          worldDiffers(e.without, launch.without, 'without them, on the NodeClaim consolidation writes without them');
+        if (differs) {
+          fail(differs);
+          continue;
+        }
+        const key = `anyway (${launchWant})`;
         decided.set(key, (decided.get(key) ?? 0) + 1);
       }
     }
@@ -238,7 +288,12 @@ t.test(
     t.ok(caused > 0, 'replacements the overlays caused occur');
     t.ok(decided.has('replacement (filterOutSameInstanceType)'), 'filterOutSameInstanceType decides some');
     t.ok(decided.has('replacement (minValues)'), 'minValues decides some');
-    t.ok((decided.get('anyway') ?? 0) > 0, 'replacements that happen anyway occur');
+    const anyway = [...decided].filter(([k]) => k.startsWith('anyway')).reduce((a, [, v]) => a + v, 0);
+    t.ok(anyway > 0, 'replacements that happen anyway occur');
+    t.ok(
+      (decided.get('anyway (instance-type)') ?? 0) > 0,
+      'replacements made anyway that would have launched another type occur',
+    );
     t.ok(abstentions < stats.judged * 0.25, `the engine abstains on few (${abstentions} of ${stats.judged})`);
   },
 );
