@@ -264,6 +264,7 @@ function replacedNode(m: DisruptionMark, index: OverlayIndex): ReplacedNode {
     ...(m.node !== undefined ? { node: m.node } : {}),
     labels: m.labels,
     pool: index.nodePools.at(m.labels[NODEPOOL_LABEL], m.markedAt),
+    ...(m.allocatable !== undefined ? { allocatable: m.allocatable } : {}),
   };
 }
 

@@ -7,7 +7,7 @@
 // So a replacement is a NodeClaim with that Event, and what it replaced the nodes its command
 // marked just before it was created. Marks of `Empty` and of delete-only commands launch nothing:
 // a NodeClaim created beside them with no Event after a short wait is a provisioning launch.
-import type { NodeClaimView } from './node.ts';
+import type { Allocatable, NodeClaimView } from './node.ts';
 import type { DecisionStory } from './record.ts';
 import type { Labels } from './requirements.ts';
 import type { RecordAtMark } from './disruption.ts';
@@ -23,6 +23,8 @@ export interface DisruptionMark {
   readonly labels: Labels;
   /** Its node's record when it was marked, if the node was known. */
   readonly record?: RecordAtMark;
+  /** Its status.allocatable: whether a replacement's pods fit its instance type. */
+  readonly allocatable?: Allocatable;
 }
 
 /** What the watcher has seen of Karpenter's disruption. */

@@ -52,6 +52,7 @@ export interface NodeClaimObject {
     providerID?: string | null;
     nodeName?: string | null;
     conditions?: { type?: string; status?: string; reason?: string | null; lastTransitionTime?: Timestamp }[] | null;
+    allocatable?: Record<string, string | number> | null;
   } | null;
 }
 
@@ -84,6 +85,27 @@ export interface NodeClaimView {
   readonly disruptionReason?: string;
   /** When Karpenter marked it so (the condition's lastTransitionTime): just before it created the replacements. */
   readonly disruptionMarkedAt?: number;
+  /**
+   * Kept while it is marked: status.allocatable, what Karpenter's scheduling holds its instance type
+   * to hold (the cloud provider's figure, written at launch). Whether a replacement's pods fit the
+   * type of the nodes it replaced is told by it (engine/effect/replacement-fit.ts).
+   */
+  readonly allocatable?: Allocatable;
+}
+
+/** CPU in cores, memory in bytes, pods: what a type holds for pods, as Karpenter's scheduling counts it. */
+export interface Allocatable {
+  readonly cpu: number;
+  readonly memory: number;
+  readonly pods: number;
+}
+
+function allocatableOf(status: NodeClaimObject['status']): Allocatable | undefined {
+  const a = status?.allocatable ?? {};
+  const cpu = parseQuantity(a.cpu);
+  const memory = parseQuantity(a.memory);
+  const pods = parseQuantity(a.pods);
+  return cpu === undefined || memory === undefined || pods === undefined ? undefined : { cpu, memory, pods };
 }
 
 /**
@@ -184,6 +206,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   const requested = obj.spec?.resources?.requests ?? {};
   const cpu = parseQuantity(requested.cpu);
   const memory = parseQuantity(requested.memory);
+  const pods = parseQuantity(requested.pods);
   // GPUs, ephemeral storage, ENIs for pods: what types hold of those the watcher does not know.
   const other = Object.keys(requested).some((r) => r !== 'cpu' && r !== 'memory' && r !== 'pods');
   return {
@@ -201,6 +224,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
           requests: {
             ...(cpu !== undefined ? { cpu } : {}),
             ...(memory !== undefined ? { memory } : {}),
+            ...(pods !== undefined ? { pods } : {}),
             ...(other ? { other } : {}),
           },
         }
@@ -227,6 +251,7 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     ...optional('launch', claimLaunch(obj)),
     ...optional('disruptionReason', disruption?.reason ?? undefined),
     ...optional('disruptionMarkedAt', disruption ? toEpochMs(disruption.lastTransitionTime) : undefined),
+    ...optional('allocatable', disruption ? allocatableOf(obj.status) : undefined),
   };
 }
 

@@ -195,6 +195,7 @@ export class DisruptionWatch implements DisruptionEvidence {
       markedAt: claim.disruptionMarkedAt,
       labels: claim.labels,
       ...(record !== undefined ? { record } : {}),
+      ...(claim.allocatable !== undefined ? { allocatable: claim.allocatable } : {}),
     });
     this.prune();
   }

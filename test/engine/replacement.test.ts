@@ -359,6 +359,43 @@ t.test('several nodes: whether a replaced type not among the options fitted the 
   t.match(e.reason, /c6i\.large/);
 });
 
+t.test("several nodes: a replaced node's own NodeClaim tells whether the pods fit its type", async (t) => {
+  // Two c6i.large ($0.17) packed into m5.large at 0.00, as real Karpenter on AWS does it
+  // (test/aws/multi-node.test.ts): the pods request 1.2 CPU, 256 MiB and 4 pods, within what
+  // Karpenter holds c6i.large to hold (each replaced NodeClaim's status.allocatable). So c6i.large
+  // was an option too, and without the RI filterOutSameInstanceType leaves nothing: no command.
+  const claim = toNodeClaimView({
+    metadata: { name: 'replacement', annotations: { 'karpenter.sh/price-overlay-applied': 'true' } },
+    spec: {
+      requirements: [
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        { key: 'topology.kubernetes.io/zone', operator: 'In', values: [ZONE] },
+        { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5', 'c6i', 'r6i'] },
+      ],
+      resources: { requests: { cpu: '1200m', memory: '256Mi', pods: '4' } },
+    },
+  }).launch!;
+  const held = (allocatable: ReplacedNode['allocatable']) =>
+    effect({
+      candidates: ['m5.large'],
+      launched: ['m5.large', 'on-demand'],
+      replaced: ['a', 'b'].map((name) => ({
+        ...node('c6i.large', 'on-demand', name),
+        ...(allocatable ? { allocatable } : {}),
+      })),
+      claim,
+    });
+  const c6iLarge = { cpu: 1.93, memory: 3114 * 2 ** 20, pods: 29 };
+  const e = held(c6iLarge);
+  t.equal(e.verdict, 'replacement', e.reason ?? '');
+  t.equal(e.disruption?.replacedWithout, false);
+  t.equal(held(undefined).reasonCode, 'unseen-options', "without the NodeClaims' allocatable it is not known");
+  const crowded = held({ ...c6iLarge, pods: 3 });
+  t.equal(crowded.disruption?.replacedWithout, true, 'more pods than c6i.large holds: it was no option');
+  t.not(crowded.verdict, 'replacement', 'and without the RI m5.large ($0.096) would have replaced the pair');
+});
+
 t.test('several nodes: a replaced type smaller than what the replacement requests was no option', async (t) => {
   // The same two c6i.large into m5.large at 0.00, their pods requesting 6 GiB: more than c6i.large's
   // 4 GiB, so c6i.large was no option, and without the RI m5.large would have replaced them.
@@ -398,7 +435,7 @@ t.test("a NodeClaim's minValues by key and its requests are read from its spec",
     ],
     "the larger of a key's, as Karpenter merges them",
   );
-  t.same(claim.requests, { cpu: 1.5, memory: 1536 * 2 ** 20 });
+  t.same(claim.requests, { cpu: 1.5, memory: 1536 * 2 ** 20, pods: 3 });
 });
 
 /** A Savings Plan rate on the m5 family: the replaced m5.xlarge is discounted too. */

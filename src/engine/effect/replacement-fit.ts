@@ -7,6 +7,7 @@ import type { ProviderKeys } from '../providers.ts';
 import { labelValue } from '../normalize.ts';
 import { requirementPasses } from '../requirements.ts';
 import { AWS_CPU, AWS_MEMORY, type CandidateType, INSTANCE_TYPE } from './candidates.ts';
+import type { ReplacedNode } from './replacement-prices.ts';
 import type { ClaimForEffect } from './types.ts';
 
 /** A type's vCPUs and memory in bytes as the AWS provider labels them (instance-cpu, instance-memory in MiB); NaN: not known. */
@@ -16,15 +17,20 @@ function capacityOf(type: CandidateType) {
   return { cpu: read(AWS_CPU, 1), memory: read(AWS_MEMORY, 2 ** 20) };
 }
 
+// A margin for the float parse: a type left in is only left unexcluded.
+const over = (requested: number | undefined, held: number) => (requested ?? 0) > held * (1 + 1e-9);
+
 /**
  * Whether the replacement requests more than the type has (pkg/providers/instancetype cpu and
- * memory): its allocatable is no more, so the pods could not have fit it (resources.Fits).
+ * memory): its allocatable is no more, so the pods could not have fit it (resources.Fits); or more
+ * than a replaced node's NodeClaim says Karpenter holds that type to hold, pods per node included.
  */
-export function tooSmall(type: CandidateType, claim: ClaimForEffect): boolean {
+export function tooSmall(type: CandidateType, claim: ClaimForEffect, replaced: readonly ReplacedNode[] = []): boolean {
   const has = capacityOf(type);
-  // A margin for the float parse: a type left in is only left unexcluded.
-  const over = (requested: number | undefined, held: number) => (requested ?? 0) > held * (1 + 1e-9);
-  return over(claim.requests?.cpu, has.cpu) || over(claim.requests?.memory, has.memory);
+  const r = claim.requests;
+  if (over(r?.cpu, has.cpu) || over(r?.memory, has.memory)) return true;
+  const held = replaced.find((n) => n.allocatable !== undefined && n.labels[INSTANCE_TYPE] === type.name)?.allocatable;
+  return held !== undefined && (over(r?.cpu, held.cpu) || over(r?.memory, held.memory) || over(r?.pods, held.pods));
 }
 
 /**
@@ -40,9 +46,25 @@ export function fitShown(
   claim: ClaimForEffect,
   kept: readonly CandidateType[],
   provider: ProviderKeys,
+  replaced: readonly ReplacedNode[] = [],
 ): (type: CandidateType) => boolean {
   const requirements = claim.requirements;
-  if (requirements === undefined || claim.requests === undefined || claim.requests.other) return () => false;
+  const requests = claim.requests;
+  if (requirements === undefined || requests === undefined || requests.other) return () => false;
+  // A replaced node's NodeClaim carries what Karpenter holds its type to hold (status.allocatable,
+  // the cloud provider's figure): where the requests are within it, the pods fit that type exactly
+  // as Karpenter's scheduling tests it (resources.Fits), pods per node included.
+  const held = new Set(
+    replaced
+      .filter(
+        (r) =>
+          r.allocatable !== undefined &&
+          !over(requests.cpu, r.allocatable.cpu) &&
+          !over(requests.memory, r.allocatable.memory) &&
+          !over(requests.pods, r.allocatable.pods),
+      )
+      .map((r) => r.labels[INSTANCE_TYPE]),
+  );
   // The kept options no other kept option is as small as in both: a type holding one of them holds the rest.
   const smallest: { cpu: number; memory: number }[] = [];
   const known = kept.map(capacityOf).filter((c) => Number.isFinite(c.cpu) && Number.isFinite(c.memory));
@@ -60,6 +82,6 @@ export function fitShown(
     });
   return (type) => {
     const has = capacityOf(type);
-    return smallest.some((s) => s.cpu <= has.cpu && s.memory <= has.memory) && meets(type);
+    return (held.has(type.name) || smallest.some((s) => s.cpu <= has.cpu && s.memory <= has.memory)) && meets(type);
   };
 }

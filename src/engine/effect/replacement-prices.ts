@@ -2,6 +2,7 @@
 // (resolveNodePrice) and an option's WorstLaunchPrice under the replacement's requirements.
 // replacement.ts runs the test in both worlds; replacement-unseen.ts prices the types that are
 // not options but could have been.
+import type { Allocatable } from '../node.ts';
 import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
@@ -20,6 +21,8 @@ export interface ReplacedNode {
   readonly labels: Labels;
   /** Its NodePool as of the decision: an overlay can name NodePools. */
   readonly pool: NodePoolView | undefined;
+  /** What Karpenter holds its instance type to hold for pods (its NodeClaim's status.allocatable). */
+  readonly allocatable?: Allocatable;
 }
 
 export type Worlds = { with: readonly OverlayView[]; without: readonly OverlayView[] };
@@ -53,6 +56,8 @@ export const stop = (code: UnknownReason, reason: string, extra: Omit<Stop, 'sto
 /** What the test reads of the replacement beyond its NodeClaim. */
 export interface OptionContext {
   readonly nodeLabelsOf?: ((instanceType: string) => Labels | undefined) | undefined;
+  /** The nodes it replaced: their NodeClaims tell what their own types hold. */
+  readonly replaced?: readonly ReplacedNode[];
 }
 
 /** resolveNodePrice: the replaced node's own offering (its zone and capacity type), overlays applied. */

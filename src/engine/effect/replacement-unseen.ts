@@ -57,14 +57,14 @@ export function unseenOptions(
       `the price source (${prices.source}) does not list its instance types: the options Karpenter cut by price are not known`,
     );
   const types = unlisted(catalog, claim, input, provider).filter(
-    (type) => !exclude.has(type.name) && !tooSmall(type, claim),
+    (type) => !exclude.has(type.name) && !tooSmall(type, claim, input.replaced),
   );
   const wi = worldInputFor(types, pool, provider, prices, reqs.zones, 'catalog');
   const all = { with: priceWorld(wi, worlds.with), without: priceWorld(wi, worlds.without) };
   // One type an overlay may or may not price leaves the whole list unknown: then type by type.
   const w0 = 'unknown' in all.with ? undefined : all.with.priced;
   const wo0 = 'unknown' in all.without ? undefined : all.without.priced;
-  const fits = fitShown(claim, candidatesOf(claim.candidates, claim, input, provider), provider);
+  const fits = fitShown(claim, candidatesOf(claim.candidates, claim, input, provider), provider, input.replaced);
   const priced: BothWorlds[] =
     w0 === undefined || wo0 === undefined
       ? types.map((type) => {
@@ -104,13 +104,13 @@ export function replacedTypes(
     claim,
     input,
     provider,
-  ).filter((type) => allowedByName(type, claim) && !tooSmall(type, claim));
+  ).filter((type) => allowedByName(type, claim) && !tooSmall(type, claim, input.replaced));
   const wi = worldInputFor(types, pool, provider, prices, reqs.zones, 'options');
   const w = priceWorld(wi, worlds.with);
   if ('unknown' in w) return stop('attributes', w.unknown);
   const wo = priceWorld(wi, worlds.without);
   if ('unknown' in wo) return stop('attributes', wo.unknown);
-  const fits = fitShown(claim, candidatesOf(claim.candidates, claim, input, provider), provider);
+  const fits = fitShown(claim, candidatesOf(claim.candidates, claim, input, provider), provider, input.replaced);
   return types
     .map((type, i) => ({ type, with: w.priced[i]!, without: wo.priced[i]!, fits: fits(type) }))
     .filter((t) => worstLaunchPrice(t.with, reqs) < total.with || worstLaunchPrice(t.without, reqs) < total.without);

@@ -61,6 +61,7 @@ export interface ClaimForEffect extends ClaimLaunchFacts {
   readonly requests?: {
     readonly cpu?: number;
     readonly memory?: number;
+    readonly pods?: number;
     /** Resources besides CPU, memory and pods were requested: which types hold enough of them is not known. */
     readonly other?: boolean;
   };
