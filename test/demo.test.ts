@@ -182,6 +182,11 @@ t.test(
     t.match(out, /^ {4}launched by Karpenter's disruption: Underutilized, replacing 1 node\(s\)$/m, 'explain tells it');
     t.match(
       out,
+      /^ {4}without the selected overlays Karpenter's consolidation would not have made this replacement$/m,
+      'explain: whether the command stands without them',
+    );
+    t.match(
+      out,
       /^cost-aware-ri-m5\.large-us-east-1 +30 +reserved-instance +m5 +m5\.large +us-east-1 +1 +0 +0 +0 +1 +0 +0 +0\.0960 /m,
       'report: REPLACED 1',
     );

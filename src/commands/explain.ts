@@ -119,6 +119,10 @@ function disruptionLines(d: NonNullable<Effect['disruption']>): string[] {
   if (d.savings !== undefined) lines.push(`    Karpenter's estimated saving: ${dollars(d.savings)}`);
   if (d.cheaperWithout !== undefined)
     lines.push(`    options that undercut without the selected overlays: ${d.cheaperWithout}`);
+  if (d.replacedWithout !== undefined)
+    lines.push(
+      `    without the selected overlays Karpenter's consolidation ${d.replacedWithout ? 'would have made this replacement too' : 'would not have made this replacement'}`,
+    );
   for (const c of d.churn ?? [])
     lines.push(
       `    churn: ${c.nodes} recorded node(s) replaced after ${c.overlay}, which their record names, ${c.state === 'gone' ? 'went' : 'changed'}`,
