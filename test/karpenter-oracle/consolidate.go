@@ -7,8 +7,10 @@
 //     (world.go, reconcileWorld, with the overlays' real prices, as the launch judge does), and the
 //     cloud provider every disruption and provisioning call sees is the store's overlay decorator
 //     (pkg/cloudprovider/overlay Decorate) over the request's catalog, as Karpenter's operator wires it;
-//   - candidates: disruption.GetCandidates (NewCandidate: the node's price is its offering's price in
-//     that world); a node GetCandidates does not return is answered with NewCandidate's own error;
+//   - candidates: disruption.GetCandidatesWithTotals (NewCandidate: the node's price is its offering's
+//     price in that world), with the world's ClusterCost (pkg/state/cost, fed by the NodeClaim informer
+//     as in the operator) for each NodePool's totals; a node it does not return is answered with
+//     NewCandidate's own error;
 //   - the decision: computeConsolidation, the method the single- and multi-node consolidation methods
 //     call, on exactly the candidates of each command, with its SimulateScheduling over Karpenter's
 //     real provisioner and scheduler and its spot-to-spot rules (the feature gate is the request's
@@ -18,6 +20,10 @@
 //     adds to Karpenter's package with `go build -overlay` (in a byte-for-byte copy of the module, as
 //     the go command refuses overlays beneath GOMODCACHE: scripts/builds/40-karpenter.sh), exports
 //     them and sumCandidatePrices;
+//   - Balanced consolidation (a candidate's NodePool with consolidationPolicy Balanced): the
+//     evaluator the disruption controller builds from those totals (NewBalancedEvaluator), asked as
+//     the methods ask it (approve, below), and the ConsolidationApproved Events it publishes, as the
+//     watcher would read them;
 //   - the replacement: the Command's one replacement NodeClaim, its instance-type options in the order
 //     computeConsolidation left them, and its spec requirements and resource requests from ToNodeClaim
 //     (what the queue's CreateNodeClaims would write).
@@ -58,22 +64,24 @@
 // What is asked is computeConsolidation (and for several candidates filterOutSameInstanceType) on
 // exactly the given candidates: the methods' other filters around it are not applied
 // (ShouldDisrupt, which leaves empty nodes to the Emptiness method and skips NodePools with
-// consolidation off or WhenEmpty; budgets; multi-node consolidation's candidate ordering, binary
-// search and Balanced's approval; the 15-second re-validation).
+// consolidation off or WhenEmpty; budgets; multi-node consolidation's candidate ordering and binary
+// search; the 15-second re-validation). Balanced's approval is answered beside the decision.
 //
 // The cluster: every node is a Karpenter-managed, registered, initialized node with its NodeClaim
 // (conditions Launched, Registered, Initialized, Consolidatable), labelled as Karpenter labels it:
 // the instance type's single-valued requirements, the NodePool's template labels, instance type,
 // zone, capacity type, NodePool, node class, hostname, registered and initialized. Its pods are bound
-// to it, Running, owned by a ReplicaSet (reschedulable); no PDBs, no DaemonSets.
+// to it, Running, owned by a ReplicaSet (reschedulable), with its pod-deletion-cost where the request
+// gives one; no PDBs, no DaemonSets.
 //
 // Request: {"consolidate": {"instanceTypes", "nodePools" (each also "weight", "consolidateAfter"
 // (default "0s"), "consolidationPolicy" (default WhenEmptyOrUnderutilized)), "overlays" (each with
 // "selected"), "nodes": [{"name", "nodePool", "instanceType", "zone", "capacityType", "pods":
-// [{"cpu", "memory"}]}], "commands": [["n1"], ["n2", "n3"]], "spotToSpot"}}. Answer: {"statuses",
+// [{"cpu", "memory", "deletionCost"}]}], "commands": [["n1"], ["n2", "n3"]], "spotToSpot"}}. Answer: {"statuses",
 // "statusesWithout", "commands": [{"with", "without"}], "error"}; each world's command is
 // {"decision": "replace" | "delete" | "none", "candidatePrice", "reason", "replacement":
-// {"nodePool", "requirements", "requests", "instanceTypes"}, "error"}. candidatePrice is sumCandidatePrices when
+// {"nodePool", "requirements", "requests", "instanceTypes"}, "balanced": {"approved", "approvals":
+// {NodePool: message}}, "error"}. candidatePrice is sumCandidatePrices when
 // computeConsolidation reached its price comparison (a replacement; or none with all pods scheduled
 // onto exactly one new NodeClaim, which a second SimulateScheduling tells), else 0. reason is the
 // Unconsolidatable message Karpenter published while computing (single-candidate commands only:
@@ -141,6 +149,9 @@ func init() {
 type podIn struct {
 	CPU    string `json:"cpu"`
 	Memory string `json:"memory"`
+	// DeletionCost is the pod's controller.kubernetes.io/pod-deletion-cost annotation: its eviction
+	// cost, which Balanced consolidation's disruption cost sums (disruption utils EvictionCost).
+	DeletionCost string `json:"deletionCost,omitempty"`
 }
 
 type consolidateNodeIn struct {
@@ -180,7 +191,17 @@ type worldCommand struct {
 	CandidatePrice float64         `json:"candidatePrice"`
 	Reason         string          `json:"reason,omitempty"`
 	Replacement    *replacementOut `json:"replacement,omitempty"`
+	Balanced       *balancedOut    `json:"balanced,omitempty"`
 	Error          string          `json:"error,omitempty"`
+}
+
+// balancedOut is Balanced consolidation's verdict on a replacement whose candidates include a
+// Balanced NodePool's: whether it approves the command, and the message of each ConsolidationApproved
+// Event it publishes then, by NodePool (on the candidate's NodeClaim for one node, on the NodePool
+// for several).
+type balancedOut struct {
+	Approved  bool              `json:"approved"`
+	Approvals map[string]string `json:"approvals,omitempty"`
 }
 
 type commandAnswer struct {
@@ -391,9 +412,13 @@ func clusterObjects(req consolidateRequest) ([]client.Object, error) {
 				requests[name] = q
 			}
 			name := fmt.Sprintf("%s-pod-%d", n.Name, i)
+			var annotations map[string]string
+			if p.DeletionCost != "" {
+				annotations = map[string]string{corev1.PodDeletionCost: p.DeletionCost}
+			}
 			objects = append(objects, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
-					Name: name, Namespace: "default", UID: types.UID("pod-" + name), CreationTimestamp: metav1.NewTime(epoch),
+					Name: name, Namespace: "default", UID: types.UID("pod-" + name), CreationTimestamp: metav1.NewTime(epoch), Annotations: annotations,
 					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app", UID: "replicaset-app", Controller: lo.ToPtr(true)}},
 				},
 				Spec: corev1.PodSpec{
@@ -423,6 +448,9 @@ type consolidationWorld struct {
 	queue       *disruption.Queue
 	clock       *clocktesting.FakeClock
 	candidates  map[string]*disruption.Candidate
+	// evaluator is Balanced consolidation's, over the NodePool totals GetCandidatesWithTotals computed
+	// (the disruption controller's SetNodePoolTotals): it approves every command of other pools.
+	evaluator disruption.Evaluator
 	// close ends the world: deletes its objects from the apiserver (nothing for the fake client).
 	close func() error
 }
@@ -523,12 +551,15 @@ func buildConsolidationWorld(ctx context.Context, w world, objects []client.Obje
 	}
 	cw.provisioner = provisioning.NewProvisioner(kubeClient, rec, cp, cluster, clk, deviceallocation.NewController(kubeClient), virtualpods.NewVirtualPodCache(kubeClient))
 	cw.queue = disruption.NewQueue(kubeClient, rec, cluster, clk, cw.provisioner)
-	candidates, err := disruption.GetCandidates(ctx, cluster, kubeClient, rec, clk, cp,
-		func(context.Context, *disruption.Candidate) bool { return true }, disruption.GracefulDisruptionClass, cw.queue)
+	// As the disruption controller asks it, with its ClusterCost (fed above by the NodeClaim informer,
+	// each offering priced by this world's overlays): the candidates and each NodePool's totals.
+	candidates, totals, err := disruption.GetCandidatesWithTotals(ctx, cluster, kubeClient, rec, clk, cp,
+		func(context.Context, *disruption.Candidate) bool { return true }, disruption.GracefulDisruptionClass, cw.queue, clusterCost)
 	if err != nil {
-		return nil, fmt.Errorf("GetCandidates: %w", err)
+		return nil, fmt.Errorf("GetCandidatesWithTotals: %w", err)
 	}
 	cw.candidates = lo.SliceToMap(candidates, func(c *disruption.Candidate) (string, *disruption.Candidate) { return c.Name(), c })
+	cw.evaluator = disruption.NewBalancedEvaluator(totals, rec)
 	rec.take()
 	return cw, nil
 }
@@ -620,6 +651,7 @@ func (cw *consolidationWorld) command(names []string) worldCommand {
 		reqs := slices.Clone(nodeClaim.Spec.Requirements)
 		slices.SortFunc(reqs, func(a, b v1.NodeSelectorRequirementWithMinValues) int { return strings.Compare(a.Key, b.Key) })
 		out.Replacement = &replacementOut{NodePool: r.NodePoolName, Requirements: reqs, Requests: nodeClaim.Spec.Resources.Requests, InstanceTypes: names}
+		out.Balanced = cw.approve(cmd, candidates)
 	case disruption.DeleteDecision:
 		out.Decision = "delete"
 		out.Reason = ""
@@ -631,6 +663,38 @@ func (cw *consolidationWorld) command(names []string) worldCommand {
 		cw.recorder.take()
 		if err == nil && results.AllNonPendingPodsScheduled() && len(results.NewNodeClaims) == 1 {
 			out.CandidatePrice = disruption.JudgeCandidatePrice(candidates...)
+		}
+	}
+	return out
+}
+
+// approve is Balanced consolidation's scoring of the command as the methods call it:
+// SingleNodeConsolidation's CanPassThreshold then ApproveCommand (which publishes the
+// ConsolidationApproved Events of a one-node command), MultiNodeConsolidation's ApproveCommand
+// and, for the command it returns, EmitMultiNodeEvents. nil where no candidate's NodePool is Balanced.
+func (cw *consolidationWorld) approve(cmd disruption.Command, candidates []*disruption.Candidate) *balancedOut {
+	if !lo.SomeBy(candidates, func(c *disruption.Candidate) bool { return c.NodePool.Spec.Disruption.ConsolidationPolicy.IsBalanced() }) {
+		return nil
+	}
+	cw.recorder.take()
+	out := &balancedOut{Approvals: map[string]string{}}
+	if len(candidates) == 1 && !cw.evaluator.CanPassThreshold(candidates[0]) {
+		return out
+	}
+	approved, perPool := cw.evaluator.ApproveCommand(cw.ctx, cmd)
+	if approved && len(candidates) > 1 {
+		cw.evaluator.EmitMultiNodeEvents(cw.ctx, cmd, perPool, true)
+	}
+	out.Approved = approved
+	for _, e := range cw.recorder.take() {
+		if e.Reason != events.ConsolidationApproved {
+			continue
+		}
+		switch o := e.InvolvedObject.(type) {
+		case *v1.NodeClaim:
+			out.Approvals[o.Labels[v1.NodePoolLabelKey]] = e.Message
+		case *v1.NodePool:
+			out.Approvals[o.Name] = e.Message
 		}
 	}
 	return out

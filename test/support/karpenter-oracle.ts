@@ -178,7 +178,8 @@ export interface ConsolidateNode {
   instanceType: string;
   zone: string;
   capacityType: 'on-demand' | 'spot' | 'reserved';
-  pods: { cpu?: string; memory?: string }[];
+  /** `deletionCost`: the pod's controller.kubernetes.io/pod-deletion-cost, its eviction cost for Balanced consolidation. */
+  pods: { cpu?: string; memory?: string; deletionCost?: string }[];
 }
 
 /** Karpenter's consolidation (computeConsolidation) on given candidate sets, with and without the selected overlays. */
@@ -212,6 +213,11 @@ export interface WorldCommand {
   /** For none: the Unconsolidatable message Karpenter published (single-node sets only), "filterOutSameInstanceType: ..." (several), or "not a candidate: ...". */
   reason?: string;
   replacement?: ConsolidationReplacement;
+  /**
+   * A replacement of a Balanced NodePool's nodes: whether Balanced consolidation approves it, and
+   * the ConsolidationApproved Event's message it publishes then, by NodePool.
+   */
+  balanced?: { approved: boolean; approvals?: Record<string, string> };
   /** computeConsolidation returned an error. */
   error?: string;
 }
