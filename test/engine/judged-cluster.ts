@@ -28,9 +28,12 @@ export function catalogPrices(catalog: ReadonlyMap<string, CatalogType>, asOf: n
   };
 }
 
-/** The engine's index of a judged cluster: its overlays with Karpenter's statuses, its NodePools. */
+/** The engine's index of a judged cluster: its overlays with Karpenter's statuses, its NodePools (and their consolidation policy). */
 export function judgedIndex(
-  cluster: { overlays: readonly (JudgeOverlay & { selected: boolean })[]; nodePools: readonly JudgeNodePool[] },
+  cluster: {
+    overlays: readonly (JudgeOverlay & { selected: boolean })[];
+    nodePools: readonly (JudgeNodePool & { consolidationPolicy?: string })[];
+  },
   statuses: Record<string, { conditions: JudgeCondition[] } | undefined>,
   policy: OverlayPolicy,
   since: number,
@@ -56,7 +59,10 @@ export function judgedIndex(
     cluster.nodePools.map((p) =>
       toNodePoolView({
         metadata: { name: p.name, creationTimestamp: createdAt },
-        spec: { template: { metadata: { labels: p.labels } } },
+        spec: {
+          template: { metadata: { labels: p.labels } },
+          ...(p.consolidationPolicy ? { disruption: { consolidationPolicy: p.consolidationPolicy } } : {}),
+        },
       }),
     ),
     since,

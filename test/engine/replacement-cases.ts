@@ -5,7 +5,8 @@
 // (test/engine/launch-cases.ts), and running nodes with pods; in two clusters of five, small
 // lightly filled nodes of one type and an overlay pricing a type their pods fit below theirs; in one
 // of two, a selected overlay discounting a node's own type, with a cheaper type of another family
-// its pods fit (replacement-discount.ts).
+// its pods fit (replacement-discount.ts); in two of five, NodePools that consolidate Balanced,
+// with pods of several eviction costs (pod-deletion-cost), so that scores fall on both sides of 1/2.
 // Each node is asked alone, all together, the small ones together, and some sets of two or three,
 // of Karpenter's consolidation (computeConsolidation, filterOutSameInstanceType for several) in
 // both worlds.
@@ -150,6 +151,7 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
       selected: true,
     });
   }
+  if (c.chance(0.4)) balanced(c, pools, nodes);
   return {
     request: {
       instanceTypes: catalog.map((t) => judgeType(t, zones)),
@@ -162,6 +164,18 @@ export function generateConsolidationCase(c: Choices): ConsolidationCase {
     catalog: new Map(catalog.map((t) => [t.name, t])),
     zones,
   };
+}
+
+/**
+ * Balanced consolidation in some NodePools: it scores a move by its savings' share of the pool's
+ * cost against its disruption's share of the pool's, a node's disruption 1 plus its pods' eviction
+ * costs (1 each by default; pod-deletion-cost adds cost/2^27, clamped to [-10, 10], and a negative
+ * one counts 0).
+ */
+function balanced(c: Choices, pools: ConsolidateNodePool[], nodes: ConsolidateNode[]): void {
+  for (const pool of pools) if (pool === pools[0] || c.chance(0.5)) pool.consolidationPolicy = 'Balanced';
+  for (const node of nodes)
+    for (const pod of node.pods) if (c.chance(0.4)) pod.deletionCost = String(c.pick([-2, 1, 3, 8]) * 2 ** 27);
 }
 
 /**

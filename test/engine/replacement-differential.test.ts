@@ -8,7 +8,10 @@
 // replaced NodeClaims and the DisruptionLaunching Event (as evidence), the NodePools, the overlays
 // with the statuses Karpenter wrote, the prices and zones. The engine must say `replacement` exactly
 // when Karpenter would not replace those nodes without the selected overlays (its price filter,
-// minValues, and for several nodes filterOutSameInstanceType), and its story must say whether it
+// minValues, for several nodes filterOutSameInstanceType, and for a Balanced NodePool's nodes its
+// Balanced scoring, read from the ConsolidationApproved Event Karpenter publishes as it approves the
+// command with them, handed to the engine as the watcher reads it, with the NodePool's NodeClaims
+// by offering), and its story must say whether it
 // would have (`replacedWithout`), or abstain with a reason; its story must name the replaced nodes
 // and the candidate price Karpenter compared.
 //
@@ -23,7 +26,9 @@ import {
   type Effect,
   type EngineSettings,
   type OverlayIndex,
+  parseApproval,
   parseSelector,
+  type PoolOffering,
   recordKeys,
   toNodeClaimView,
   toNodeView,
@@ -74,6 +79,14 @@ function engineEffect(
   })!;
   const marks: DisruptionMark[] = set.map((name) => {
     const n = c.request.nodes.find((x) => x.name === name)!;
+    // The judge's NodeClaims carry their type's allocatable in their status, as Karpenter writes it at launch.
+    const { allocatable } = toNodeClaimView({
+      metadata: { name: `${name}-claim` },
+      status: {
+        conditions: [{ type: 'DisruptionReason', status: 'True', reason: 'Underutilized' }],
+        allocatable: c.request.instanceTypes.find((x) => x.name === n.instanceType)!.capacity,
+      },
+    });
     return {
       nodeClaim: `${name}-claim`,
       node: name,
@@ -85,18 +98,42 @@ function engineEffect(
         'karpenter.sh/capacity-type': n.capacityType,
         'topology.kubernetes.io/zone': n.zone,
       },
+      ...(allocatable ? { allocatable } : {}),
     };
   });
+  // Balanced's approval, published as the command was computed (before its 15 s validation): on the
+  // candidate's NodeClaim for one node, on each NodePool for several.
+  const approvedAt = T0 - 20_000;
+  const approvals = new Map(
+    Object.entries(w.balanced?.approvals ?? {}).map(([pool, message]) => [
+      set.length === 1 ? `NodeClaim/${set[0]}-claim` : `NodePool/${pool}`,
+      [{ at: approvedAt, figures: parseApproval(message)! }],
+    ]),
+  );
   const evidence: DisruptionEvidence = {
     launching: (name) => (name === 'replacement-claim' ? 'Underutilized' : undefined),
     marksBetween: (from, to) => marks.filter((m) => m.markedAt >= from && m.markedAt <= to),
     replacementsCreatedBetween: () => ['replacement-claim'],
+    approvalsBetween: (kind, name, from, to) =>
+      (approvals.get(`${kind}/${name}`) ?? []).filter((a) => a.at >= from && a.at <= to),
   };
+  // What ClusterCost counts: the cluster's NodeClaims, by NodePool and offering.
+  const offerings = new Map<string, PoolOffering[]>();
+  for (const n of c.request.nodes) {
+    const pool = offerings.get(n.nodePool) ?? [];
+    const same = pool.findIndex(
+      (o) => o.instanceType === n.instanceType && o.zone === n.zone && o.capacityType === n.capacityType,
+    );
+    if (same === -1) pool.push({ instanceType: n.instanceType, zone: n.zone, capacityType: n.capacityType, count: 1 });
+    else pool[same] = { ...pool[same]!, count: pool[same]!.count + 1 };
+    offerings.set(n.nodePool, pool);
+  }
   const launch: LaunchKnowledge = {
     prices: catalogPrices(c.catalog, T0),
     zonesOf: () => new Set(c.zones),
     nodeLabelsOf: (x) => types.get(x),
     disruption: evidence,
+    poolOfferings: (pool) => offerings.get(pool),
   };
   const claim = toNodeClaimView({
     metadata: {
@@ -161,6 +198,8 @@ t.test(
       multi: 0,
       sameType: 0,
       minValues: 0,
+      balanced: 0,
+      balancedRejectedWith: 0,
     };
     const started = Date.now();
     const ahead: {
@@ -181,7 +220,8 @@ t.test(
       const { c, answer: pending } = ahead.shift()!;
       const { answer, launches } = await pending;
       if (answer.error) throw new Error(`cluster ${n}: the judge could not run it: ${answer.error}`);
-      const index = judgedIndex(c.request, answer.statuses, policy, T0 - 3_600_000);
+      // Since two hours: ClusterCost's prices, up to an hour old, are then those of the overlays too.
+      const index = judgedIndex(c.request, answer.statuses, policy, T0 - 7_200_000);
       for (const [i, set] of c.request.commands.entries()) {
         stats.commands++;
         const { with: w, without: wo } = answer.commands[i]!;
@@ -190,6 +230,11 @@ t.test(
           continue;
         }
         if (w.decision !== 'replace') continue;
+        // Balanced consolidation rejects it with the overlays too: Karpenter makes no such command.
+        if (w.balanced?.approved === false) {
+          stats.balancedRejectedWith++;
+          continue;
+        }
         stats.replaced++;
         const ct = w.replacement!.requirements.find((r) => r.key === 'karpenter.sh/capacity-type')?.values ?? [];
         if (ct.includes('spot') || !ct.includes('on-demand')) {
@@ -200,7 +245,8 @@ t.test(
         if (set.length > 1) stats.multi++;
         if (wo.reason?.startsWith('filterOutSameInstanceType')) stats.sameType++;
         if (w.replacement!.requirements.some((r) => r.minValues !== undefined)) stats.minValues++;
-        const want = wo.decision === 'replace' ? 'anyway' : 'replacement';
+        if (w.balanced) stats.balanced++;
+        const want = wo.decision === 'replace' && wo.balanced?.approved !== false ? 'anyway' : 'replacement';
         // Replaced anyway by on-demand nodes: the type Karpenter's launch code launches with the overlays.
         const launch = launches.get(i);
         const launched = launch?.with.picks?.[0] ?? w.replacement!.instanceTypes[0]!;
@@ -242,8 +288,10 @@ t.test(
           continue;
         }
         // What refused the command without the selected overlays, beyond the price filter.
-        const by = /filterOutSameInstanceType|minValues/.exec(says === 'replacement' ? (e.reason ?? '') : '')?.[0];
-        if (launch === undefined) {
+        const by = /filterOutSameInstanceType|minValues|Balanced/.exec(
+          says === 'replacement' ? (e.reason ?? '') : '',
+        )?.[0];
+        if (launch === undefined || says === 'replacement') {
           const key = by === undefined ? want : `${want} (${by})`;
           decided.set(key, (decided.get(key) ?? 0) + 1);
           continue;
@@ -280,7 +328,7 @@ t.test(
         .join(', ') || 'none';
     const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
     const rate = stats.judged === 0 ? 0 : (100 * abstentions) / stats.judged;
-    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools; ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
     t.comment(summary);
     console.error(`replacement differential: ${summary}, seed ${SEED}`);
     if (ONLY_CASE !== undefined) return;
@@ -288,6 +336,7 @@ t.test(
     t.ok(caused > 0, 'replacements the overlays caused occur');
     t.ok(decided.has('replacement (filterOutSameInstanceType)'), 'filterOutSameInstanceType decides some');
     t.ok(decided.has('replacement (minValues)'), 'minValues decides some');
+    t.ok(decided.has('replacement (Balanced)'), 'Balanced scoring decides some');
     const anyway = [...decided].filter(([k]) => k.startsWith('anyway')).reduce((a, [, v]) => a + v, 0);
     t.ok(anyway > 0, 'replacements that happen anyway occur');
     t.ok(
