@@ -83,7 +83,7 @@ export interface AwsNodePool {
 
 /** A NodePool's spec.disruption, as karpenter.sh/v1 has it. */
 export interface NodePoolDisruption {
-  consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized';
+  consolidationPolicy: 'WhenEmpty' | 'WhenEmptyOrUnderutilized' | 'Balanced';
   /** A duration (`10s`, `5m`) or `Never`. */
   consolidateAfter: string;
   budgets?: {

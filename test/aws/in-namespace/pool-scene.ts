@@ -5,7 +5,13 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Test } from 'tap';
 import { sleep, until } from '../../../kit/fleet.ts';
-import { AWS_KARPENTER_VERSION, OPEN_DISRUPTION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
+import {
+  AWS_KARPENTER_VERSION,
+  awsNodePoolObject,
+  type NodePoolDisruption,
+  OPEN_DISRUPTION,
+  startAwsKarpenterWithWatcher,
+} from '../../../kit/aws/karpenter.ts';
 import { NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
 import { mergePatch } from '../../../kit/karpenter-sim.ts';
 import { type DecisionStory, readStory } from '../../../src/engine/index.ts';
@@ -21,8 +27,14 @@ export const disruptionOf = (c: NodeClaim) =>
 const POOL = 'od';
 const HOLD = 'veneer.test/hold';
 
+/** The pool's instance types, unless a test starts it with fewer. */
+export const POOL_TYPES = ['m5.large', 'c6i.large', 'r6i.large'];
+
 /** The pool under real Karpenter on AWS, the watcher beside it, and what the tests do with it; stopped at `t`'s end. */
-export async function startPoolScene(t: Test) {
+export async function startPoolScene(
+  t: Test,
+  pool: { instanceTypes?: string[]; disruption?: NodePoolDisruption } = {},
+) {
   const started = Date.now();
   const env = await startAwsKarpenterWithWatcher({
     karpenter: {
@@ -32,8 +44,8 @@ export async function startPoolScene(t: Test) {
         {
           name: POOL,
           capacityTypes: ['on-demand'],
-          instanceTypes: ['m5.large', 'c6i.large', 'r6i.large'],
-          disruption: OPEN_DISRUPTION,
+          instanceTypes: pool.instanceTypes ?? POOL_TYPES,
+          disruption: pool.disruption ?? OPEN_DISRUPTION,
         },
       ],
     },
@@ -74,6 +86,25 @@ export async function startPoolScene(t: Test) {
       { ...NODEPOOL_API, name: POOL, body: { spec: { disruption: { budgets: [{ nodes }] } } } },
       mergePatch,
     );
+  /** The instance types the pool allows from now on (its requirements: no drift, the node's type stays allowed). */
+  const allowTypes = (instanceTypes: string[]) =>
+    custom.patchClusterCustomObject(
+      {
+        ...NODEPOOL_API,
+        name: POOL,
+        body: {
+          spec: {
+            template: {
+              spec: {
+                requirements: awsNodePoolObject({ name: POOL, capacityTypes: ['on-demand'], instanceTypes }).spec
+                  .template.spec.requirements,
+              },
+            },
+          },
+        },
+      },
+      mergePatch,
+    );
   /** A taint no pod tolerates: Karpenter's scheduling respects it (a cordon it does not), so the next pod gets a node of its own. */
   async function hold(node: string, on: boolean): Promise<void> {
     const taints = ((await core.readNode({ name: node })).spec?.taints ?? []).filter((x) => x.key !== HOLD);
@@ -111,6 +142,7 @@ export async function startPoolScene(t: Test) {
     createPods,
     deletePods,
     budget,
+    allowTypes,
     hold,
     keepPods,
     untilPoolEmpty,

@@ -1,0 +1,112 @@
+// The body of test/aws/multi-node.test.ts, run in a network namespace with only loopback. Real
+// Karpenter on AWS with its disruption loop open on one on-demand NodePool (in-namespace/pool-scene.ts)
+// and the watcher beside it.
+//
+// Multi-node consolidation. Two c6i.large nodes carry a 600m pod each (laid out with the budget
+//    at 0 and the first node tainted, so that each pod gets its own node). Both pods fit one 2-vCPU node.
+//    Without an overlay, packing them into one node is no multi-node command (filterOutSameInstanceType:
+//    every option must undercut c6i.large, the candidates' own type, and none does), so single-node
+//    consolidation deletes one node instead. With the RI overlay pricing m5.large at 0.00, the two
+//    nodes are replaced by one m5.large: a replacement that exists only because of the overlay.
+import t from 'tap';
+import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
+import { REGION } from '../../../kit/aws/karpenter.ts';
+import type { NodeClaim } from '../../../kit/karpenter-controller.ts';
+import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
+import { reservedInstance } from '../../../kit/veneer.ts';
+import { startPoolScene, typeOf } from './pool-scene.ts';
+
+assertInOwnNetworkNamespace();
+t.setTimeout(420_000);
+const { karpenter, custom, core, live, storyOfClaim, createPods, deletePods, budget, hold, keepPods, untilPoolEmpty } =
+  await startPoolScene(t);
+
+const PAIR = ['pair-a', 'pair-b'];
+/** Two nodes of the pool's cheapest type, a 600m pod on each (both fit one), every disruption held. */
+async function twoNodesOnePodEach(): Promise<NodeClaim[]> {
+  await budget('0');
+  await createPods([PAIR[0]!], '600m');
+  // Its pod bound to it first: tainted before, the node would stay empty and both pods share the second.
+  await until(
+    'the first pod bound to its node',
+    async () => (await core.readNamespacedPod({ name: PAIR[0]!, namespace: 'default' })).spec?.nodeName !== undefined,
+    120_000,
+  );
+  const first = (await live())[0]!;
+  await hold(first.status!.nodeName!, true);
+  await createPods([PAIR[1]!], '600m');
+  await until(
+    'the second pod bound to a second node',
+    async () => (await core.readNamespacedPod({ name: PAIR[1]!, namespace: 'default' })).spec?.nodeName !== undefined,
+    120_000,
+  );
+  await hold(first.status!.nodeName!, false);
+  await until(
+    'both recorded',
+    async () => (await Promise.all((await live()).map(storyOfClaim))).every(Boolean),
+    60_000,
+  );
+  return live();
+}
+/** Lets go of the pods and waits for Emptiness to take their nodes. */
+async function emptyPool(stopKeeping: () => Promise<void>): Promise<void> {
+  await stopKeeping();
+  await deletePods(PAIR);
+  await budget('100%');
+  await untilPoolEmpty();
+}
+
+t.test('multi-node: two nodes packed into one an overlay prices below their own type', async (t) => {
+  const laid = await twoNodesOnePodEach();
+  t.same(laid.map(typeOf), ['c6i.large', 'c6i.large'], 'each pod on a node of the cheapest type');
+  const before = new Set(laid.map((c) => c.metadata.name));
+  let stopKeeping = keepPods(PAIR, '600m');
+  await budget('100%');
+  await until('one node left', async () => (await live()).length === 1, 120_000);
+  await sleep(5000);
+  t.same(
+    (await karpenter.nodeClaims()).filter((c) => !before.has(c.metadata.name)).map(typeOf),
+    [],
+    'without an overlay: single-node consolidation deleted a node, and nothing was launched',
+  );
+  await emptyPool(stopKeeping);
+
+  // The same layout, then the overlay: laid out after it, the pods would launch m5.large at 0.00 at once.
+  const again = await twoNodesOnePodEach();
+  t.same(again.map(typeOf), ['c6i.large', 'c6i.large'], 'the same layout again');
+  const pair = new Set(again.map((c) => c.metadata.name));
+  const RI = reservedInstance('m5.large', REGION);
+  await custom.createClusterCustomObject({ ...OVERLAY_API, body: RI });
+  await until(
+    "the overlay validated by Karpenter's NodeOverlay controller",
+    async () =>
+      (
+        (await custom.getClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name })) as {
+          status?: { conditions?: { type: string; status: string }[] };
+        }
+      ).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    60_000,
+  );
+  stopKeeping = keepPods(PAIR, '600m');
+  await budget('100%');
+  let replacement: NodeClaim | undefined;
+  await until(
+    'an m5.large replacement recorded',
+    async () => {
+      replacement = (await live()).find((c) => typeOf(c) === 'm5.large');
+      return replacement !== undefined && (await storyOfClaim(replacement)) !== undefined;
+    },
+    150_000,
+  );
+  const effect = (await storyOfClaim(replacement!))!.effect!;
+  t.equal(effect.verdict, 'replacement', `without the overlay the command is no command (${effect.reason ?? ''})`);
+  t.same(effect.overlays, [RI.metadata.name]);
+  t.match(effect.disruption, { reason: 'Underutilized', replacedCount: 2 });
+  t.same(
+    new Set(effect.disruption?.replaced.map((r) => r.nodeClaim)),
+    pair,
+    'the two nodes it replaced, and only those',
+  );
+  await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: RI.metadata.name });
+  await emptyPool(stopKeeping);
+});
