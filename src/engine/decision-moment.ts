@@ -112,7 +112,9 @@ export function balancedEvidence(
       moments ??= [from, ...index.changesBetween(from, window.to)].map((t) => countedOf(index.activeVersionsAt(t)));
       return moments;
     },
-    window: `between ${iso(window.from)} and ${iso(window.to)}`,
+    get window() {
+      return `between ${iso(window.from)} and ${iso(window.to)}`;
+    },
   };
 }
 
