@@ -253,7 +253,7 @@ export function effectOf(
   if (window === undefined) return replayAt(at);
   return effectAtDecision(
     window,
-    momentsWithin(index, window).map((t) => ({ at: t, effect: replayAt(t) })),
+    momentsWithin(index, window, launch.priceOverlayApplied).map((t) => ({ at: t, effect: replayAt(t) })),
   );
 }
 

@@ -31,8 +31,9 @@ export interface DecisionWindow {
 
 /**
  * `candidateAt(nodeClaim, notAfter)`: the latest ConsolidationCandidate Event on that NodeClaim
- * no later than `notAfter`. Karpenter dedupes a multi-node command's Events for two minutes (their
- * message names no command), so an Event may be older than the computation: it bounds it below.
+ * no later than `notAfter`. Karpenter publishes it as it computes a command (before the command
+ * has an ID: the message is the same each time the same move is computed) and dedupes it for two
+ * minutes, so an Event may be older than the computation: it bounds it below.
  */
 export function decisionWindow(
   replaced: readonly DisruptionMark[],
@@ -49,9 +50,19 @@ export function decisionWindow(
   return told === undefined ? { from: to - COMPUTE_MAX_MS, to, told: false } : { from: told, to, told: true };
 }
 
-/** One moment for each set of overlays in force within the window: its start and every change in it. */
-export function momentsWithin(index: OverlayIndex, window: DecisionWindow): number[] {
-  return [window.from, ...index.changesBetween(window.from, window.to)];
+/**
+ * One moment for each set of overlays in force within the window: its start and every change in
+ * it. The scheduler annotates a NodeClaim (karpenter.sh/price-overlay-applied) only when an overlay
+ * priced an offering of one of its types, so a replacement so annotated was not priced at a moment
+ * without any overlay in force (the window's start is often one: Karpenter publishes a node's
+ * ConsolidationCandidate Event once per two minutes for the same command, and an Event from before
+ * the overlay came may be the latest).
+ */
+export function momentsWithin(index: OverlayIndex, window: DecisionWindow, annotated: boolean): number[] {
+  const moments = [window.from, ...index.changesBetween(window.from, window.to)];
+  if (!annotated) return moments;
+  const overlaid = moments.filter((t) => index.activeVersionsAt(t).some((v) => v.ineligible === undefined));
+  return overlaid.length > 0 ? overlaid : moments;
 }
 
 /**

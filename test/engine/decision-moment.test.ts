@@ -127,8 +127,13 @@ t.test('the window: after the candidates Event, at least the validation before t
 
 t.test('one moment per set of overlays in force within the window', async (t) => {
   const index = indexWith(T - 20_000, T - 5000);
-  t.same(momentsWithin(index, { from: T - 30_000, to: T - 14_000, told: true }), [T - 30_000, T - 20_000]);
-  t.same(momentsWithin(index, { from: T - 19_000, to: T - 14_000, told: true }), [T - 19_000]);
+  t.same(momentsWithin(index, { from: T - 30_000, to: T - 14_000, told: true }, false), [T - 30_000, T - 20_000]);
+  t.same(momentsWithin(index, { from: T - 19_000, to: T - 14_000, told: true }, false), [T - 19_000]);
+  t.same(
+    momentsWithin(index, { from: T - 30_000, to: T - 14_000, told: true }, true),
+    [T - 20_000],
+    'an annotated NodeClaim was priced while an overlay was in force',
+  );
 });
 
 t.test('an overlay deleted while Karpenter validated still decided the replacement', async (t) => {
