@@ -1,0 +1,75 @@
+// The body of test/aws/balanced.test.ts, run in a network namespace with only loopback. Real
+// Karpenter on AWS, one on-demand NodePool with consolidationPolicy Balanced (Karpenter v1.14+:
+// a move is made only when its share of the pool's cost saved is at least half its share of the
+// pool's disruption), and the watcher beside it (in-namespace/pool-scene.ts):
+//
+// 1. One 500m pod on an r6i.large ($0.126/h), the only type the pool allows. The pool then allows
+//    m5.large and c6i.large: c6i.large ($0.085/h) undercuts the node, but saves a third of the
+//    pool's cost for all of its disruption (score 0.33 < 1/2): Balanced rejects the move, and the
+//    node stays.
+// 2. Veneer's RI overlay prices m5.large at 0.00: the move now saves the whole pool's cost (score
+//    1.0), Karpenter approves it (its ConsolidationApproved Event) and replaces the node by an
+//    m5.large. Without the overlay the price filter alone would have let c6i.large in, but Balanced
+//    would have rejected the move: the replacement exists only because of the overlay, and the record
+//    says `replacement`, where it read `none`.
+import t from 'tap';
+import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
+import { REGION } from '../../../kit/aws/karpenter.ts';
+import type { NodeClaim } from '../../../kit/karpenter-controller.ts';
+import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
+import { reservedInstance } from '../../../kit/veneer.ts';
+import { POOL_TYPES, startPoolScene, typeOf } from './pool-scene.ts';
+
+assertInOwnNetworkNamespace();
+t.setTimeout(420_000);
+const { custom, live, storyOfClaim, createPods, allowTypes, keepPods } = await startPoolScene(t, {
+  instanceTypes: ['r6i.large'],
+  disruption: { consolidationPolicy: 'Balanced', consolidateAfter: '5s', budgets: [{ nodes: '100%' }] },
+});
+
+t.test('Balanced: a move only the overlay makes worth its disruption', async (t) => {
+  await createPods(['app'], '500m');
+  let first: NodeClaim | undefined;
+  await until(
+    'r6i.large launched and recorded',
+    async () => {
+      first = (await live())[0];
+      return first !== undefined && (await storyOfClaim(first)) !== undefined;
+    },
+    120_000,
+  );
+  t.equal(typeOf(first!), 'r6i.large');
+  const stopKeeping = keepPods(['app'], '500m');
+  t.teardown(stopKeeping);
+  await allowTypes(POOL_TYPES);
+  await sleep(30_000);
+  t.same(
+    (await live()).map((c) => c.metadata.name),
+    [first!.metadata.name],
+    '30 s of consolidation passes: c6i.large undercuts the node, and Balanced rejects the move',
+  );
+
+  const RI = reservedInstance('m5.large', REGION);
+  await custom.createClusterCustomObject({ ...OVERLAY_API, body: RI });
+  let replacement: NodeClaim | undefined;
+  await until(
+    'an m5.large replacement recorded',
+    async () => {
+      replacement = (await live()).find((c) => typeOf(c) === 'm5.large');
+      return replacement !== undefined && (await storyOfClaim(replacement)) !== undefined;
+    },
+    150_000,
+  );
+  const effect = (await storyOfClaim(replacement!))!.effect!;
+  t.equal(
+    effect.verdict,
+    'replacement',
+    `Balanced would have rejected it without the overlay (${effect.reason ?? ''})`,
+  );
+  t.same(effect.overlays, [RI.metadata.name]);
+  t.match(effect.disruption, {
+    reason: 'Underutilized',
+    replaced: [{ nodeClaim: first!.metadata.name, instanceType: 'r6i.large' }],
+  });
+  t.ok((effect.disruption?.cheaperWithout ?? 0) > 0, 'by price alone c6i.large would have undercut it');
+});
