@@ -91,6 +91,22 @@ const iso = (t: number) => new Date(t).toISOString();
 export const countedOf = (active: readonly OverlayVersion[]): CountedOverlay[] =>
   active.filter((v) => v.ineligible === undefined).map((v) => ({ overlay: v.overlay, selected: v.selected }));
 
+/** The last moments worked out per index: the replacements of one command share their window. */
+const keptMoments = new WeakMap<
+  OverlayIndex,
+  { revision: readonly number[]; from: number; to: number; moments: CountedOverlay[][] }
+>();
+
+/** The overlays Karpenter applied at each moment from `from` to `to`: one set per change. */
+function countedMoments(index: OverlayIndex, from: number, to: number): CountedOverlay[][] {
+  const revision = index.revision;
+  const kept = keptMoments.get(index);
+  if (kept?.revision === revision && kept.from === from && kept.to === to) return kept.moments;
+  const moments = [from, ...index.changesBetween(from, to)].map((t) => countedOf(index.activeVersionsAt(t)));
+  keptMoments.set(index, { revision, from, to, moments });
+  return moments;
+}
+
 /**
  * What Balanced scoring read of the command, as far as the watcher saw it: the approvals
  * Karpenter published within the window (ApproveCommand runs between the computation and the
@@ -119,8 +135,7 @@ export function balancedEvidence(
     },
     offeringsOf: (pool) => poolOfferings?.(pool, window.to),
     costMoments: () => {
-      const from = window.from - COST_REFRESH_MS;
-      moments ??= [from, ...index.changesBetween(from, window.to)].map((t) => countedOf(index.activeVersionsAt(t)));
+      moments ??= countedMoments(index, window.from - COST_REFRESH_MS, window.to);
       return moments;
     },
     get window() {

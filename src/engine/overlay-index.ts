@@ -201,6 +201,12 @@ export class OverlayIndex {
     yield* this.unanchored;
   }
 
+  /** A new array whenever any version changes: a key for what is worked out of the versions. */
+  get revision(): readonly number[] {
+    this.changeTimes ??= this.eligibleBoundaries();
+    return this.changeTimes;
+  }
+
   /** When an eligible overlay began or ceased to count, after `from` and by `to`. */
   changesBetween(from: number, to: number): number[] {
     this.changeTimes ??= this.eligibleBoundaries();

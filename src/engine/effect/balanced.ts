@@ -15,7 +15,7 @@ import type { Labels } from '../requirements.ts';
 import { type PoolOffering, poolCostShift } from './pool-cost.ts';
 import type { PriceBook } from './prices.ts';
 import type { Standing } from './replacement-filters.ts';
-import { type Interval, type Stop, stop, worldsOf } from './replacement-prices.ts';
+import { type Interval, type Stop, stop, type Worlds, worldsOf } from './replacement-prices.ts';
 import type { CountedOverlay } from './types.ts';
 
 /** A ConsolidationApproved Event's figures (events.go, consolidationScoreMessage), as printed. */
@@ -187,7 +187,7 @@ export function balancedTest(
   if (evidence === undefined) return unknownPool(balanced[0]![0]);
   const split = terms.byPool.size > 1;
   const share = (part: number, total: number) => (split && total > 0 ? part / total : 1);
-  const moments = evidence.costMoments().map(worldsOf);
+  const moments = worldsOfMoments(evidence.costMoments());
   const pools: PoolTerms[] = [];
   for (const [name, p] of balanced) {
     const offerings = evidence.offeringsOf(name);
@@ -207,4 +207,16 @@ export function balancedTest(
     });
   }
   return balancedWithout(pools, evidence.window);
+}
+
+/** Kept per moments list: the evidence hands out one list per window and index revision. */
+const keptWorlds = new WeakMap<readonly (readonly CountedOverlay[])[], readonly Worlds[]>();
+
+function worldsOfMoments(moments: readonly (readonly CountedOverlay[])[]): readonly Worlds[] {
+  let worlds = keptWorlds.get(moments);
+  if (worlds === undefined) {
+    worlds = moments.map(worldsOf);
+    keptWorlds.set(moments, worlds);
+  }
+  return worlds;
 }

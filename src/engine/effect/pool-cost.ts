@@ -40,8 +40,7 @@ export function poolCostShift(
   moments: readonly Worlds[],
   nodeLabelsOf: ((instanceType: string) => Labels | undefined) | undefined,
 ): Stop | Interval {
-  const ids = (os: Worlds['with']) => os.map(idOf).join(',');
-  const key = `${idOf(pool)}|${idOf(prices)}|${moments.map((w) => `${ids(w.with)}/${ids(w.without)}`).join(';')}`;
+  const key = `${idOf(pool)}|${idOf(prices)}|${momentsKey(moments)}`;
   let kept = shifts.get(offerings);
   if (!kept) {
     kept = new Map();
@@ -53,6 +52,19 @@ export function poolCostShift(
   if (kept.size >= MAX_SHIFTS_PER_LIST) kept.clear();
   kept.set(key, shift);
   return shift;
+}
+
+/** Kept per moments list: every overlay's id at every moment is long to spell. */
+const momentKeys = new WeakMap<readonly Worlds[], string>();
+
+function momentsKey(moments: readonly Worlds[]): string {
+  let key = momentKeys.get(moments);
+  if (key === undefined) {
+    const ids = (os: Worlds['with']) => os.map(idOf).join(',');
+    key = moments.map((w) => `${ids(w.with)}/${ids(w.without)}`).join(';');
+    momentKeys.set(moments, key);
+  }
+  return key;
 }
 
 function computeShift(
