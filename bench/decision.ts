@@ -132,6 +132,7 @@ export function effectFixture(
   total: number,
   family: string,
   overlaysOf: (veneer: OverlayObject[]) => OverlayObject[] = (veneer) => veneer,
+  consolidationPolicy?: string,
 ) {
   const overlays = overlaysOf(veneerOverlaySet(total).overlays);
   const pool = Array.from(
@@ -166,7 +167,10 @@ export function effectFixture(
   );
   index.markSynced(now - 1000);
   index.nodePools.observe(
-    toNodePoolView({ metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() } }),
+    toNodePoolView({
+      metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() },
+      ...(consolidationPolicy ? { spec: { disruption: { consolidationPolicy } } } : {}),
+    }),
     now - 1000,
   );
   const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
@@ -257,6 +261,10 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
   // machine the 10 worst were preemptions, scattered through the run, not the replacement's cost.
   raw.replacement_anyway = replacementPerNode(599, 100, 3000, 'anyway');
   raw.replacement_caused = replacementPerNode(599, 100, 3000, 'caused');
+  replacementPerNode(599, 100, 100, 'multi'); // warm-up
+  raw.replacement_multi = replacementPerNode(599, 100, 3000, 'multi');
+  replacementPerNode(599, 100, 100, 'balanced'); // warm-up
+  raw.replacement_balanced = replacementPerNode(599, 100, 3000, 'balanced');
   const p50 = (n: number | string) => median(raw[n] ?? []);
   const row = (n: number | string, label: string | number) => ({
     overlays: label,
@@ -276,6 +284,8 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       effect_distinct_claims_p99_us: round(percentile(raw.effect_distinct ?? [], 0.99)),
       replacement_effect_p99_us_599_options_anyway: round(percentile(raw.replacement_anyway ?? [], 0.99)),
       replacement_effect_p99_us_599_options_caused: round(percentile(raw.replacement_caused ?? [], 0.99)),
+      replacement_effect_p99_us_599_options_two_nodes: round(percentile(raw.replacement_multi ?? [], 0.99)),
+      replacement_effect_p99_us_599_options_balanced: round(percentile(raw.replacement_balanced ?? [], 0.99)),
     },
     targets: {
       decision_p50_us_1000: '<= 10',
@@ -287,6 +297,10 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       effect_distinct_claims_p99_us: 'reported (aim <= 200; missed: see docs/effect.md)',
       replacement_effect_p99_us_599_options_anyway: '<= 200 (then the launch replay)',
       replacement_effect_p99_us_599_options_caused: '<= 200 (then the catalog of 1,200 types scanned)',
+      replacement_effect_p99_us_599_options_two_nodes:
+        '<= 200 (multi-node: filterOutSameInstanceType and the requests too)',
+      replacement_effect_p99_us_599_options_balanced:
+        '<= 200 (a Balanced pool: its score without the overlays, then the launch replay)',
     },
     table: rows,
     raw: { per_decision_us_batches: raw },

@@ -1,16 +1,20 @@
 // The effect of a consolidation replacement per node, beside the launch effect's (bench/decision.ts,
 // same setting): the replaced node's price and every option's in both worlds, and then either the
 // launch replay (`anyway`: the replacement would have happened without the overlays) or the scan of
-// the catalog's types no option lists (`caused`: nothing undercuts without them). A burst: every
-// node from one NodeClaim's options, as a multi-node consolidation's or a drift wave's replacements share them.
+// the catalog's types no option lists (`caused`: nothing undercuts without them), or the same for
+// two nodes replaced by one (`multi`: multi-node consolidation, its filterOutSameInstanceType and
+// the pods' requests read too), or the `anyway` path in a Balanced pool (`balanced`: its score
+// without the overlays, from Karpenter's ConsolidationApproved Event, before the launch replay). A burst: every node from one NodeClaim's options, as a multi-node
+// consolidation's or a drift wave's replacements share them.
 import { decide, type DisruptionEvidence, toNodeClaimView, toNodeView } from '../src/engine/index.ts';
 import { karpenterNode } from '../kit/veneer.ts';
 import { effectFixture } from './decision.ts';
 
-export type ReplacementPath = 'anyway' | 'caused';
+export type ReplacementPath = 'anyway' | 'caused' | 'multi' | 'balanced';
 
 export function replacementPerNode(candidates: number, total: number, nodes: number, path: ReplacementPath): number[] {
-  const family = path === 'anyway' ? 'ra' : 'rc';
+  const family = { anyway: 'ra', caused: 'rc', multi: 'rm', balanced: 'rb' }[path];
+  const caused = path === 'caused' || path === 'multi';
   const options = effectFixture(candidates, 0, family).names;
   // `caused`: a selected overlay prices every option on-demand at 0.00; the replaced node lists
   // below all of them, so without the overlays nothing undercuts it.
@@ -27,40 +31,63 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
   };
   // The Compute Savings Plan overlay prices every on-demand offering at 0.00, the replaced node's
   // too: nothing would undercut it, and Karpenter would replace nothing.
-  const f = effectFixture(candidates, total, family, (veneer) => [
-    ...veneer.filter((o) => !o.metadata?.name?.includes('compute-sp')),
-    ...(path === 'caused' ? [free] : []),
-  ]);
+  const f = effectFixture(
+    candidates,
+    total,
+    family,
+    (veneer) => [...veneer.filter((o) => !o.metadata?.name?.includes('compute-sp')), ...(caused ? [free] : [])],
+    path === 'balanced' ? 'Balanced' : undefined,
+  );
   const names = f.names;
-  // The replaced node's type: below every option's list price (`caused`), or far above (`anyway`).
+  // The replaced node's type: below every option's list price (`caused`, `multi`), or far above (`anyway`).
   const replacedType = `q${family}.large`;
-  const od = (x: string) => (x === replacedType ? (path === 'caused' ? 0.09 : 5) : f.od.get(x));
+  // Two nodes (`multi`) at half the price undercut no option together either.
+  const replacedPrice = { anyway: 5, caused: 0.09, multi: 0.045, balanced: 5 }[path];
+  const od = (x: string) => (x === replacedType ? replacedPrice : f.od.get(x));
   const prices = {
     ...f.prices,
     onDemand: (x: string) => od(x),
     spot: (x: string, z: string) => (od(x) ?? 0) * (0.33 + f.zones.indexOf(z) / 100),
   };
-  const mark = {
-    nodeClaim: 'old',
-    node: 'old',
+  const marks = (path === 'multi' ? ['old', 'old-2'] : ['old']).map((name) => ({
+    nodeClaim: name,
+    node: name,
     reason: 'Underutilized',
     markedAt: f.now - 31_000,
-    labels: karpenterNode({ name: 'old', instanceType: replacedType, zone: 'us-east-1a' }).metadata?.labels ?? {},
-  };
+    labels: karpenterNode({ name, instanceType: replacedType, zone: 'us-east-1a' }).metadata?.labels ?? {},
+  }));
   const evidence: DisruptionEvidence = {
     launching: () => 'Underutilized',
-    marksBetween: (from, to) => (mark.markedAt >= from && mark.markedAt <= to ? [mark] : []),
+    marksBetween: (from, to) => marks.filter((m) => m.markedAt >= from && m.markedAt <= to),
     replacementsCreatedBetween: () => [],
+    // `balanced`: Karpenter's approval of the move, the one node the whole pool's cost.
+    candidateAt: () => f.now - 50_000,
+    approvalsBetween: (kind, name) =>
+      path === 'balanced' && kind === 'NodeClaim' && name === 'old'
+        ? [
+            {
+              at: f.now - 50_000,
+              figures: { score: 1.96, threshold: 0.5, k: 2, savingsPct: 98, disruptionPct: 50 },
+            },
+          ]
+        : [],
   };
-  const launch = { ...f.launch, prices, disruption: evidence };
+  // One list while the pool's NodeClaims stay as they are, as the caches hand it out.
+  const offerings = [{ instanceType: replacedType, zone: 'us-east-1a', capacityType: 'on-demand', count: 2 }];
+  const poolOfferings = () => offerings;
+  // `multi`: the pods ask for more than a replaced node's type holds, as a seen node of it tells, so
+  // that type was no option and filterOutSameInstanceType has nothing to take.
+  const replacedLabels = { ...marks[0]!.labels, 'karpenter.k8s.aws/instance-cpu': '2' };
+  const nodeLabelsOf = (x: string) => (x === replacedType ? replacedLabels : undefined);
+  const launch = { ...f.launch, prices, disruption: evidence, nodeLabelsOf, poolOfferings };
   // On-demand: the watcher records on-demand nodes only.
   const capacityTypes = ['on-demand'];
   const out: number[] = [];
   let decided = 0;
   let first: unknown;
   for (let i = 0; i < nodes; i++) {
-    // `anyway`: the launch replay predicts the cheapest option, which no overlay prices.
-    const type = path === 'anyway' ? names[0]! : names[(i * 7919) % names.length]!;
+    // `anyway`, `balanced`: the launch replay predicts the cheapest option, which no overlay prices.
+    const type = caused ? names[(i * 7919) % names.length]! : names[0]!;
     const node = toNodeView(
       karpenterNode({
         name: `n${i}`,
@@ -80,13 +107,14 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
       spec: {
         nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
         requirements: f.requirements(names, capacityTypes),
+        resources: { requests: { cpu: '3', memory: '512Mi', pods: '2' } },
       },
       status: { providerID: `aws:///us-east-1a/i-${i}` },
     });
     const start = process.hrtime.bigint();
     const d = decide({ node, nodeClaim: claim, now: f.now, decidedBy: 'webhook', launch }, f.index, f.settings);
     out.push(Number(process.hrtime.bigint() - start) / 1000);
-    const expected = path === 'caused' ? 'replacement' : undefined;
+    const expected = caused ? 'replacement' : undefined;
     if (
       (d.outcome === 'influenced' || d.outcome === 'not-influenced') &&
       d.effect.disruption !== undefined &&
@@ -98,7 +126,7 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
   }
   if (decided !== nodes)
     throw new Error(
-      `${nodes - decided} of ${nodes} replacements were not decided as the ${path} path; the first: ${JSON.stringify(first).slice(0, 2000)}`,
+      `${nodes - decided} of ${nodes} replacements were not decided as the ${path} path; the first: ${JSON.stringify((first as { effect?: unknown }).effect ?? first).slice(0, 1500)}`,
     );
   return out;
 }
