@@ -75,6 +75,28 @@ export interface ClaimSource {
 /** A node's record as the caches hold it now, kept with the node's mark (the churn it tells). */
 export type RecordSource = (node: string) => RecordAtMark | undefined;
 
+/**
+ * A watch of Karpenter's Events in `default` of one reason, filtered by the server, each reduced
+ * by `slim`. Optional: where the watcher may not read Events it warns once and goes on. An Event
+ * that expires (an hour by default) leaves what was kept of it unless `remove` says otherwise: the
+ * kept times are pruned with the marks.
+ */
+function eventsReflector<T>(
+  deps: CacheDeps,
+  resource: string,
+  fieldSelector: string,
+  o: { slim: (e: EventObject) => T; upsert: (event: T) => void; remove?: (event: T) => void },
+): Reflector<T> {
+  return cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
+    resource,
+    fieldSelector,
+    keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
+    slim: (obj) => o.slim(obj as EventObject),
+    handlers: { upsert: o.upsert, remove: o.remove ?? (() => {}) },
+    optional: true,
+  });
+}
+
 export class DisruptionWatch implements DisruptionEvidence {
   readonly reflector: Reflector<LaunchingEvent>;
   /** ConsolidationCandidate Events: when consolidation decided, so with which overlays (engine/decision-moment.ts). */
@@ -101,64 +123,33 @@ export class DisruptionWatch implements DisruptionEvidence {
     this.now = deps.now;
     this.claims = claims;
     this.recordOf = recordOf;
-    this.reflector = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
-      resource: 'disruption-events',
-      fieldSelector: LAUNCHING_EVENTS_SELECTOR,
-      keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
-      slim: (obj) => {
-        const e = obj as EventObject;
-        return { nodeClaim: e.involvedObject?.name ?? '', reason: launchingReason(e.message) };
+    // Where the watcher may not read Events, every launch reads as before (no replacement is told).
+    this.reflector = eventsReflector(deps, 'disruption-events', LAUNCHING_EVENTS_SELECTOR, {
+      slim: (e) => ({ nodeClaim: e.involvedObject?.name ?? '', reason: launchingReason(e.message) }),
+      upsert: (event) => {
+        if (event.nodeClaim === '' || event.reason === undefined) return;
+        const known = this.reasonOf.get(event.nodeClaim);
+        this.reasonOf.set(event.nodeClaim, event.reason);
+        if (known === undefined) for (const l of this.listeners) l(event.nodeClaim);
       },
-      handlers: {
-        upsert: (event) => {
-          if (event.nodeClaim === '' || event.reason === undefined) return;
-          const known = this.reasonOf.get(event.nodeClaim);
-          this.reasonOf.set(event.nodeClaim, event.reason);
-          if (known === undefined) for (const l of this.listeners) l(event.nodeClaim);
-        },
-        // Events expire (an hour by default): the replacement was decided long before.
-        remove: (event) => this.reasonOf.delete(event.nodeClaim),
-      },
-      // Where the watcher may not read Events, every launch reads as before (no replacement is told).
-      optional: true,
+      // Events expire (an hour by default): the replacement was decided long before.
+      remove: (event) => this.reasonOf.delete(event.nodeClaim),
     });
-    this.candidates = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
-      resource: 'consolidation-events',
-      fieldSelector: CANDIDATE_EVENTS_SELECTOR,
-      keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
-      slim: (obj) => {
-        const e = obj as EventObject;
-        return { nodeClaim: e.involvedObject?.name ?? '', at: eventTime(e) };
-      },
-      handlers: {
-        upsert: (event) => this.candidateSeen(event),
-        // An Event that expires (an hour by default) leaves its time: pruned with the marks.
-        remove: () => {},
-      },
-      optional: true,
+    this.candidates = eventsReflector(deps, 'consolidation-events', CANDIDATE_EVENTS_SELECTOR, {
+      slim: (e) => ({ nodeClaim: e.involvedObject?.name ?? '', at: eventTime(e) }),
+      upsert: (event) => this.candidateSeen(event),
     });
-    this.approvals = cacheReflector(deps, LAUNCHING_EVENTS_PATH, {
-      resource: 'approval-events',
-      fieldSelector: APPROVAL_EVENTS_SELECTOR,
-      keyOf: (obj) => (obj as EventObject).metadata?.name ?? '',
-      slim: (obj) => {
-        const e = obj as EventObject;
-        return {
-          object: `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''}`,
-          at: eventTime(e),
-          figures: parseApproval(e.message),
-        };
+    this.approvals = eventsReflector(deps, 'approval-events', APPROVAL_EVENTS_SELECTOR, {
+      slim: (e) => ({
+        object: `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''}`,
+        at: eventTime(e),
+        figures: parseApproval(e.message),
+      }),
+      upsert: (event) => {
+        if (event.at === undefined || event.figures === undefined) return;
+        this.approved.add(event.object, { at: event.at, figures: event.figures });
+        this.prune();
       },
-      handlers: {
-        upsert: (event) => {
-          if (event.at === undefined || event.figures === undefined) return;
-          this.approved.add(event.object, { at: event.at, figures: event.figures });
-          this.prune();
-        },
-        // As the candidates' times: kept past the Event's expiry, pruned with the marks.
-        remove: () => {},
-      },
-      optional: true,
     });
     claims.subscribe((claim) => this.observe(claim));
   }

@@ -10,41 +10,16 @@ import {
   type DisruptionEvidence,
   type DisruptionMark,
   type Effect,
-  type EngineSettings,
   OverlayIndex,
   parseApproval,
-  parseSelector,
   type PoolOffering,
-  type PriceBook,
-  recordKeys,
   toNodeClaimView,
   toNodePoolView,
   toNodeView,
-  toOverlayView,
 } from '../../src/engine/index.ts';
-import { instanceLabels, reservedInstance } from '../../kit/veneer.ts';
+import { iso, labelsOf as poolLabels, policy, prices, RI, settings, T, ZONE } from './decided-replacement.ts';
 
-const T = Date.parse('2026-12-01T10:00:00Z');
-const ZONE = 'us-east-1a';
-const OD: Record<string, number> = { 'm5.large': 0.096, 'c6i.large': 0.085, 'r6i.large': 0.126 };
-const prices: PriceBook = {
-  source: 'test',
-  asOf: 0,
-  region: 'us-east-1',
-  hasSpot: true,
-  onDemand: (x) => OD[x],
-  spot: () => undefined,
-  instanceTypes: () => Object.keys(OD),
-};
-const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
-const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false };
-const RI = toOverlayView(reservedInstance('m5.large', 'us-east-1'));
-const iso = (ms: number) => new Date(ms).toISOString();
-const labelsOf = (type: string, pool = 'od') => ({
-  ...instanceLabels(type, ZONE),
-  'karpenter.sh/capacity-type': 'on-demand',
-  'karpenter.sh/nodepool': pool,
-});
+const labelsOf = (type: string, pool = 'od') => poolLabels(type, pool);
 
 t.test("the Event's message, as Karpenter formats it", async (t) => {
   t.same(parseApproval('score 1.53 >= threshold 0.50 (k: 2, savings 25.0%, disruption 16.3%)'), {

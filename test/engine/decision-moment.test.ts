@@ -8,15 +8,10 @@ import {
   type DisruptionEvidence,
   type DisruptionMark,
   type Effect,
-  type EngineSettings,
   OverlayIndex,
-  parseSelector,
-  type PriceBook,
-  recordKeys,
   toNodeClaimView,
   toNodePoolView,
   toNodeView,
-  toOverlayView,
 } from '../../src/engine/index.ts';
 import {
   COMPUTE_MAX_MS,
@@ -25,35 +20,14 @@ import {
   momentsWithin,
   VALIDATION_MS,
 } from '../../src/engine/decision-moment.ts';
-import { instanceLabels, reservedInstance } from '../../kit/veneer.ts';
-
-const T = Date.parse('2026-12-01T10:00:00Z');
-const ZONE = 'us-east-1a';
-const OD: Record<string, number> = { 'm5.large': 0.096, 'c6i.large': 0.085, 'r6i.large': 0.126 };
-const prices: PriceBook = {
-  source: 'test',
-  asOf: 0,
-  region: 'us-east-1',
-  hasSpot: true,
-  onDemand: (x) => OD[x],
-  spot: () => undefined,
-  instanceTypes: () => Object.keys(OD),
-};
-const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
-const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false };
-const RI = toOverlayView(reservedInstance('m5.large', 'us-east-1'));
-const iso = (ms: number) => new Date(ms).toISOString();
+import { iso, labelsOf, policy, prices, RI, settings, T, ZONE } from './decided-replacement.ts';
 
 const mark = (markedAt: number, nodeClaim = 'old-claim'): DisruptionMark => ({
   nodeClaim,
   node: 'old',
   reason: 'Underutilized',
   markedAt,
-  labels: {
-    ...instanceLabels('c6i.large', ZONE),
-    'karpenter.sh/capacity-type': 'on-demand',
-    'karpenter.sh/nodepool': 'on-demand',
-  },
+  labels: labelsOf('c6i.large', 'on-demand'),
 });
 
 /** The RI overlay in force over `[from, to)`; the NodePool since long before. */
@@ -76,11 +50,7 @@ function replacementEffect(index: OverlayIndex, candidateAt?: DisruptionEvidence
     replacementsCreatedBetween: () => ['new-claim'],
     ...(candidateAt ? { candidateAt } : {}),
   };
-  const labels = {
-    ...instanceLabels('m5.large', ZONE),
-    'karpenter.sh/nodepool': 'on-demand',
-    'karpenter.sh/capacity-type': 'on-demand',
-  };
+  const labels = labelsOf('m5.large', 'on-demand');
   const claim = toNodeClaimView({
     metadata: {
       name: 'new-claim',

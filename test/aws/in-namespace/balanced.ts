@@ -22,7 +22,7 @@ import { POOL_TYPES, startPoolScene, typeOf } from './pool-scene.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const { custom, live, storyOfClaim, createPods, allowTypes, keepPods } = await startPoolScene(t, {
+const { custom, live, storyOfClaim, createPods, allowTypes, keepPods, recordedOfType } = await startPoolScene(t, {
   instanceTypes: ['r6i.large'],
   disruption: { consolidationPolicy: 'Balanced', consolidateAfter: '5s', budgets: [{ nodes: '100%' }] },
 });
@@ -51,16 +51,7 @@ t.test('Balanced: a move only the overlay makes worth its disruption', async (t)
 
   const RI = reservedInstance('m5.large', REGION);
   await custom.createClusterCustomObject({ ...OVERLAY_API, body: RI });
-  let replacement: NodeClaim | undefined;
-  await until(
-    'an m5.large replacement recorded',
-    async () => {
-      replacement = (await live()).find((c) => typeOf(c) === 'm5.large');
-      return replacement !== undefined && (await storyOfClaim(replacement)) !== undefined;
-    },
-    150_000,
-  );
-  const effect = (await storyOfClaim(replacement!))!.effect!;
+  const { effect } = await recordedOfType('m5.large', 150_000);
   t.equal(
     effect.verdict,
     'replacement',

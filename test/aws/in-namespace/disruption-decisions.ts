@@ -21,7 +21,8 @@ import { createdAt, disruptionOf, secs, startPoolScene, typeOf } from './pool-sc
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const { karpenter, custom, core, live, storyOfClaim, createPods, deletePods, untilPoolEmpty } = await startPoolScene(t);
+const { karpenter, custom, core, live, storyOfClaim, createPods, deletePods, recordedOfType, untilPoolEmpty } =
+  await startPoolScene(t);
 
 t.test('provisioning beside an emptiness deletion is recorded inline, with its launch effect', async (t) => {
   const first = ['first-0', 'first-1', 'first-2'];
@@ -124,15 +125,7 @@ t.test('an overlay deleted while Karpenter validates still decided the replaceme
   t.comment(
     `computed ${secs(computedAt - overlayAt)} after the overlay; deleted ${secs(deletedAt - computedAt)} later`,
   );
-  let replacement: NodeClaim | undefined;
-  await until(
-    'an m5.large replacement recorded',
-    async () => {
-      replacement = (await live()).find((c) => typeOf(c) === 'm5.large');
-      return replacement !== undefined && (await storyOfClaim(replacement)) !== undefined;
-    },
-    120_000,
-  );
+  const { claim: replacement, effect } = await recordedOfType('m5.large', 120_000);
   const marked = Date.parse(
     disruptionOf((await karpenter.nodeClaims()).find((c) => c.metadata.name === old!.metadata.name) ?? old!)
       ?.lastTransitionTime ?? '',
@@ -141,10 +134,9 @@ t.test('an overlay deleted while Karpenter validates still decided the replaceme
     Number.isNaN(marked) || marked >= deletedAt - 1000,
     'Karpenter marked the node after the overlay was gone: validation did not price again',
   );
-  const launching = await eventsOn(replacement!.metadata.name, 'DisruptionLaunching');
-  const eventDelay = new Date(launching[0]?.firstTimestamp ?? 0).getTime() - createdAt(replacement!);
+  const launching = await eventsOn(replacement.metadata.name, 'DisruptionLaunching');
+  const eventDelay = new Date(launching[0]?.firstTimestamp ?? 0).getTime() - createdAt(replacement);
   t.comment(`DisruptionLaunching ${secs(eventDelay)} after the replacement's creation`);
-  const effect = (await storyOfClaim(replacement!))!.effect!;
   t.equal(effect.verdict, 'replacement', `judged with the overlay that decided it (${effect.reason ?? ''})`);
   t.same(effect.overlays, [RI.metadata.name]);
   t.match(effect.disruption, { reason: 'Underutilized', replaced: [{ nodeClaim: old!.metadata.name }] });

@@ -18,8 +18,20 @@ import { startPoolScene, typeOf } from './pool-scene.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const { karpenter, custom, core, live, storyOfClaim, createPods, deletePods, budget, hold, keepPods, untilPoolEmpty } =
-  await startPoolScene(t);
+const {
+  karpenter,
+  custom,
+  core,
+  live,
+  storyOfClaim,
+  createPods,
+  deletePods,
+  budget,
+  hold,
+  keepPods,
+  recordedOfType,
+  untilPoolEmpty,
+} = await startPoolScene(t);
 
 const PAIR = ['pair-a', 'pair-b'];
 /** Two nodes of the pool's cheapest type, a 600m pod on each (both fit one), every disruption held. */
@@ -89,16 +101,7 @@ t.test('multi-node: two nodes packed into one an overlay prices below their own 
   );
   stopKeeping = keepPods(PAIR, '600m');
   await budget('100%');
-  let replacement: NodeClaim | undefined;
-  await until(
-    'an m5.large replacement recorded',
-    async () => {
-      replacement = (await live()).find((c) => typeOf(c) === 'm5.large');
-      return replacement !== undefined && (await storyOfClaim(replacement)) !== undefined;
-    },
-    150_000,
-  );
-  const effect = (await storyOfClaim(replacement!))!.effect!;
+  const { effect } = await recordedOfType('m5.large', 150_000);
   t.equal(effect.verdict, 'replacement', `without the overlay the command is no command (${effect.reason ?? ''})`);
   t.same(effect.overlays, [RI.metadata.name]);
   t.match(effect.disruption, { reason: 'Underutilized', replacedCount: 2 });

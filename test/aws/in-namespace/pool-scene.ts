@@ -129,6 +129,21 @@ export async function startPoolScene(
       await loop;
     };
   }
+  /** The live NodeClaim of `type` once its node carries a record (a replacement, say), with its effect. */
+  async function recordedOfType(type: string, timeoutMs = 150_000) {
+    let claim: NodeClaim | undefined;
+    let story: DecisionStory | undefined;
+    await until(
+      `an ${type} NodeClaim whose node is recorded`,
+      async () => {
+        claim = (await live()).find((c) => typeOf(c) === type);
+        story = claim && (await storyOfClaim(claim));
+        return story !== undefined;
+      },
+      timeoutMs,
+    );
+    return { claim: claim!, story: story!, effect: story!.effect! };
+  }
   const untilPoolEmpty = () =>
     until('the pool emptied', async () => (await karpenter.nodeClaims()).length === 0, 120_000);
   return {
@@ -145,6 +160,7 @@ export async function startPoolScene(
     allowTypes,
     hold,
     keepPods,
+    recordedOfType,
     untilPoolEmpty,
   };
 }
