@@ -145,12 +145,21 @@ interface Tree {
   [key: string]: unknown;
 }
 
+/** A tree whose keys are only what was given: `__proto__` or `constructor` in a file is a key like any other. */
+const tree = (): Tree => Object.create(null) as Tree;
+
+/**
+ * Sets `path` in the tree; where a section on the way was given as something else (a number, a
+ * list), leaves it so: validation then says that section must be a map.
+ */
 function setPath(obj: Tree, path: string, value: unknown): void {
   const parts = path.split('.');
   let node = obj;
   for (const part of parts.slice(0, -1)) {
-    node[part] ??= {};
-    node = node[part] as Tree;
+    node[part] ??= tree();
+    const next = node[part];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) return;
+    node = next as Tree;
   }
   node[parts.at(-1)!] = value;
 }
@@ -165,7 +174,7 @@ function valueAt(doc: Tree, path: string): unknown {
 
 export function loadConfig(input: LoadInput): LoadedConfig {
   const problems: string[] = [];
-  const doc: Tree = {};
+  const doc = tree();
   const sources = {} as Record<SettingPath, Source>;
   const values = {} as Record<SettingPath, unknown>;
   const origin = new Map<string, Source>();

@@ -239,3 +239,66 @@ t.test(
     );
   },
 );
+
+t.test('keys that are not settings, the prototype names among them, are refused by name', async (t) => {
+  const found = problems(() =>
+    loadConfig({
+      file: file('proto.yaml', 'nodeWatcher:\n  __proto__:\n    polluted: yes\n  constructor: 1\n  logLevel: debug\n'),
+    }),
+  );
+  t.match(found, [
+    /^nodeWatcher\.__proto__ .*: is not a known setting$/,
+    /^nodeWatcher\.constructor .*: is not a known setting$/,
+  ]);
+  t.equal(({} as Record<string, unknown>).polluted, undefined, 'the shared prototype is untouched');
+  t.match(
+    problems(() => loadConfig({ file: file('proto-top.yaml', '__proto__:\n  logLevel: debug\n') })),
+    [/^__proto__ .*: is not a known setting$/],
+  );
+});
+
+t.test('a section of the wrong shape is an error that names it, whatever else sets values in it', async (t) => {
+  const scalar = file('scalar.yaml', 'nodeWatcher: 5\n');
+  for (const more of [{}, { env: { [envName('logLevel')]: 'debug' } }, { flags: { [flagName('logLevel')]: 'debug' } }])
+    t.match(
+      problems(() => loadConfig({ file: scalar, ...more })),
+      [/^nodeWatcher = 5 \(from .*scalar\.yaml line 1\): must be object$/],
+      JSON.stringify(more),
+    );
+  t.match(
+    problems(() =>
+      loadConfig({
+        file: file('list.yaml', 'nodeWatcher:\n  webhook: [1, 2]\n'),
+        env: { [envName('webhook.port')]: '9443' },
+      }),
+    ),
+    [/^nodeWatcher\.webhook = \[1,2\] \(from .*list\.yaml line 2\): must be object$/],
+  );
+});
+
+t.test('random YAML gives a configuration or a ConfigError, never another error', async (t) => {
+  const fc = (await import('fast-check')).default;
+  const { stringify } = await import('yaml');
+  const key = fc.constantFrom('nodeWatcher', 'webhook', 'port', 'logLevel', 'prices', '__proto__', 'constructor', 'x');
+  const value = fc.letrec((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small' },
+      fc.jsonValue({ maxDepth: 1 }),
+      fc.dictionary(key, tie('node'), { maxKeys: 3 }),
+    ),
+  })).node;
+  let n = 0;
+  fc.assert(
+    fc.property(value, fc.boolean(), (doc, withEnv) => {
+      const path = file(`random-${n++}.yaml`, stringify(doc));
+      try {
+        loadConfig({ file: path, ...(withEnv ? { env: { [envName('webhook.port')]: '9443' } } : {}) });
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+      }
+      return ({} as Record<string, unknown>).polluted === undefined;
+    }),
+    { numRuns: 300 },
+  );
+  t.pass('300 random documents');
+});
