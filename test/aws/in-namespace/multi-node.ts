@@ -58,6 +58,16 @@ async function twoNodesOnePodEach(): Promise<NodeClaim[]> {
     async () => (await Promise.all((await live()).map(storyOfClaim))).every(Boolean),
     60_000,
   );
+  // Both candidates at once: a node whose pod came less than consolidateAfter ago is no candidate
+  // yet, and single-node consolidation would take the other alone.
+  await until(
+    'both nodes Consolidatable',
+    async () =>
+      (await live()).every((c) =>
+        c.status?.conditions?.some((x) => x.type === 'Consolidatable' && x.status === 'True'),
+      ),
+    60_000,
+  );
   return live();
 }
 /** Lets go of the pods and waits for Emptiness to take their nodes. */
