@@ -60,7 +60,8 @@ export function decisionWindow(
  */
 export function momentsWithin(index: OverlayIndex, window: DecisionWindow, annotated: boolean): number[] {
   const moments = [window.from, ...index.changesBetween(window.from, window.to)];
-  if (!annotated) return moments;
+  // One set of overlays over the whole window (the usual case, on the webhook's path): nothing to rule out.
+  if (!annotated || moments.length === 1) return moments;
   const overlaid = moments.filter((t) => index.activeVersionsAt(t).some((v) => v.ineligible === undefined));
   return overlaid.length > 0 ? overlaid : moments;
 }

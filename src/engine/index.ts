@@ -24,6 +24,9 @@ export {
   type MatchCondition,
 } from './scope.ts';
 export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
+/** The well-known label keys the caches read, as the engine spells them. */
+export { INSTANCE_TYPE, ZONE } from './effect/candidates.ts';
+export { NODEPOOL_LABEL } from './karpenter-view.ts';
 export {
   toOverlayView,
   ineligibility,

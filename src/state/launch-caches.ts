@@ -1,14 +1,12 @@
 // What the effect's replay of a launch reads from the cluster besides the NodeClaim: the zones
 // each EC2NodeClass launches into (its status' subnets), and the labels of a registered node of
 // each instance type (every instance-type key Karpenter gave it, GPU and accelerator counts too).
-import type { Labels, NodeView } from '../engine/index.ts';
+import { INSTANCE_TYPE, type Labels, type NodeView, REGISTERED_LABEL } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { nodeClassZones, type NodeClassZones } from './lookups.ts';
 
 export const EC2_NODECLASSES_PATH = '/apis/karpenter.k8s.aws/v1/ec2nodeclasses';
-const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
-const REGISTERED = 'karpenter.sh/registered';
 
 /** EC2NodeClasses by name, reduced to their subnets' zones; an empty store where the AWS provider is not installed. */
 export class NodeClassCache {
@@ -37,7 +35,7 @@ export class InstanceTypeLabels {
 
   seen(node: NodeView): void {
     const type = node.labels[INSTANCE_TYPE];
-    if (type !== undefined && node.labels[REGISTERED] === 'true' && !this.byType.has(type))
+    if (type !== undefined && node.labels[REGISTERED_LABEL] === 'true' && !this.byType.has(type))
       this.byType.set(type, node.labels);
   }
 

@@ -3,12 +3,14 @@
 // its instance type, zone, capacity type and NodePool labels, until it is gone. Kept as the
 // NodeClaim cache's events come; counted per pool when a Balanced replacement asks, and that count
 // kept until the pool's NodeClaims change.
-import type { NodeClaimView, PoolOffering } from '../engine/index.ts';
-
-const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
-const ZONE = 'topology.kubernetes.io/zone';
-const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
-const NODEPOOL = 'karpenter.sh/nodepool';
+import {
+  CAPACITY_TYPE_LABEL,
+  INSTANCE_TYPE,
+  NODEPOOL_LABEL,
+  type NodeClaimView,
+  type PoolOffering,
+  ZONE,
+} from '../engine/index.ts';
 
 interface Counted {
   readonly pool: string;
@@ -24,7 +26,7 @@ export class PoolOfferings {
 
   upsert(claim: NodeClaimView): void {
     const l = claim.labels;
-    const [type, zone, capacityType, pool] = [l[INSTANCE_TYPE], l[ZONE], l[CAPACITY_TYPE], l[NODEPOOL]];
+    const [type, zone, capacityType, pool] = [l[INSTANCE_TYPE], l[ZONE], l[CAPACITY_TYPE_LABEL], l[NODEPOOL_LABEL]];
     if (type === undefined || zone === undefined || capacityType === undefined || pool === undefined) {
       this.remove(claim);
       return;

@@ -46,7 +46,7 @@ import {
 } from './types.ts';
 import { unknown } from './verdict.ts';
 
-const NODEPOOL = 'karpenter.sh/nodepool';
+import { NODEPOOL_LABEL } from '../karpenter-view.ts';
 import { idOf } from './identity.ts';
 import type { PricedCandidate } from './worlds.ts';
 
@@ -151,7 +151,7 @@ function describe(r: ReplacedNode): ReplacedStory {
     ...optional('instanceType', r.labels[INSTANCE_TYPE]),
     ...optional('capacityType', r.labels[CAPACITY_TYPE]),
     ...optional('zone', r.labels[ZONE]),
-    ...optional('nodePool', r.labels[NODEPOOL]),
+    ...optional('nodePool', r.labels[NODEPOOL_LABEL]),
   };
 }
 
