@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes a development CA and a webhook serving certificate for local runs (the demo, manual
-# tests). SANs: 127.0.0.1, localhost and the in-cluster Service names. Never for production:
+# tests). SANs: 127.0.0.1, ::1, localhost and the in-cluster Service names. Never for production:
 # in a cluster, cert-manager issues and rotates the certificate.
 #
 # usage: certs/make-dev-certs.sh [OUT_DIR] [SERVICE_NAME] [NAMESPACE]
@@ -18,7 +18,7 @@ cat > tls.ext <<EXT
 basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:$svc,DNS:$svc.$ns,DNS:$svc.$ns.svc,DNS:$svc.$ns.svc.cluster.local
+subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost,DNS:$svc,DNS:$svc.$ns,DNS:$svc.$ns.svc,DNS:$svc.$ns.svc.cluster.local
 EXT
 openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 90 -extfile tls.ext 2>/dev/null
 rm -f tls.csr tls.ext ca.srl

@@ -297,12 +297,14 @@ export async function registerWebhooksAt(
   port: number,
   timeoutSeconds: number,
   labelNamespace = 'veneer.io',
+  /** Where the apiserver calls the watcher; an IPv6 address is written in brackets in the URL. */
+  address = '127.0.0.1',
 ): Promise<() => Promise<void>> {
   const api = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
   const reg = {
     name: 'veneer-node-watcher',
     caBundle: caPem,
-    url: `https://127.0.0.1:${port}`,
+    url: `https://${address.includes(':') ? `[${address}]` : address}:${port}`,
     labelNamespace,
     timeoutSeconds,
   };

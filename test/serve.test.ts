@@ -2,10 +2,11 @@
 // config. SIGTERM under load is in test/reliability/under-load.test.ts.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import t from 'tap';
 import { freePort } from '../kit/control-plane.ts';
-import { startClusterEnv } from '../kit/watcher-env.ts';
+import { grantMetricsReader, registerWebhooksAt, startClusterEnv } from '../kit/watcher-env.ts';
 import { waitReady } from '../kit/fleet.ts';
 import { scrape } from '../kit/scrape.ts';
 
@@ -134,6 +135,77 @@ t.test(
     }
   },
 );
+
+/** An AdmissionReview POSTed as the apiserver posts it: HTTPS, verified against the CA. */
+function review(host: string, port: number, uid: string): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: { uid, kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'CREATE', object: {} },
+  });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host,
+        port,
+        path: '/mutate-node?timeout=10s',
+        method: 'POST',
+        ca: env.certs.caPem,
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (c) => (data += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+t.test('by default every listener answers at [::1] and at 127.0.0.1 on the same port (`::`, dual-stack)', async (t) => {
+  const [healthPort, metricsPort, webhookPort] = [await freePort(), await freePort(), await freePort()];
+  const p = run([
+    'serve',
+    '--enabled',
+    'true',
+    '--leader-election-enabled',
+    'false',
+    '--health-port',
+    String(healthPort),
+    '--metrics-port',
+    String(metricsPort),
+    '--webhook-port',
+    String(webhookPort),
+    '--webhook-cert-file',
+    env.certs.serving.certPath,
+    '--webhook-key-file',
+    env.certs.serving.keyPath,
+  ]);
+  await waitReady(healthPort);
+  t.notMatch(p.output(), /no IPv6/, 'this machine has IPv6: no fallback said');
+  await grantMetricsReader(env.admin, [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }]);
+  const token = await env.cp.serviceAccountToken('monitoring', 'prometheus');
+  for (const host of ['::1', '127.0.0.1']) {
+    const at = host.includes(':') ? `[${host}]` : host;
+    t.equal((await fetch(`http://${at}:${healthPort}/healthz`)).status, 200, `/healthz at ${at}`);
+    t.equal((await fetch(`http://${at}:${healthPort}/readyz`)).status, 200, `/readyz at ${at}`);
+    const scraped = await scrape(metricsPort, { caPem: env.certs.caPem, token, host });
+    t.equal(scraped.status, 200, `/metrics at ${at}, over HTTPS with a reader's token`);
+    t.match(scraped.body, /^# TYPE veneer_nodewatcher_admission_requests_total counter$/m);
+    const answered = await review(host, webhookPort, `uid-${host}`);
+    t.equal(answered.status, 200, `an AdmissionReview at ${at}`);
+    t.match(JSON.parse(answered.body), { kind: 'AdmissionReview', response: { uid: `uid-${host}`, allowed: true } });
+  }
+  // The apiserver, told the webhook is at [::1], calls it there: records appear on dry-run creates.
+  const unregister = await registerWebhooksAt(env.admin, env.certs.caPem, webhookPort, 5, 'veneer.io', '::1');
+  t.pass("the apiserver's webhook calls reach the watcher at [::1]");
+  await unregister();
+  p.child.kill('SIGTERM');
+  t.equal(await p.exited, 0);
+});
 
 t.test('a serving certificate that cannot be read stops start-up when metrics are secure', async (t) => {
   const p = run([

@@ -24,7 +24,7 @@ import { loadClusterAccess } from '../kube/kubeconfig.ts';
 import { LeaderElector } from '../kube/leader.ts';
 import { createLogger } from '../log.ts';
 import { createMetrics, type Metrics } from '../metrics.ts';
-import type { RunningServer } from '../server/listener.ts';
+import { anyAddress, type RunningServer } from '../server/listener.ts';
 import { startOpsListeners, type OpsListeners } from '../server/ops.ts';
 import { CertificateReloader } from '../server/tls.ts';
 import { ClusterCaches } from '../state/caches.ts';
@@ -36,7 +36,7 @@ export interface WatcherOptions {
   client: KubeClient;
   log: Logger;
   metrics?: Metrics;
-  /** Listen address; the container listens on all interfaces, tests on loopback. */
+  /** Listen address; by default every address of both families (anyAddress), tests on loopback. */
   host?: string;
   now?: () => number;
   /** Tests shorten the watch watchdog and the certificate poll. */
@@ -88,7 +88,7 @@ function listener<T extends { close(): Promise<void> }>(
 export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   const { config, log } = o;
   const metrics = o.metrics ?? createMetrics();
-  const host = o.host ?? '0.0.0.0';
+  const host = o.host ?? (await anyAddress(log));
   const now = o.now ?? Date.now;
   let stopping = false;
   const shuttingDown = () => (stopping ? 'shutting down' : undefined);

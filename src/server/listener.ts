@@ -1,5 +1,6 @@
 // What the watcher's HTTP listeners (the webhooks', the probes', the metrics') have in common.
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
+import type { Logger } from 'pino';
 
 export interface RunningServer {
   port: number;
@@ -24,4 +25,35 @@ interface Listenable {
 export async function listen(app: Listenable, host: string, port: number): Promise<number> {
   await app.listen({ host, port });
   return (app.server.address() as AddressInfo).port;
+}
+
+/** Why `::` could not be bound: a kernel built or booted without IPv6. */
+const NO_IPV6 = new Set(['EAFNOSUPPORT', 'EADDRNOTAVAIL']);
+
+type Bind = (host: string) => Promise<void>;
+
+/** Binds an ephemeral port on `host` and lets it go again. */
+const probe: Bind = (host) =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen({ host, port: 0 }, () => server.close(() => resolve()));
+  });
+
+/**
+ * The address every listener binds: `::`, which Node binds dual-stack (libuv clears IPV6_V6ONLY,
+ * whatever net.ipv6.bindv6only says), so the kubelet, the apiserver and Prometheus reach the pod
+ * at its IPv6 address on an IPv6 cluster and at its IPv4 one elsewhere. A kernel without IPv6
+ * refuses `::`: then 0.0.0.0, said once here rather than by each listener.
+ */
+export async function anyAddress(log: Pick<Logger, 'warn'>, bind: Bind = probe): Promise<string> {
+  try {
+    await bind('::');
+    return '::';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === undefined || !NO_IPV6.has(code)) throw err;
+    log.warn({ code }, 'no IPv6 on this kernel: listening on 0.0.0.0 (IPv4 only)');
+    return '0.0.0.0';
+  }
 }
