@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/commands/serve.ts';
@@ -16,6 +16,7 @@ import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '..
 import { mutatingMatchConditions, recordKeys, validatingMatchConditions } from '../src/engine/index.ts';
 import {
   CHART as chart,
+  dashboardQueries,
   find,
   helm as run,
   KUBE_VERSION,
@@ -41,6 +42,10 @@ import {
 } from '../kit/watcher-env.ts';
 
 const root = join(import.meta.dirname, '..');
+const { appVersion } = parse(readFileSync(join(chart, 'Chart.yaml'), 'utf8')) as { appVersion: string };
+/** Where the alert tests' fixture names the chart's appVersion (the runbook URLs carry it). */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the fixture's placeholder, not a template string
+const APP_VERSION_PLACEHOLDER = '${appVersion}';
 const FULL = [
   '--set',
   'nodeWatcher.enabled=true',
@@ -143,14 +148,14 @@ t.test('metrics: HTTPS behind authentication, probes apart, and the RBAC for bot
         path: '/metrics',
         interval: '30s',
         scheme: 'https',
-        bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+        authorization: { type: 'Bearer', credentials: { name: 'veneer-node-watcher-metrics-scraper', key: 'token' } },
         tlsConfig: {
           ca: { secret: { name: 'veneer-node-watcher-tls', key: 'ca.crt' } },
           serverName: 'veneer-node-watcher.veneer-system.svc',
         },
       },
     ],
-    'Prometheus scrapes over HTTPS with its own token, checking the certificate against the cert-manager CA',
+    "Prometheus scrapes over HTTPS with the chart's scraper token, checking the certificate against the cert-manager CA",
   );
   const roles = full.filter((o) => o.kind === 'ClusterRole') as unknown as k8s.V1ClusterRole[];
   t.same(
@@ -616,7 +621,10 @@ t.test(
     writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
     const check = promtool(['check', 'rules', join(dir, 'rules.yaml')]);
     t.match(check.stdout, /SUCCESS: 14 rules found/, check.stderr);
-    const tests = readFileSync(join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'), 'utf8');
+    const tests = readFileSync(
+      join(root, 'test', 'fixtures', 'prometheus', 'alert-rules.test.yaml'),
+      'utf8',
+    ).replaceAll(APP_VERSION_PLACEHOLDER, appVersion);
     const tested = new Set([...tests.matchAll(/alertname: (\w+)/g)].map((m) => m[1]));
     t.same(
       [...tested].sort(),
@@ -628,11 +636,38 @@ t.test(
   },
 );
 
-t.test('every dashboard query is PromQL promtool accepts', async (t) => {
+t.test('the dashboard: a data source and a cluster variable, and every query PromQL promtool accepts', async (t) => {
   const dashboard = JSON.parse(readFileSync(join(chart, 'dashboards', 'veneer-node-watcher.json'), 'utf8')) as {
-    panels: { title: string; targets: { expr: string }[] }[];
+    templating: { list: { name: string; type: string; query: unknown; includeAll?: boolean; allValue?: string }[] };
+    panels: { title: string; datasource?: unknown; targets: { expr: string; datasource?: unknown }[] }[];
   };
-  const exprs = dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr));
+  const variables = Object.fromEntries(dashboard.templating.list.map((v) => [v.name, v]));
+  t.match(variables.datasource, { type: 'datasource', query: 'prometheus' }, 'the Prometheus to read, chosen');
+  t.match(
+    variables.cluster,
+    { type: 'query', includeAll: true, allValue: '.*' },
+    'a cluster to pick; All is .*, which also matches series without a cluster label (a Prometheus of one cluster)',
+  );
+  t.match(JSON.stringify(variables.cluster?.query), /label_values\(veneer_nodewatcher_\w+, cluster\)/);
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable syntax, not a template string
+  const datasource = { type: 'prometheus', uid: '${datasource}' };
+  for (const panel of dashboard.panels) {
+    t.same(panel.datasource, datasource, `${panel.title}: reads the chosen data source`);
+    for (const target of panel.targets) {
+      t.same(target.datasource, datasource, `${panel.title}: its query too`);
+      t.notMatch(target.expr, /\[5m\]/, `${panel.title}: no fixed rate window`);
+      // Every selector of the watcher's series picks the cluster, as a matcher a substitution keeps valid.
+      const selectors = [...target.expr.matchAll(/veneer_nodewatcher_\w+(\{[^}]*\})?/g)];
+      t.ok(selectors.length > 0);
+      for (const m of selectors) t.match(m[1] ?? '', /cluster=~"\$cluster"/, `${panel.title}: ${m[0]} by cluster`);
+    }
+  }
+  t.ok(
+    dashboard.panels.some((p) => p.targets.some((x) => x.expr.includes('[$__rate_interval]'))),
+    "rates over Grafana's $__rate_interval",
+  );
+
+  const exprs = dashboardQueries().map((q) => q.expr);
   t.ok(
     exprs.some((e) => e.includes('veneer_nodewatcher_overlay_nodes_current')),
     'a panel shows the nodes each overlay steers',
@@ -646,14 +681,306 @@ t.test('every dashboard query is PromQL promtool accepts', async (t) => {
       `a panel shows ${what} (test/overlays-report.test.ts evaluates it on a real watcher's metrics)`,
     );
   const dir = mkdtempSync(join(tmpdir(), 'vnw-dashboard-'));
-  writeFileSync(
-    join(dir, 'queries.yaml'),
-    stringify({
-      groups: [{ name: 'dashboard', rules: exprs.map((expr, i) => ({ record: `dashboard:query:${i}`, expr })) }],
-    }),
+  const check = (queries: string[]) => {
+    writeFileSync(
+      join(dir, 'queries.yaml'),
+      stringify({
+        groups: [{ name: 'dashboard', rules: queries.map((expr, i) => ({ record: `dashboard:query:${i}`, expr })) }],
+      }),
+    );
+    return promtool(['check', 'rules', join(dir, 'queries.yaml')]);
+  };
+  const all = check(exprs);
+  t.match(all.stdout, new RegExp(`SUCCESS: ${exprs.length} rules found`), all.stderr);
+  const one = check(dashboardQueries({ cluster: 'prod', rateInterval: '1m0s' }).map((q) => q.expr));
+  t.match(one.stdout, new RegExp(`SUCCESS: ${exprs.length} rules found`), `one cluster picked: ${one.stderr}`);
+
+  // One Prometheus holding two clusters: with All, a gauge every replica exports is counted once
+  // per cluster and the clusters summed, not the larger one taken.
+  const influenced = dashboardQueries().find((q) => q.expr.includes('veneer_nodewatcher_nodes_influenced_current'))!;
+  const tests = stringify({
+    rule_files: ['rules.yaml'],
+    evaluation_interval: '1m',
+    tests: [
+      {
+        interval: '1m',
+        input_series: [
+          ['prod', 'a', 3],
+          ['prod', 'b', 3],
+          ['staging', 'c', 2],
+        ].map(([cluster, pod, n]) => ({
+          series: `veneer_nodewatcher_nodes_influenced_current{capacity_type="reserved-instance",cluster="${cluster}",job="veneer-node-watcher",namespace="veneer-system",pod="${pod}"}`,
+          values: `${n}x5`,
+        })),
+        promql_expr_test: [
+          {
+            expr: influenced.expr,
+            eval_time: '5m',
+            exp_samples: [{ labels: '{capacity_type="reserved-instance"}', value: 5 }],
+          },
+          {
+            expr: dashboardQueries({ cluster: 'staging' }).find((q) => q.title === influenced.title)!.expr,
+            eval_time: '5m',
+            exp_samples: [{ labels: '{capacity_type="reserved-instance"}', value: 2 }],
+          },
+        ],
+      },
+    ],
+  });
+  const run = testRules(tests);
+  t.equal(run.status, 0, 'All: the clusters summed; one cluster: its own figure', { output: run.output });
+});
+
+t.test(
+  'kube-prometheus-stack: one value, metrics.labels.release, and the ServiceMonitor and alerts are picked up',
+  async (t) => {
+    const MONITORING = [
+      '--api-versions',
+      'monitoring.coreos.com/v1/ServiceMonitor',
+      '--api-versions',
+      'monitoring.coreos.com/v1/PrometheusRule',
+    ];
+    const KPS = ['--set', 'metrics.labels.release=kube-prometheus-stack', '--set', 'nodeWatcher.enabled=true'];
+    const none = template(['--set', 'nodeWatcher.enabled=true']);
+    t.notOk(find(none, 'ServiceMonitor'), 'auto: no ServiceMonitor where the cluster does not serve the kind');
+    t.notOk(find(none, 'PrometheusRule'), 'auto: no PrometheusRule either (the install would fail on them)');
+    t.notOk(find(none, 'Secret', 'metrics-scraper'), 'nor the scraper made for the ServiceMonitor');
+
+    const kps = template([...MONITORING, ...KPS]);
+    for (const kind of ['ServiceMonitor', 'PrometheusRule'])
+      t.match(
+        find(kps, kind)?.metadata,
+        { labels: { release: 'kube-prometheus-stack', 'app.kubernetes.io/name': 'veneer-node-watcher' } },
+        `auto: the ${kind} where the cluster serves it, with the release label kube-prometheus-stack selects by`,
+      );
+    t.match(
+      find(template([...MONITORING, ...KPS, '--set', 'metrics.dashboard.enabled=true']), 'ConfigMap', 'dashboard')
+        ?.metadata,
+      { labels: { release: 'kube-prometheus-stack', grafana_dashboard: '1' } },
+      'the dashboard ConfigMap carries metrics.labels beside its own',
+    );
+    const only = (kind: string) =>
+      template([...MONITORING, ...KPS, '--api-versions', `monitoring.coreos.com/v1/${kind}`]);
+    t.ok(find(template(['--api-versions', 'monitoring.coreos.com/v1/PrometheusRule']), 'PrometheusRule'));
+    t.notOk(
+      find(template(['--api-versions', 'monitoring.coreos.com/v1/PrometheusRule']), 'ServiceMonitor'),
+      'each kind by its own availability',
+    );
+    t.ok(only('ServiceMonitor'));
+    t.notOk(
+      find(template([...MONITORING, '--set', 'metrics.serviceMonitor.enabled=false']), 'ServiceMonitor'),
+      'false forces it off',
+    );
+    t.notOk(find(template([...MONITORING, '--set', 'metrics.prometheusRule.enabled=false']), 'PrometheusRule'));
+    t.ok(find(template(['--set', 'metrics.serviceMonitor.enabled=true']), 'ServiceMonitor'), 'true forces it on');
+    t.ok(find(template(['--set', 'metrics.prometheusRule.enabled=true']), 'PrometheusRule'));
+
+    const merged = template([
+      ...MONITORING,
+      ...KPS,
+      '--set',
+      'metrics.labels.team=platform',
+      '--set',
+      'metrics.serviceMonitor.labels.release=other-stack',
+      '--set',
+      'metrics.prometheusRule.labels.severity-routing=pager',
+    ]);
+    t.match(find(merged, 'ServiceMonitor')?.metadata, { labels: { release: 'other-stack', team: 'platform' } });
+    t.match(find(merged, 'PrometheusRule')?.metadata, {
+      labels: { release: 'kube-prometheus-stack', team: 'platform', 'severity-routing': 'pager' },
+    });
+    t.match(
+      find(merged, 'PrometheusRule')?.metadata,
+      {
+        labels: {
+          'app.kubernetes.io/name': 'veneer-node-watcher',
+          'app.kubernetes.io/instance': 'veneer-node-watcher',
+        },
+      },
+      "the chart's own labels stay",
+    );
+    const r = renderRaw(['--set', 'metrics.serviceMonitor.enabled=maybe']);
+    t.match(r.stderr, /serviceMonitor\/enabled.*value must be one of/, 'auto, true or false');
+  },
+);
+
+t.test(
+  "the ServiceMonitor's identity: the chart's own scraper by default, no binding of Prometheus needed",
+  async (t) => {
+    const full = template(FULL);
+    const scraper = 'veneer-node-watcher-metrics-scraper';
+    t.match(find(full, 'ServiceAccount', 'metrics-scraper'), {
+      metadata: { name: scraper, namespace: NS },
+      automountServiceAccountToken: false,
+    });
+    t.match(find(full, 'Secret', 'metrics-scraper'), {
+      metadata: { name: scraper, namespace: NS, annotations: { 'kubernetes.io/service-account.name': scraper } },
+      type: 'kubernetes.io/service-account-token',
+    });
+    t.match(find(full, 'ClusterRoleBinding', 'metrics-scraper'), {
+      roleRef: { kind: 'ClusterRole', name: 'veneer-node-watcher-metrics-reader' },
+      subjects: [{ kind: 'ServiceAccount', name: scraper, namespace: NS }],
+    });
+
+    const endpoint = (objs: Obj[]) =>
+      (find(objs, 'ServiceMonitor') as unknown as { spec: { endpoints: object[] } }).spec.endpoints[0];
+    const file = template([
+      ...FULL,
+      '--set',
+      'metrics.serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token',
+    ]);
+    t.match(endpoint(file), { bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' });
+    t.notOk((endpoint(file) as { authorization?: object }).authorization, "bearerTokenFile: Prometheus' own token");
+    t.notOk(find(file, 'Secret', 'metrics-scraper'), 'and no scraper of the chart');
+    const own = template([...FULL, '--set', 'metrics.serviceMonitor.authorization.credentials.name=prom-token']);
+    t.notOk(find(own, 'ServiceAccount', 'metrics-scraper'), 'a given authorization: no scraper of the chart');
+    const plain = template([...FULL, '--set', 'nodeWatcher.metrics.secure=false']);
+    t.notOk(find(plain, 'Secret', 'metrics-scraper'), 'plain metrics: nothing to authenticate');
+    t.notOk(find(plain, 'ClusterRoleBinding', 'metrics-scraper'));
+    t.notOk(
+      find(template(['--set', 'nodeWatcher.enabled=true']), 'ServiceAccount', 'metrics-scraper'),
+      'no ServiceMonitor: no scraper',
+    );
+  },
+);
+
+t.test('the alerts keep cluster, namespace and job, and link to the release docs', async (t) => {
+  const rules = ruleGroups().flatMap((g) => g.rules);
+  for (const rule of rules) {
+    const name = rule.alert ?? rule.record;
+    // An aggregation with no `by`, or a `by` without the three, would merge clusters or releases.
+    t.notMatch(rule.expr, /\b(sum|max|min|count|avg)\s*\(/, `${name}: no aggregation over everything`);
+    for (const m of rule.expr.matchAll(/\b(sum|max|min|count|avg) by \(([^)]*)\)/g))
+      t.match(m[2], /^cluster, namespace, job\b/, `${name}: ${m[0]} keeps cluster, namespace and job`);
+  }
+  const annotations = (extra: string[]) =>
+    (
+      find(template(['--set', 'metrics.prometheusRule.enabled=true', ...extra]), 'PrometheusRule') as unknown as {
+        spec: { groups: { rules: { alert?: string; annotations?: Record<string, string> }[] }[] };
+      }
+    ).spec.groups[0]!.rules.flatMap((r) => r.annotations?.runbook_url ?? []);
+  const urls = annotations([]);
+  t.equal(urls.length, 4);
+  t.same(
+    [...new Set(urls)],
+    [`https://github.com/veneer/veneer-node-watcher/blob/v${appVersion}/docs/installing.md#alerts`],
+    "absolute, at the docs of the chart's own release",
   );
-  const check = promtool(['check', 'rules', join(dir, 'queries.yaml')]);
-  t.match(check.stdout, new RegExp(`SUCCESS: ${exprs.length} rules found`), check.stderr);
+  t.same(
+    [...new Set(annotations(['--set', 'metrics.prometheusRule.runbookURL=https://wiki.example.com/vnw']))],
+    ['https://wiki.example.com/vnw'],
+    'overridable',
+  );
+});
+
+t.test('kubeVersion: a lower bound only, and the tested versions recorded', async (t) => {
+  const chartYaml = parse(readFileSync(join(chart, 'Chart.yaml'), 'utf8')) as {
+    kubeVersion: string;
+    annotations: Record<string, string>;
+  };
+  t.equal(chartYaml.kubeVersion, '>=1.30.0-0');
+  t.match(chartYaml.annotations['veneer.io/tested-kubernetes-versions'], /1\.30\.\d+.*1\.37\.\d+/);
+  for (const version of ['1.30.0', '1.38.0', '1.41.2-eks-abcdef'])
+    t.equal(run(['template', 'x', chart, '--kube-version', version]).status, 0, `renders for ${version}`);
+  const old = run(['template', 'x', chart, '--kube-version', '1.29.9']);
+  t.match(old.stderr, /chart requires kubeVersion: >=1\.30\.0-0/, 'and refuses below 1.30');
+});
+
+t.test('ServiceAccount, names, rollout, nodeSelector and image digest follow the usual conventions', async (t) => {
+  const pod = (objs: Obj[]) => (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec;
+  const subjects = (objs: Obj[]) =>
+    (objs.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding') as unknown as k8s.V1RoleBinding[])
+      // Not the scraper's, nor helm test's hooks, which run as accounts of their own.
+      .filter((b) => !b.metadata?.name?.endsWith('metrics-scraper') && !b.metadata?.annotations?.['helm.sh/hook'])
+      .map((b) => b.subjects?.map((s) => s.name));
+
+  const defaults = template(FULL);
+  t.equal(pod(defaults)?.serviceAccountName, 'veneer-node-watcher');
+  t.same(pod(defaults)?.nodeSelector, { 'kubernetes.io/os': 'linux' }, 'Linux nodes only: the image is Linux');
+  const irsa = template([...FULL, '--set', 'serviceAccount.create=false', '--set', 'serviceAccount.name=prices-irsa']);
+  t.equal(pod(irsa)?.serviceAccountName, 'prices-irsa', 'a pre-created (IRSA) ServiceAccount');
+  t.notOk(find(irsa, 'ServiceAccount', 'veneer-node-watcher'), 'not created');
+  t.same(subjects(irsa), [['prices-irsa'], ['prices-irsa'], ['prices-irsa']], "it gets the chart's rights");
+  const named = template([...FULL, '--set', 'serviceAccount.name=vnw']);
+  t.equal(find(named, 'ServiceAccount', 'vnw')?.metadata.name, 'vnw');
+  t.equal(pod(named)?.serviceAccountName, 'vnw');
+  const unnamed = renderRaw(['--set', 'serviceAccount.create=false']);
+  t.match(unnamed.stderr, /serviceAccount\.name: with serviceAccount\.create=false, name the ServiceAccount/);
+
+  const renamed = template(['--set', 'nameOverride=nw'], 'edge');
+  t.equal(find(renamed, 'Deployment')?.metadata.name, 'edge-nw');
+  t.match(find(renamed, 'Deployment'), {
+    spec: { selector: { matchLabels: { 'app.kubernetes.io/name': 'nw', 'app.kubernetes.io/instance': 'edge' } } },
+  });
+  const full = template(['--set', 'fullnameOverride=vnw'], 'edge');
+  t.same([...new Set(full.map((o) => o.metadata.name.split('-')[0]))], ['vnw'], 'fullnameOverride names every object');
+
+  const strategy = (objs: Obj[]) => (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.strategy;
+  t.same(
+    strategy(defaults),
+    { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+    'pod network: a replica added before one goes',
+  );
+  t.same(
+    strategy(template(HOST_NETWORK)),
+    { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+    'hostNetwork: one replaced at a time, since a surge pod needs a node whose ports are free',
+  );
+  t.same(strategy(template(['--set', 'strategy.type=Recreate'])), { type: 'Recreate' }, 'as given');
+
+  const image = (objs: Obj[]) => pod(objs)?.containers[0]?.image;
+  t.equal(image(defaults), `ghcr.io/veneer/veneer-node-watcher:${appVersion}`);
+  const digest = `sha256:${'a1'.repeat(32)}`;
+  t.equal(
+    image(template(['--set', `image.digest=${digest}`, '--set', 'image.tag=ignored'])),
+    `ghcr.io/veneer/veneer-node-watcher@${digest}`,
+    'pinned by digest',
+  );
+  t.match(renderRaw(['--set', 'image.digest=latest']).stderr, /image\/digest.*does not match pattern/);
+});
+
+t.test('values.schema.json is closed: a misspelt key anywhere but a free-form map is refused', async (t) => {
+  for (const key of [
+    'typo',
+    'image.typo',
+    'serviceAccount.typo',
+    'service.typo',
+    'webhooks.typo',
+    'certManager.typo',
+    'certManager.issuer.typo',
+    'podDisruptionBudget.typo',
+    'topologySpread.typo',
+    'strategy.typo',
+    'strategy.rollingUpdate.typo',
+    'metrics.typo',
+    'metrics.serviceMonitor.typo',
+    'metrics.prometheusRule.typo',
+    'metrics.dashboard.typo',
+  ]) {
+    const r = renderRaw(['--set', `${key}=1`]);
+    t.match(r.stderr, /additional properties 'typo' not allowed/, key);
+  }
+  const free = renderRaw([
+    '--set',
+    'podLabels.a=b',
+    '--set',
+    'podAnnotations.a=b',
+    '--set',
+    'nodeSelector.a=b',
+    '--set',
+    'resources.requests.cpu=1',
+    '--set',
+    'affinity.nodeAffinity.x=1',
+    '--set',
+    'metrics.labels.a=b',
+    '--set',
+    'metrics.serviceMonitor.tlsConfig.insecureSkipVerify=true',
+    '--set',
+    'serviceAccount.annotations.a=b',
+    '--set',
+    'global.imageRegistry=example.com',
+  ]);
+  t.equal(free.status, 0, `free-form maps stay open: ${free.stderr}`);
 });
 
 t.test("on a real apiserver: every object accepted, and the watcher works with the chart's own rights", async (t) => {
@@ -665,15 +992,24 @@ t.test("on a real apiserver: every object accepted, and the watcher works with t
   const client = k8s.KubernetesObjectApi.makeApiClient(admin);
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const kubeconfig = cp.writeKubeConfig();
-  const notes = run(['install', 'x', chart, '--dry-run=client', '--namespace', NS], {
-    ...process.env,
-    KUBECONFIG: kubeconfig,
-  });
-  t.match(notes.stdout, /installed but disabled.*--set nodeWatcher.enabled=true/s, 'NOTES.txt says how to enable it');
+  // helm install reads the apiserver's API versions: this one serves the Prometheus operator's CRDs.
+  const notes = (extra: string[] = []) =>
+    run(['install', 'x', chart, '--dry-run=client', '--namespace', NS, ...extra], {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+    }).stdout;
+  const auto = notes();
+  t.match(auto, /installed but disabled.*--set nodeWatcher.enabled=true/s, 'NOTES.txt says how to enable it');
   t.match(
-    notes.stdout,
+    auto,
+    /kind: ServiceMonitor.*The ServiceMonitor scrapes as x-veneer-node-watcher-metrics-scraper, bound to it by the chart: no binding of Prometheus is needed\.\nWith kube-prometheus-stack, add --set metrics\.labels\.release=<its release name>/s,
+    "auto found the ServiceMonitor kind on the apiserver; NOTES: the chart's scraper, and kube-prometheus-stack's one value",
+  );
+  t.notMatch(notes(['--set', 'metrics.labels.release=kps']), /With kube-prometheus-stack/, 'not once it is set');
+  t.match(
+    notes(['--set', 'metrics.serviceMonitor.enabled=false']),
     /--clusterrole=x-veneer-node-watcher-metrics-reader --serviceaccount=NAMESPACE:SERVICEACCOUNT/,
-    'and how to let Prometheus scrape',
+    'without the ServiceMonitor: how to let Prometheus scrape',
   );
   const full = template([...FULL, ...PROMETHEUS_READER]);
   for (const obj of full) {
@@ -798,6 +1134,19 @@ t.test("on a real apiserver: every object accepted, and the watcher works with t
     ).status,
     403,
     'another ServiceAccount does not',
+  );
+  // The ServiceMonitor's default identity: the chart's scraper, bound by the chart alone (a token
+  // of its ServiceAccount; the Secret's own is written by kube-controller-manager, which this
+  // control plane does not run).
+  t.equal(
+    (
+      await scrape(watcher.metricsPort, {
+        caPem: certs.caPem,
+        token: await cp.serviceAccountToken(NS, 'veneer-node-watcher-metrics-scraper'),
+      })
+    ).status,
+    200,
+    "the chart's metrics-scraper scrapes",
   );
   t.equal((await fetch(`http://127.0.0.1:${watcher.healthPort}/readyz`)).status, 200, 'the probes need no token');
 });

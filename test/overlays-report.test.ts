@@ -5,7 +5,7 @@
 // restarted leader, with the dashboard's panels for both evaluated by promtool on the scrapes; and
 // exactly one Event on each recorded node, whoever wrote the record, across a restart.
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
@@ -19,7 +19,7 @@ import { UNVALIDATED_ANNOTATION } from '../kit/overlay-validation.ts';
 import { OVERLAY_API, sleep, until } from '../kit/fleet.ts';
 import { launchWatcher, registerWebhooksAt, startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
 import { staticOnDemand } from '../src/prices/static-table.ts';
-import { testRules } from './support/chart.ts';
+import { dashboardQueries, testRules } from './support/chart.ts';
 import { inputSeries, promtool } from './support/prometheus.ts';
 
 const cli = join(import.meta.dirname, '..', 'src', 'cli.ts');
@@ -84,17 +84,7 @@ const launchCounts = async (w: RunningWatcher) =>
   );
 /** The static table: what the watcher prices with here (no region in the environment; us-west-2 has none of its own). */
 const LIST = staticOnDemand('us-west-2');
-const dashboardExpr = (metric: string) =>
-  (
-    JSON.parse(
-      readFileSync(
-        join(import.meta.dirname, '..', 'charts', 'veneer-node-watcher', 'dashboards', 'veneer-node-watcher.json'),
-        'utf8',
-      ),
-    ) as { panels: { targets: { expr: string }[] }[] }
-  ).panels
-    .flatMap((p) => p.targets.map((x) => x.expr))
-    .find((e) => e.includes(metric))!;
+const dashboardExpr = (metric: string) => dashboardQueries().find((q) => q.expr.includes(metric))!.expr;
 let beforeLaunches = '';
 const eventCount = async (w: RunningWatcher, result: string) =>
   (await w.metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;

@@ -1,6 +1,6 @@
 // The Helm chart rendered by the real helm, and the tools run on what it renders.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -63,4 +63,32 @@ export function testRules(tests: string): { status: number | null; output: strin
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+export interface DashboardVariables {
+  /** What Grafana puts for `$__rate_interval`: at least four scrape intervals. */
+  rateInterval: string;
+  /** The cluster variable's value: `.*` is its All, which also matches series without the label. */
+  cluster: string;
+}
+
+/**
+ * The dashboard's panel queries as Grafana sends them to Prometheus: its variables substituted
+ * (the data source is not in the query). Throws on a variable left over, so a new one cannot
+ * slip past the tools that run the queries.
+ */
+export function dashboardQueries(
+  vars: Partial<DashboardVariables> = {},
+): { title: string; expr: string; datasource: unknown }[] {
+  const { rateInterval = '2m', cluster = '.*' } = vars;
+  const dashboard = JSON.parse(readFileSync(join(CHART, 'dashboards', 'veneer-node-watcher.json'), 'utf8')) as {
+    panels: { title: string; datasource?: unknown; targets: { expr: string; datasource?: unknown }[] }[];
+  };
+  return dashboard.panels.flatMap((p) =>
+    p.targets.map((x) => {
+      const expr = x.expr.replaceAll('$__rate_interval', rateInterval).replace(/\$\{cluster\}|\$cluster\b/g, cluster);
+      if (expr.includes('$')) throw new Error(`a dashboard variable this helper does not know: ${x.expr}`);
+      return { title: p.title, expr, datasource: x.datasource ?? p.datasource };
+    }),
+  );
 }

@@ -1,6 +1,9 @@
-{{- define "vnw.name" -}}veneer-node-watcher{{- end -}}
+{{- define "vnw.name" -}}{{ default "veneer-node-watcher" .Values.nameOverride | trunc 63 | trimSuffix "-" }}{{- end -}}
 {{- define "vnw.fullname" -}}
-{{- if contains "veneer-node-watcher" .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-veneer-node-watcher" .Release.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- $name := include "vnw.name" . -}}
+{{- if .Values.fullnameOverride -}}{{ .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains $name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else -}}{{ printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}{{- end -}}
 {{- end -}}
 {{- define "vnw.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "vnw.name" . }}
@@ -11,6 +14,56 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+{{- /*
+The labels of the objects a Prometheus stack selects (ServiceMonitor, PrometheusRule, dashboard
+ConfigMap): metrics.labels, which kube-prometheus-stack's `release` selector needs on all of them,
+then the object's own labels over it. Call with (list $ .Values.metrics.<object>.labels).
+*/ -}}
+{{- define "vnw.monitoringLabels" -}}
+{{- $ := index . 0 -}}
+{{- $labels := merge (deepCopy (index . 1 | default dict)) (deepCopy ($.Values.metrics.labels | default dict)) -}}
+{{ include "vnw.labels" $ }}
+{{- with $labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+{{- /*
+auto: rendered when the cluster serves the Prometheus operator's kind (helm template: only with
+--api-versions), so an install without its CRDs does not fail and one with them needs no switch.
+*/ -}}
+{{- define "vnw.monitoringEnabled" -}}
+{{- $ := index . 0 -}}
+{{- $enabled := index . 1 -}}
+{{- if eq (toString $enabled) "auto" -}}
+{{- if $.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" (index . 2)) }}true{{ end -}}
+{{- else if eq (toString $enabled) "true" -}}true
+{{- end -}}
+{{- end -}}
+{{- /*
+The ServiceAccount the pods run as: the chart's (serviceAccount.create), or one you made (an IRSA
+role's, say), which must then be named: falling back to `default` would bind the watcher's rights
+to every pod of the namespace that runs as it.
+*/ -}}
+{{- define "vnw.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}{{ default (include "vnw.fullname" .) .Values.serviceAccount.name }}
+{{- else -}}{{ required "serviceAccount.name: with serviceAccount.create=false, name the ServiceAccount the pods run as" .Values.serviceAccount.name }}
+{{- end -}}
+{{- end -}}
+{{- /*
+The chart's own scrape identity: with secure metrics and neither authorization nor
+bearerTokenFile given, the ServiceMonitor presents the token of <fullname>-metrics-scraper.
+*/ -}}
+{{- define "vnw.scraper" -}}
+{{- $sm := .Values.metrics.serviceMonitor -}}
+{{- if and .Values.nodeWatcher.metrics.secure (include "vnw.monitoringEnabled" (list . $sm.enabled "ServiceMonitor")) (not $sm.authorization) (not $sm.bearerTokenFile) -}}
+{{ include "vnw.fullname" . }}-metrics-scraper
+{{- end -}}
+{{- end -}}
+{{- define "vnw.image" -}}
+{{- if .Values.image.digest -}}{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 {{- define "vnw.certSecret" -}}{{ include "vnw.fullname" . }}-tls{{- end -}}
 {{- define "vnw.servingCert" -}}{{ include "vnw.fullname" . }}-serving{{- end -}}

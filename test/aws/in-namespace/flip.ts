@@ -45,7 +45,7 @@ import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf } from '../../../kit/node-history.ts';
 import { EFFECTS, type DecisionStory, readStory, recordKeys } from '../../../src/engine/index.ts';
-import { testRules } from '../../support/chart.ts';
+import { dashboardQueries, testRules } from '../../support/chart.ts';
 import { inputSeries, promtool } from '../../support/prometheus.ts';
 import { startPodIdentityAgent } from '../../support/pod-identity-agent.ts';
 import { priceListOf, startPricingStandIn } from '../../support/pricing-api.ts';
@@ -658,13 +658,7 @@ t.test(
       'launches_total: each record once, by overlay and effect',
     );
 
-    const root = join(import.meta.dirname, '..', '..', '..');
-    const dashboard = JSON.parse(
-      readFileSync(join(root, 'charts', 'veneer-node-watcher', 'dashboards', 'veneer-node-watcher.json'), 'utf8'),
-    ) as { panels: { targets: { expr: string }[] }[] };
-    const expr = dashboard.panels
-      .flatMap((p) => p.targets.map((x) => x.expr))
-      .find((e) => e.includes('veneer_nodewatcher_overlay_dollars_per_hour'))!;
+    const expr = dashboardQueries().find((q) => q.expr.includes('veneer_nodewatcher_overlay_dollars_per_hour'))!.expr;
     const scrapes = [
       { minute: 0, text },
       { minute: 10, text },
