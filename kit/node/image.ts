@@ -98,20 +98,63 @@ export function configOf(tar: string): ImageConfig {
 }
 
 export function pauseImage(): Image {
-  const pause = binary('pause');
-  const tar = join(CACHE, `pause-${hashFiles([pause])}.tar`);
-  const config = { user: '65535:65535', entrypoint: ['/pause'] };
-  if (!existsSync(tar)) {
-    const rootfs = mkdtempSync(join(tmpdir(), 'vnw-pause-'));
+  return programImage(
+    'pause',
+    PAUSE_REF,
+    { '/pause': binary('pause') },
+    { user: '65535:65535', entrypoint: ['/pause'] },
+  );
+}
+
+/**
+ * Prometheus and prometheus-operator's config reloader, as their own images lay them out (the
+ * program in /bin, run as nobody): the operator names them in the Prometheus StatefulSet it makes.
+ */
+export function prometheusImages(): { prometheus: Image; configReloader: Image } {
+  const nobody = '65534:65534';
+  return {
+    prometheus: programImage(
+      'prometheus',
+      'kit.local/prometheus',
+      { '/bin/prometheus': binary('prometheus') },
+      { user: nobody, workdir: '/prometheus', entrypoint: ['/bin/prometheus'], exposed: ['9090/tcp'] },
+    ),
+    configReloader: programImage(
+      'prometheus-config-reloader',
+      'kit.local/prometheus-config-reloader',
+      { '/bin/prometheus-config-reloader': binary('prometheusConfigReloader') },
+      { user: nobody, entrypoint: ['/bin/prometheus-config-reloader'] },
+    ),
+  };
+}
+
+/**
+ * A one-layer image of static programs (`files`: path in the image -> program here), cached by
+ * their content; `ref` without a tag gets the content's hash as its tag.
+ */
+function programImage(name: string, ref: string, files: Record<string, string>, config: ImageConfig): Image {
+  const key = hashFiles(Object.values(files));
+  const tagged = ref.includes(':') ? ref : `${ref}:${key}`;
+  const tar = join(CACHE, `${name}-${key}.tar`);
+  return whileHolding(join(CACHE, `${name}.lock`), () => {
+    if (existsSync(tar)) return { ref: tagged, tar, config };
+    const rootfs = mkdtempSync(join(tmpdir(), `vnw-${name}-`));
     try {
-      copyFileSync(pause, join(rootfs, 'pause'));
-      chmodSync(join(rootfs, 'pause'), 0o755);
-      assemble(rootfs, PAUSE_REF, config, tar);
+      for (const [path, program] of Object.entries(files)) {
+        mkdirSync(dirname(join(rootfs, path)), { recursive: true });
+        copyFileSync(program, join(rootfs, path));
+        chmodSync(join(rootfs, path), 0o755);
+      }
+      if (config.workdir) mkdirSync(join(rootfs, config.workdir), { recursive: true });
+      assemble(rootfs, tagged, config, tar);
+      for (const old of readdirSync(CACHE))
+        if (new RegExp(`^${name}-[0-9a-f]{12}\\.tar$`).test(old) && old !== `${name}-${key}.tar`)
+          rmSync(join(CACHE, old), { force: true });
     } finally {
       rmSync(rootfs, { recursive: true, force: true });
     }
-  }
-  return { ref: PAUSE_REF, tar, config };
+    return { ref: tagged, tar, config };
+  });
 }
 
 /**
