@@ -4,15 +4,16 @@
 // stage's commands run with this machine's npm, and the runtime stage's node is Node 24 from the
 // npm package `node`, standing in for distroless's /nodejs/bin/node. The OCI image the real node
 // runs (kit/node/image.ts, test/node.test.ts) is assembled from the same replay: checked here to
-// be the image this Dockerfile describes.
+// be the image this Dockerfile describes. The release builds it for two platforms with the build
+// stage on the builder's own: what that takes of the Dockerfile is checked here too.
 import { execSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { freePort } from '../kit/control-plane.ts';
-import { CLEAN_ENV, inStage, replay } from '../kit/dockerfile.ts';
+import { CLEAN_ENV, hostPlatform, inStage, plan, replay } from '../kit/dockerfile.ts';
 import { configOf, watcherImage } from '../kit/node/image.ts';
 import { scrape } from '../kit/scrape.ts';
 import { makeWebhookCerts } from '../kit/watcher-env.ts';
@@ -130,6 +131,116 @@ t.test('the OCI image the real node runs is the image this Dockerfile describes'
     "the build output, file for file, is the replayed runtime stage's",
   );
 });
+
+const foreign = hostPlatform() === 'linux/arm64' ? 'linux/amd64' : 'linux/arm64';
+
+t.test('built for another platform: only the runtime stage is of the target, and it runs nothing', async (t) => {
+  for (const target of [hostPlatform(), foreign]) {
+    const [build, run] = plan({ target });
+    t.equal(build?.platform, hostPlatform(), `${target}: the build stage on the build platform`);
+    t.same(
+      build?.args,
+      { TARGETOS: 'linux', TARGETARCH: target.split('/')[1] },
+      `${target}: the build stage sees the target it prunes for`,
+    );
+    t.equal(run?.platform, target, `${target}: the runtime stage is the target's`);
+    t.same(
+      run?.instructions.filter((i) => i.instruction === 'RUN'),
+      [],
+      `${target}: no RUN in the runtime stage, so no emulation (QEMU) for a foreign target`,
+    );
+  }
+});
+
+t.test('the replay resolves platforms and ARGs as BuildKit does, and refuses to emulate', async (t) => {
+  const dir = mkdtempSync(join(work, 'args-'));
+  const stageOne = [
+    'ARG BASE=node:24-bookworm-slim',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own syntax
+    'FROM --platform=$BUILDPLATFORM ${BASE} AS one',
+    'ARG TARGETARCH',
+    'ARG GREETING=hello-$TARGETARCH',
+    'WORKDIR /out',
+    // Undeclared in the stage, BUILDARCH and BASE are not in its environment.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's own syntax
+    'RUN echo "$TARGETARCH $GREETING ${BUILDARCH:-unset} ${BASE:-unset}" > seen',
+  ];
+  const one = join(dir, 'Dockerfile.one');
+  writeFileSync(one, stageOne.join('\n'));
+  const both = join(dir, 'Dockerfile.both');
+  writeFileSync(both, [...stageOne, 'FROM scratch AS two', 'RUN \\', '  true'].join('\n'));
+
+  const [planned, two] = plan({ dockerfile: both, target: foreign });
+  t.equal(planned?.base, 'node:24-bookworm-slim', 'a global ARG in FROM');
+  t.equal(planned?.platform, hostPlatform(), 'FROM --platform=$BUILDPLATFORM');
+  t.equal(two?.platform, foreign, 'no --platform: the target');
+  t.same(two?.instructions, [{ instruction: 'RUN', args: 'true' }], 'a continued line is one instruction');
+
+  const [ran] = replay(join(dir, 'work-one'), { dockerfile: one, target: foreign });
+  const arch = foreign.split('/')[1];
+  t.equal(
+    readFileSync(inStage(ran!, 'seen'), 'utf8'),
+    `${arch} hello-${arch} unset unset\n`,
+    'a RUN sees the ARGs its stage declared, and only those',
+  );
+  t.throws(
+    () => replay(join(dir, 'work-both'), { dockerfile: both, target: foreign }),
+    /stage two: RUN for linux\/\w+ would need emulation/,
+  );
+});
+
+t.test("the build stage's prune keeps the target's platform packages (npm's x64 is Docker's amd64)", async (t) => {
+  const prune = plan()[0]?.instructions.find((i) => i.instruction === 'RUN' && i.args.includes('npm prune'));
+  t.ok(prune, 'the build stage prunes');
+  const command = prune!.args.replace(/^npm run build && /, '');
+  // A package with one optional package per platform; the project has it, so npm's cache does.
+  const biome = (
+    JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    }
+  ).devDependencies['@biomejs/biome'];
+  for (const [arch, expected] of [
+    ['amd64', 'cli-linux-x64'],
+    ['arm64', 'cli-linux-arm64'],
+  ] as const) {
+    const dir = join(work, `prune-${arch}`);
+    mkdirSync(dir);
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'p', version: '1.0.0', dependencies: { '@biomejs/biome': biome } }),
+    );
+    const npm = (c: string, env: Record<string, string> = {}) =>
+      execSync(`${CLEAN_ENV} ${c}`, { cwd: dir, shell: '/bin/bash', stdio: 'pipe', env: { ...process.env, ...env } });
+    npm('npm install --prefer-offline --no-audit --no-fund --ignore-scripts');
+    npm(command, { TARGETOS: 'linux', TARGETARCH: arch });
+    const installed = execSync('ls', { cwd: join(dir, 'node_modules', '@biomejs'), encoding: 'utf8' })
+      .trim()
+      .split('\n');
+    t.same(
+      installed.filter((p) => p.startsWith('cli-')),
+      [expected],
+      `TARGETARCH=${arch}`,
+    );
+  }
+});
+
+t.test(
+  'no production dependency has native code or an install script, which would be built for the build platform',
+  async (t) => {
+    const lock = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package-lock.json'), 'utf8')) as {
+      packages: Record<
+        string,
+        { dev?: boolean; os?: string[]; cpu?: string[]; hasInstallScript?: boolean; gypfile?: boolean }
+      >;
+    };
+    const production = Object.entries(lock.packages).filter(([path, p]) => path !== '' && !p.dev);
+    t.ok(production.length > 10, `${production.length} production packages`);
+    t.same(
+      production.filter(([, p]) => p.os || p.cpu || p.hasInstallScript || p.gypfile).map(([path]) => path),
+      [],
+    );
+  },
+);
 
 /** Every regular file of the image's layers (a docker-archive holds each layer as a tar). */
 function imageFiles(tar: string): string[] {
