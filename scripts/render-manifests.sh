@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Renders webhook-manifests/ from the chart (enabled, namespace veneer-system), so that users
-# without Helm apply exactly what the chart installs. test/chart.test.ts fails when they differ.
+# without Helm apply exactly what the chart installs (not its `helm test` hooks, which would
+# otherwise stay installed). test/chart.test.ts fails when they differ.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 helm="$(bash "$root/scripts/control-plane.sh" --print-env | sed -n 's/^VENEER_HELM=//p')"
 [ -x "$helm" ] || bash "$root/scripts/control-plane.sh" helm >&2
 render() {
   "$helm" template veneer-node-watcher "$root/charts/veneer-node-watcher" \
-    --namespace veneer-system --kube-version 1.35.4 --set nodeWatcher.enabled=true
+    --namespace veneer-system --kube-version 1.35.4 --set nodeWatcher.enabled=true --skip-tests
 }
 if [ "${1:-}" = "--stdout" ]; then render; exit 0; fi
 {

@@ -66,6 +66,14 @@ export class ChartRelease {
     return this.helm(['upgrade', this.name, CHART, '-n', this.namespace, '--reuse-values', ...this.flags(sets)]);
   }
 
+  /**
+   * `helm test`: the chart's test hooks run against the release; helm's report. Not `--logs`: a
+   * passed test pod is deleted (its hook's policy) before helm would read its logs.
+   */
+  test(): Promise<string> {
+    return this.helm(['test', this.name, '-n', this.namespace, '--timeout', '3m']);
+  }
+
   uninstall(): Promise<string> {
     return this.helm(['uninstall', this.name, '-n', this.namespace, '--wait', '--timeout', '2m']);
   }

@@ -102,6 +102,31 @@ t.test('helm install: both replicas Running and Ready on the kubelet, as the cha
   }
 });
 
+t.test("helm test: the chart's own test records a dry-run Node through the apiserver and the webhook", async (t) => {
+  const started = Date.now();
+  const report = await release.test();
+  figures.push(`helm test (a dry-run Node recorded by the webhook): ${secs(started)} s`);
+  t.match(report, /Phase:\s+Succeeded/, report);
+  t.match(report, `TEST SUITE:     ${release.name}-test`, 'the test pod ran');
+  const test = `${release.name}-test`;
+  t.same(
+    (await core.listNode({ fieldSelector: `metadata.name=${release.name}-helm-test` })).items,
+    [],
+    'the dry run stored no Node',
+  );
+  const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
+  t.same(
+    (await rbac.listClusterRoleBinding()).items.filter((b) => b.metadata?.name === test),
+    [],
+    "the test's right to create nodes is gone with it",
+  );
+  t.same(
+    (await release.pods()).filter((p) => p.metadata?.name === test),
+    [],
+    'and its pod, once passed',
+  );
+});
+
 t.test("the apiserver calls the pods through the chart's Service, and the record is written inline", async (t) => {
   const slice = (
     await admin.makeApiClient(k8s.DiscoveryV1Api).listNamespacedEndpointSlice({
