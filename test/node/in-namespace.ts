@@ -219,6 +219,9 @@ t.test("hostNetwork: the pod on the node's address and its own ports; the apiser
     'containerPorts.metrics=18443',
     'containerPorts.health=18081',
   ]);
+  // With hostNetwork the rollout may take the one replica down (maxUnavailable 1), so helm's
+  // --wait counts 0 Ready replicas as enough: the pod is waited for here.
+  await until('the hostNetwork pod Ready', async () => (await readyPods()).length === 1, 120_000);
   const [pod] = await readyPods();
   t.equal(pod?.spec?.hostNetwork, true);
   t.equal(pod?.spec?.dnsPolicy, 'ClusterFirstWithHostNet');
