@@ -4,6 +4,9 @@ import { join } from 'node:path';
 
 export const POD_SUBNET = '10.88.0.0/16';
 const POD_GATEWAY = '10.88.0.1';
+/** A ULA range: pods' IPv6 addresses never leave the test's network namespace. */
+export const POD_SUBNET_V6 = 'fd00:77::/64';
+const POD_GATEWAY_V6 = 'fd00:77::1';
 
 export function containerdConfig(dir: string, sandboxImage: string): string {
   return `version = 2
@@ -38,7 +41,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
 export const containerdSocket = (dir: string) => join(dir, 'run', 'containerd.sock');
 
-export function cniConfig(dir: string): string {
+/** `ipv6`: each pod gets an address of both families (host-local, one range set per family). */
+export function cniConfig(dir: string, opts: { ipv6?: boolean } = {}): string {
+  const v6 = opts.ipv6 === true;
   return JSON.stringify({
     cniVersion: '0.4.0',
     name: 'kit',
@@ -51,8 +56,11 @@ export function cniConfig(dir: string): string {
         hairpinMode: true,
         ipam: {
           type: 'host-local',
-          ranges: [[{ subnet: POD_SUBNET, gateway: POD_GATEWAY }]],
-          routes: [{ dst: '0.0.0.0/0' }],
+          ranges: [
+            [{ subnet: POD_SUBNET, gateway: POD_GATEWAY }],
+            ...(v6 ? [[{ subnet: POD_SUBNET_V6, gateway: POD_GATEWAY_V6 }]] : []),
+          ],
+          routes: [{ dst: '0.0.0.0/0' }, ...(v6 ? [{ dst: '::/0' }] : [])],
           dataDir: join(dir, 'cni', 'ipam'),
         },
       },

@@ -71,11 +71,13 @@ const NOTHING_BEFORE: HostState = { paths: [], netns: new Set() };
  * there is no dummy device here), and the DNAT by which pods reach the apiserver at the
  * `kubernetes` Service's ClusterIP, as kube-proxy would.
  */
-export function setUpNetwork(address: string, apiserverPort: number, clusterIP = '10.0.0.1'): void {
+export function setUpNetwork(address: string, apiserverPort: number, clusterIP = '10.0.0.1', address6?: string): void {
   run('ip', 'link', 'add', 'nodeif0', 'type', 'veth', 'peer', 'name', 'nodeif1');
   run('ip', 'link', 'set', 'nodeif0', 'up');
   run('ip', 'link', 'set', 'nodeif1', 'up');
   run('ip', 'addr', 'add', `${address}/24`, 'dev', 'nodeif0');
+  // nodad: usable at once (the kubelet checks its --node-ip is a local address), not after DAD.
+  if (address6) run('ip', '-6', 'addr', 'add', `${address6}/64`, 'dev', 'nodeif0', 'nodad');
   // A default route is how the kubelet finds its interface; nothing answers at the gateway.
   run('ip', 'route', 'add', 'default', 'via', address.replace(/\.\d+$/, '.254'), 'dev', 'nodeif0');
   for (const chain of ['PREROUTING', 'OUTPUT'])

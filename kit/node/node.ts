@@ -17,6 +17,8 @@ import { HostState, lockNode, NODE_ROOT_NAME, setUpNetwork, sweep, unmountUnder 
 import { type Image, pauseImage } from './image.ts';
 
 export const NODE_ADDRESS = '192.168.77.1';
+/** The node's IPv6 address when it runs dual-stack (NodeOptions.ipv6). */
+export const NODE_ADDRESS_V6 = 'fd00:78::1';
 export const NODE_NAME = 'kit-node';
 
 /** Why this process cannot run the node, or undefined if it can: containerd, the kubelet's cgroups and mounts need root. */
@@ -27,6 +29,15 @@ export function realNodeRefusal(): string | undefined {
 /** What the control plane needs to serve the node. */
 export function nodeControlPlaneOptions(): ControlPlaneOptions {
   return { nodeAddress: NODE_ADDRESS };
+}
+
+export interface NodeOptions {
+  /**
+   * Dual-stack, IPv6 first, as on an IPv6 EKS cluster: pods get an address of each family and
+   * their primary one (status.podIP, where the kubelet's probes go) is IPv6; the kubelet listens
+   * and is reached at the node's IPv6 address. Services stay IPv4 (the apiserver's range).
+   */
+  ipv6?: boolean;
 }
 
 export interface NodeFigures {
@@ -44,18 +55,20 @@ export class RealNode {
   private stopped = false;
   private readonly cp: ControlPlane;
   private readonly unlock: () => void;
+  private readonly ipv6: boolean;
 
-  private constructor(cp: ControlPlane, unlock: () => void) {
+  private constructor(cp: ControlPlane, unlock: () => void, opts: NodeOptions) {
     this.cp = cp;
     this.unlock = unlock;
+    this.ipv6 = opts.ipv6 === true;
     const root = join(tmpdir(), NODE_ROOT_NAME);
     mkdirSync(root, { recursive: true });
     this.dir = mkdtempSync(join(root, `${process.pid}-`));
   }
 
   /** Starts the node for a control plane started with nodeControlPlaneOptions(), with `images` imported. */
-  static async start(cp: ControlPlane, images: Image[]): Promise<RealNode> {
-    const node = new RealNode(cp, await lockNode());
+  static async start(cp: ControlPlane, images: Image[], opts: NodeOptions = {}): Promise<RealNode> {
+    const node = new RealNode(cp, await lockNode(), opts);
     cp.onStop(() => node.stop());
     try {
       await node.boot(images);
@@ -69,7 +82,7 @@ export class RealNode {
 
   private async boot(images: Image[]): Promise<void> {
     const started = Date.now();
-    setUpNetwork(NODE_ADDRESS, this.cp.port);
+    setUpNetwork(NODE_ADDRESS, this.cp.port, undefined, this.ipv6 ? NODE_ADDRESS_V6 : undefined);
     const pause = pauseImage();
     const file = (name: string, text: string) => {
       const path = join(this.dir, name);
@@ -81,7 +94,7 @@ export class RealNode {
       '--config',
       file('containerd/config.toml', containerdConfig(this.dir, pause.ref)),
     ]);
-    file('cni/net.d/10-kit.conflist', cniConfig(this.dir));
+    file('cni/net.d/10-kit.conflist', cniConfig(this.dir, { ipv6: this.ipv6 }));
     mkdirSync(join(this.dir, 'run'), { recursive: true });
     await this.until('containerd answers', containerd, () => this.ctrOk('version'));
     for (const image of [pause, ...images]) this.ctr('images', 'import', image.tar);
@@ -107,12 +120,13 @@ export class RealNode {
     ]);
     const kubeletStarted = Date.now();
     const kubelet = this.spawn('kubelet', binary('kubelet'), [
-      `--config=${file('kubelet/config.yaml', kubeletConfig(this.dir, NODE_ADDRESS))}`,
+      // Dual-stack: the apiserver reaches the kubelet at the first --node-ip, the IPv6 one.
+      `--config=${file('kubelet/config.yaml', kubeletConfig(this.dir, this.ipv6 ? '"::"' : NODE_ADDRESS))}`,
       `--kubeconfig=${await certKubeconfig(this.cp, `system:node:${NODE_NAME}`, ['system:nodes'], 'kubeconfig-kubelet')}`,
       `--root-dir=${join(this.dir, 'kubelet')}`,
       `--cert-dir=${join(this.dir, 'kubelet', 'pki')}`,
       `--hostname-override=${NODE_NAME}`,
-      `--node-ip=${NODE_ADDRESS}`,
+      `--node-ip=${this.ipv6 ? `${NODE_ADDRESS_V6},${NODE_ADDRESS}` : NODE_ADDRESS}`,
     ]);
     const core = this.cp.adminKubeConfig().makeApiClient(k8s.CoreV1Api);
     await this.until('the node Ready and untainted', kubelet, async () => {
