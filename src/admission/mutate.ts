@@ -2,8 +2,8 @@
 // It never denies and never calls the API.
 import {
   decide,
+  decisionInput,
   jsonPatch,
-  nodeClaimFor,
   recordTally,
   toNodeView,
   type Effect,
@@ -60,19 +60,7 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   const object = req.object as NodeObject;
   const node = toNodeView(object);
   if (req.operation === 'CREATE' && deps.existingNode(node.name)) return { answer: allow(uid), outcome: 'exists' };
-  const nodeClaim = nodeClaimFor(node, deps.nodeClaims);
-  const decision = decide(
-    {
-      node,
-      nodeClaim,
-      now: deps.now(),
-      decidedBy: 'webhook',
-      nodeClassGroups: deps.nodeClaims.groups,
-      launch: deps.launch,
-    },
-    deps.index,
-    deps.settings,
-  );
+  const decision = decide(decisionInput(node, deps, deps.now(), 'webhook'), deps.index, deps.settings);
   switch (decision.outcome) {
     case 'out-of-scope':
       return { answer: allow(uid), outcome: 'out_of_scope' };

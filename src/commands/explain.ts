@@ -43,12 +43,12 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
   });
   const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name), disruption };
   const explain = explainer(
-    { overlays, nodePools: inputs.nodePools, nodeClassGroups: claims.groups, launch },
+    { overlays, nodePools: inputs.nodePools, nodeClaims: claims, launch },
     { now: at, knownSince: at },
     settings,
     overlayPolicy(config),
   );
-  const results = nodes.map((node) => withRecordedChurn(explain(node, nodeClaimFor(node, claims)), node.story));
+  const results = nodes.map((node) => withRecordedChurn(explain(node), node.story));
   // Compact JSON: indenting tens of megabytes (200 nodes, each against every overlay) took a third of the run; jq indents.
   if (args.output === 'json') return JSON.stringify(results);
   return args.output === 'yaml' ? stringify(results).trimEnd() : results.map(table).join('\n\n');

@@ -1,10 +1,10 @@
 // The one place that decides whether a node was launched under an overlay's influence.
 // Pure: no I/O, no clock; the caller passes `now` and the caches' views.
 import type { Labels } from './requirements.ts';
-import { KarpenterView, NODEPOOL_LABEL } from './karpenter-view.ts';
+import { KarpenterView } from './karpenter-view.ts';
 import { chooseProvider, type ProviderChoice, type ProviderSetting } from './provider-choice.ts';
 import { KNOWN_PROVIDERS, type ProviderKeys } from './providers.ts';
-import type { NodeClaimView, NodeView } from './node.ts';
+import { nodeClaimFor, type NodeClaimLookup, type NodeClaimView, type NodeView } from './node.ts';
 import type { Match, OverlayIndex, OverlayVersion } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
@@ -23,11 +23,9 @@ import { balancedEvidence, countedOf, decisionWindow, effectAtDecision, momentsW
 import { churnOf } from './disruption.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { type PricesDue, pricesAwaitedUntil } from './effect/prices-due.ts';
-import { INSTANCE_TYPE } from './effect/candidates.ts';
 import type { PoolOffering } from './effect/pool-cost.ts';
-import { CAPACITY_TYPE_LABEL, characteristics, scope } from './scope.ts';
-
-export const REGISTERED_LABEL = 'karpenter.sh/registered';
+import { characteristics, scope } from './scope.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, REGISTERED_LABEL } from './well-known.ts';
 
 /**
  * How long before its Node a launch can have been decided: Karpenter deletes a NodeClaim whose
@@ -57,6 +55,29 @@ export interface DecisionInput {
   nodeClassGroups?: ReadonlyMap<string, number> | undefined;
   /** What the effect's replay reads besides the NodeClaim: prices, the NodeClass's zones, known instance types. */
   launch?: LaunchKnowledge | undefined;
+}
+
+/** What a decision reads besides the node: the NodeClaims (the caches', or those of files) and the launch's knowledge. */
+export interface DecisionKnowledge {
+  nodeClaims: NodeClaimLookup;
+  launch?: LaunchKnowledge | undefined;
+}
+
+/** The one way a node's DecisionInput is made, so that the webhook, the reconciler and the CLI decide alike. */
+export function decisionInput(
+  node: NodeView,
+  known: DecisionKnowledge,
+  now: number,
+  decidedBy: DecidedBy,
+): DecisionInput {
+  return {
+    node,
+    nodeClaim: nodeClaimFor(node, known.nodeClaims),
+    now,
+    decidedBy,
+    nodeClassGroups: known.nodeClaims.groups,
+    launch: known.launch,
+  };
 }
 
 /** What the watcher knows beyond the NodeClaim when it replays a launch; all of it may be missing. */
@@ -203,7 +224,7 @@ export function effectOf(
   const balanced =
     window && balancedEvidence(window, consolidation!.replaced, evidence, index, input.launch?.poolOfferings);
   const keys = provider.warning === undefined ? provider.keys : undefined;
-  const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE_LABEL] };
+  const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE] };
   const replay = (e: EffectInput) => {
     if (origin.kind !== 'replacement') return launchEffect(e);
     const effect = replacementEffect({

@@ -7,7 +7,7 @@
 // (sigs.k8s.io/karpenter pkg/controllers/disruption: consolidation.go, validation.go, queue.go.)
 import type { DisruptionEvidence, DisruptionMark } from './launch-origin.ts';
 import type { OverlayIndex, OverlayVersion } from './overlay-index.ts';
-import { NODEPOOL_LABEL } from './karpenter-view.ts';
+import { NODEPOOL_LABEL } from './well-known.ts';
 import type { CountedOverlay, Effect } from './effect/types.ts';
 import { unknown } from './effect/verdict.ts';
 import type { BalancedEvidence } from './effect/balanced.ts';

@@ -1,11 +1,20 @@
 // Why a node got (or would get) its record: the decision plus, for every overlay, whether it
 // was active at the launch, whether it matched, and each requirement against the node's value.
 import { characteristics } from './scope.ts';
-import { decide, karpenterView, launchTime, providerOf, type EngineSettings, type LaunchKnowledge } from './decide.ts';
+import {
+  decide,
+  decisionInput,
+  karpenterView,
+  launchTime,
+  providerOf,
+  type DecisionInput,
+  type EngineSettings,
+  type LaunchKnowledge,
+} from './decide.ts';
 import type { Effect } from './effect/types.ts';
 import type { KeyRole } from './karpenter-view.ts';
 import type { NodePoolView } from './nodepool.ts';
-import type { NodeClaimView, NodeView } from './node.ts';
+import type { NodeClaimLookup, NodeView } from './node.ts';
 import type { ProviderFrom } from './provider-choice.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import { ineligibility, type OverlayPolicy, type OverlayView } from './overlay.ts';
@@ -83,13 +92,13 @@ export function explainer(
   known: {
     overlays: readonly OverlayView[];
     nodePools: readonly NodePoolView[];
-    nodeClassGroups?: ReadonlyMap<string, number>;
+    nodeClaims: NodeClaimLookup;
     launch?: LaunchKnowledge;
   },
   time: { now: number; knownSince: number },
   settings: EngineSettings,
   policy: OverlayPolicy,
-): (node: NodeView, nodeClaim: NodeClaimView | undefined) => Explanation {
+): (node: NodeView) => Explanation {
   const { overlays } = known;
   const index = OverlayIndex.ofCurrent(overlays, policy, time.knownSince, known.nodePools);
   const owned = new Set([...settings.keys.ownedLabels]);
@@ -111,14 +120,7 @@ export function explainer(
       })),
     }),
   );
-  return (node, nodeClaim) =>
-    explainOne(
-      { node, nodeClaim, now: time.now, nodeClassGroups: known.nodeClassGroups, launch: known.launch },
-      shown,
-      index,
-      owned,
-      settings,
-    );
+  return (node) => explainOne(decisionInput(node, known, time.now, 'cli'), shown, index, owned, settings);
 }
 
 interface ShownOverlay {
@@ -131,13 +133,7 @@ interface ShownOverlay {
 }
 
 function explainOne(
-  input: {
-    node: NodeView;
-    nodeClaim: NodeClaimView | undefined;
-    now: number;
-    nodeClassGroups: ReadonlyMap<string, number> | undefined;
-    launch: LaunchKnowledge | undefined;
-  },
+  input: DecisionInput,
   shown: readonly ShownOverlay[],
   index: OverlayIndex,
   owned: ReadonlySet<string>,
@@ -149,18 +145,7 @@ function explainOne(
     ...input.node,
     labels: Object.fromEntries(Object.entries(input.node.labels).filter(([k]) => !owned.has(k))),
   };
-  const decision = decide(
-    {
-      node: bare,
-      nodeClaim: input.nodeClaim,
-      now: input.now,
-      decidedBy: 'cli',
-      nodeClassGroups: input.nodeClassGroups,
-      launch: input.launch,
-    },
-    index,
-    settings,
-  );
+  const decision = decide({ ...input, node: bare }, index, settings);
   const at = launchTime(bare, input.nodeClaim, input.now);
   const provider =
     decision.outcome === 'out-of-scope' || decision.outcome === 'recorded'

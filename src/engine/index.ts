@@ -1,11 +1,12 @@
 // The decision engine's public surface: everything the webhook, the reconciler and the CLI use.
 export {
   decide,
+  decisionInput,
   launchTime,
   karpenterView,
   providerOf,
-  REGISTERED_LABEL,
   type Decision,
+  type DecisionKnowledge,
   type EngineSettings,
   type LaunchKnowledge,
 } from './decide.ts';
@@ -17,16 +18,13 @@ export {
   mutatingMatchConditions,
   validatingMatchConditions,
   SCOPE,
-  CAPACITY_TYPE_LABEL,
   CAPACITY_TYPES,
   type Scope,
   type CapacityType,
   type MatchCondition,
 } from './scope.ts';
 export { OverlayIndex, type Match, type OverlayVersion } from './overlay-index.ts';
-/** The well-known label keys the caches read, as the engine spells them. */
-export { INSTANCE_TYPE, ZONE } from './effect/candidates.ts';
-export { NODEPOOL_LABEL } from './karpenter-view.ts';
+export { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, REGION, REGISTERED_LABEL, ZONE } from './well-known.ts';
 export {
   toOverlayView,
   ineligibility,

@@ -7,8 +7,7 @@ import { labelValue } from './normalize.ts';
 import type { NodePoolView } from './nodepool.ts';
 import type { ProviderKeys } from './providers.ts';
 import { combinedOperator, requirementPasses, type Labels, type Requirement } from './requirements.ts';
-
-export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
+import { NODEPOOL_LABEL } from './well-known.ts';
 
 /**
  * How Karpenter knows a key for this launch. `label`: the NodePool (or the cloud provider) is

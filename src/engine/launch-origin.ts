@@ -10,6 +10,7 @@
 import type { Allocatable, NodeClaimView } from './node.ts';
 import type { DecisionStory } from './record.ts';
 import type { Labels } from './requirements.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, ZONE } from './well-known.ts';
 import type { RecordAtMark } from './disruption.ts';
 import type { ConsolidationApproval } from './effect/balanced.ts';
 
@@ -200,10 +201,10 @@ export function evidenceOfReading(reading: {
     for (const r of told.replaced) {
       if (marks.has(r.nodeClaim)) continue;
       const labels: Record<string, string> = {};
-      if (r.instanceType !== undefined) labels['node.kubernetes.io/instance-type'] = r.instanceType;
-      if (r.zone !== undefined) labels['topology.kubernetes.io/zone'] = r.zone;
-      if (r.capacityType !== undefined) labels['karpenter.sh/capacity-type'] = r.capacityType;
-      if (r.nodePool !== undefined) labels['karpenter.sh/nodepool'] = r.nodePool;
+      if (r.instanceType !== undefined) labels[INSTANCE_TYPE] = r.instanceType;
+      if (r.zone !== undefined) labels[ZONE] = r.zone;
+      if (r.capacityType !== undefined) labels[CAPACITY_TYPE] = r.capacityType;
+      if (r.nodePool !== undefined) labels[NODEPOOL_LABEL] = r.nodePool;
       // Marked just before the replacement was created: where the record's own replacement finds it.
       marks.set(r.nodeClaim, {
         nodeClaim: r.nodeClaim,

@@ -3,7 +3,7 @@ import { combineRequirements, type Labels, type Requirement } from './requiremen
 import { toEpochMs } from './overlay.ts';
 import { KNOWN_PROVIDERS } from './providers.ts';
 import type { ClaimForEffect } from './effect/types.ts';
-import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './effect/candidates.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './well-known.ts';
 import { normalizedKey } from './normalize.ts';
 import { parseQuantity } from './quantity.ts';
 

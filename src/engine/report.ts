@@ -1,7 +1,7 @@
 // "Are the overlays working?" overlay by overlay: which overlays won nodes, which matched only
 // where a heavier one won, and which matched nothing. Recorded nodes count as their record
 // says; a node without a record counts as `explain` would decide it now.
-import { decide, karpenterView, launchTime, providerOf, type EngineSettings } from './decide.ts';
+import { decide, decisionInput, karpenterView, launchTime, providerOf, type EngineSettings } from './decide.ts';
 import { characteristics, scope } from './scope.ts';
 import type { NodePoolView } from './nodepool.ts';
 import { rfc3339, fromBasicTimestamp } from './labels.ts';
@@ -215,7 +215,7 @@ export function buildReport(input: ReportInput): Report {
       }
     } else {
       totals.pending++;
-      const d = decide({ node, nodeClaim: claim, now, decidedBy: 'cli', nodeClassGroups: groups }, index, settings);
+      const d = decide(decisionInput(node, input, now, 'cli'), index, settings);
       // A node still waiting for its labels matches nothing yet.
       if (d.outcome === 'undetermined') {
         if (d.provider.warning !== undefined) nodesInDoubt++;

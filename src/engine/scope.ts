@@ -2,12 +2,10 @@
 // (the undecided-node watch's label selector, the webhooks' matchConditions), and a filter that
 // disagreed with scope() would silently leave nodes unrecorded or call the webhook for nothing;
 // so those filters are derived here from the same declaration scope() reads.
-import { NODEPOOL_LABEL } from './karpenter-view.ts';
+import { CAPACITY_TYPE, NODEPOOL_LABEL } from './well-known.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { RecordKeys } from './record.ts';
 import type { Labels } from './requirements.ts';
-
-export const CAPACITY_TYPE_LABEL = 'karpenter.sh/capacity-type';
 
 /** Every karpenter.sh/capacity-type value Karpenter launches with. */
 export const CAPACITY_TYPES = ['on-demand', 'spot', 'reserved'] as const;
@@ -19,7 +17,7 @@ export type CapacityType = (typeof CAPACITY_TYPES)[number];
  */
 export const SCOPE = {
   nodePoolLabel: NODEPOOL_LABEL,
-  capacityTypeLabel: CAPACITY_TYPE_LABEL,
+  capacityTypeLabel: CAPACITY_TYPE,
   capacityType: 'on-demand',
 } as const satisfies {
   nodePoolLabel: string;

@@ -7,8 +7,7 @@
 // whole, so this costs no wait), or, when none of them names one, the first node that does. Nodes
 // that disagree are warned of once; the prices are never switched to another region.
 import type { Logger } from 'pino';
-
-export const REGION_LABEL = 'topology.kubernetes.io/region';
+import { REGION } from '../engine/index.ts';
 
 /** An AWS region's name, as prices.region accepts it (config/schema.ts): `eastus` or `us-central1` are another cloud's. */
 const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-[0-9]$/;
@@ -19,7 +18,7 @@ interface Labelled {
 
 /** The AWS region a node names, if any. */
 export function nodeRegion(node: Labelled): string | undefined {
-  const region = node.labels[REGION_LABEL];
+  const region = node.labels[REGION];
   return region !== undefined && AWS_REGION.test(region) ? region : undefined;
 }
 
@@ -88,7 +87,7 @@ export class NodesRegion {
     this.warned = true;
     this.o.log.warn(
       { region: chosen, ...fields },
-      `nodes name more than one region (${REGION_LABEL}); prices stay read for ${chosen}, chosen first (set prices.region to choose)`,
+      `nodes name more than one region (${REGION}); prices stay read for ${chosen}, chosen first (set prices.region to choose)`,
     );
   }
 }

@@ -4,7 +4,7 @@
 // NodeClaim cache's events come; counted per pool when a Balanced replacement asks, and that count
 // kept until the pool's NodeClaims change.
 import {
-  CAPACITY_TYPE_LABEL,
+  CAPACITY_TYPE,
   INSTANCE_TYPE,
   NODEPOOL_LABEL,
   type NodeClaimView,
@@ -26,7 +26,7 @@ export class PoolOfferings {
 
   upsert(claim: NodeClaimView): void {
     const l = claim.labels;
-    const [type, zone, capacityType, pool] = [l[INSTANCE_TYPE], l[ZONE], l[CAPACITY_TYPE_LABEL], l[NODEPOOL_LABEL]];
+    const [type, zone, capacityType, pool] = [l[INSTANCE_TYPE], l[ZONE], l[CAPACITY_TYPE], l[NODEPOOL_LABEL]];
     if (type === undefined || zone === undefined || capacityType === undefined || pool === undefined) {
       this.remove(claim);
       return;

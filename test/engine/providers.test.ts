@@ -466,23 +466,28 @@ t.test(
       toNodeClaimView(claimOf('k2', KWOK_GROUP)),
     ];
     const groups = countGroups(claims);
+    const lookup = {
+      byProviderID: (id: string) => claims.find((c) => c.providerID === id),
+      byName: () => undefined,
+      groups,
+    };
     const explain = explainer(
-      { overlays, nodePools: [], nodeClassGroups: groups },
+      { overlays, nodePools: [], nodeClaims: lookup },
       { now: T0 + 5_000, knownSince: T0 - 3_600_000 },
       auto,
       policy,
     );
-    t.match(explain(toNodeView(kwokNode('k')), claims[0]), {
+    t.match(explain(toNodeView(kwokNode('k'))), {
       outcome: 'influenced',
       provider: { name: 'kwok', from: 'nodeclaim', group: KWOK_GROUP },
     });
-    t.notOk(explain(toNodeView(kwokNode('k')), claims[0]).provider?.warning);
-    t.match(explain(toNodeView(kwokNode('z')), claims[1]), {
+    t.notOk(explain(toNodeView(kwokNode('k'))).provider?.warning);
+    t.match(explain(toNodeView(kwokNode('z'))), {
       basis: 'approximate',
       provider: { name: 'unknown', group: AZURE_GROUP, warning: /not a provider the watcher knows/ },
     });
     const spot = kwokNode('s', T0, { 'karpenter.sh/capacity-type': 'spot' });
-    t.notOk('provider' in explain(toNodeView(spot), undefined), 'out of scope: no provider to speak of');
+    t.notOk('provider' in explain(toNodeView(spot)), 'out of scope: no provider to speak of');
     const young = kwokNode('y');
     for (const k of [
       'karpenter.kwok.sh/instance-family',
@@ -491,22 +496,17 @@ t.test(
     ])
       delete young.metadata!.labels![k];
     const waiting = explainer(
-      { overlays: [], nodePools: [], nodeClassGroups: groups },
+      { overlays: [], nodePools: [], nodeClaims: lookup },
       { now: T0 + 5_000, knownSince: T0 - 3_600_000 },
       auto,
       policy,
-    )(toNodeView(young), undefined);
+    )(toNodeView(young));
     t.match(
       waiting,
       { outcome: 'undetermined', provider: { name: 'kwok', from: 'cluster', warning: /assumed kwok/ } },
       'waiting for its NodeClaim: what would be assumed',
     );
 
-    const lookup = {
-      byProviderID: (id: string) => claims.find((c) => c.providerID === id),
-      byName: () => undefined,
-      groups,
-    };
     const report = buildReport({
       nodes: [kwokNode('k'), kwokNode('z'), young, spot],
       overlays,

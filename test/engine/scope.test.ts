@@ -4,7 +4,7 @@
 // reconciler's resync, and one wider than intended calls the webhook for nothing.
 import t from 'tap';
 import {
-  CAPACITY_TYPE_LABEL,
+  CAPACITY_TYPE,
   CAPACITY_TYPES,
   mutatingMatchConditions,
   parseSelector,
@@ -36,7 +36,7 @@ function nodeLabelSets(keys: RecordKeys): NodeLabels[] {
         for (const other of [{}, { 'kubernetes.io/os': 'linux' }] as Labels[]) {
           const labels: Record<string, string> = { ...other };
           if (pool !== undefined) labels[NODEPOOL] = pool;
-          if (capacityType !== undefined) labels[CAPACITY_TYPE_LABEL] = capacityType;
+          if (capacityType !== undefined) labels[CAPACITY_TYPE] = capacityType;
           if (record !== undefined) labels[keys.influenced] = record;
           sets.push(labels);
         }
@@ -49,7 +49,7 @@ function claimLabelSets(): (Labels | undefined)[] {
     for (const capacityType of CAPACITY_VALUES) {
       const labels: Record<string, string> = {};
       if (pool !== undefined) labels[NODEPOOL] = pool;
-      if (capacityType !== undefined) labels[CAPACITY_TYPE_LABEL] = capacityType;
+      if (capacityType !== undefined) labels[CAPACITY_TYPE] = capacityType;
       sets.push(labels);
     }
   return sets;
@@ -70,7 +70,7 @@ function needsRecord(n: NodeLabels, c: Labels | undefined, keys: RecordKeys): bo
 
 /** The NodeClaim the mutating webhook's conditions assume: it brings the capacity type in scope when the node has none. */
 const assumedClaim = (n: NodeLabels): Labels | undefined =>
-  n?.[CAPACITY_TYPE_LABEL] === undefined ? { [CAPACITY_TYPE_LABEL]: SCOPE.capacityType } : undefined;
+  n?.[CAPACITY_TYPE] === undefined ? { [CAPACITY_TYPE]: SCOPE.capacityType } : undefined;
 
 interface Forms {
   selector: string;
@@ -94,7 +94,7 @@ function disagreements(forms: Forms, keys: RecordKeys): string[] {
         `conditions ${admits(n) ? 'admit' : 'refuse'} ${label}; scope() says ${expected ? 'record it' : 'no record'}`,
       );
     // The selector is the same but for capacity types Karpenter does not know, which it cannot exclude.
-    const capacityType = n?.[CAPACITY_TYPE_LABEL];
+    const capacityType = n?.[CAPACITY_TYPE];
     const unknown = capacityType !== undefined && !(CAPACITY_TYPES as readonly string[]).includes(capacityType);
     const selectable = unknown ? n?.[NODEPOOL] !== undefined && n[keys.influenced] === undefined : expected;
     if (selects(n) !== selectable) found.push(`selector ${selects(n) ? 'selects' : 'drops'} ${label}`);
@@ -137,10 +137,7 @@ t.test('the check fails forms that disagree', async (t) => {
     [
       'the selector wants the capacity type present',
       {
-        selector: selector.replace(
-          `${CAPACITY_TYPE_LABEL} notin`,
-          `${CAPACITY_TYPE_LABEL},${CAPACITY_TYPE_LABEL} notin`,
-        ),
+        selector: selector.replace(`${CAPACITY_TYPE} notin`, `${CAPACITY_TYPE},${CAPACITY_TYPE} notin`),
         conditions,
       },
     ],
@@ -171,7 +168,7 @@ t.test('the check fails forms that disagree', async (t) => {
 t.test('the selector excludes every capacity type Karpenter knows but the one in scope', async (t) => {
   const selector = undecidedSelector(recordKeys('veneer.io'));
   for (const c of CAPACITY_TYPES) {
-    const labels = { [NODEPOOL]: 'default', [CAPACITY_TYPE_LABEL]: c };
+    const labels = { [NODEPOOL]: 'default', [CAPACITY_TYPE]: c };
     t.equal(parseSelector(selector).matches(labels), c === SCOPE.capacityType, c);
   }
 });

@@ -2,12 +2,7 @@
 // list), described as Karpenter's cloud provider describes them: the label values an overlay's
 // requirements are compared with, and whether the provider's launch treats the type as exotic.
 import type { Labels } from '../requirements.ts';
-
-export const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
-export const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
-export const ZONE = 'topology.kubernetes.io/zone';
-export const ZONE_ID = 'topology.k8s.aws/zone-id';
-export const REGION = 'topology.kubernetes.io/region';
+import { INSTANCE_TYPE } from '../well-known.ts';
 export const AWS_FAMILY = 'karpenter.k8s.aws/instance-family';
 export const AWS_SIZE = 'karpenter.k8s.aws/instance-size';
 export const AWS_CATEGORY = 'karpenter.k8s.aws/instance-category';

@@ -5,7 +5,8 @@
 import type { NodePoolView } from '../nodepool.ts';
 import type { ProviderKeys } from '../providers.ts';
 import { awsLaunch, sameRequest } from './aws-launch.ts';
-import { type CandidateType, internedCandidate, ZONE, ZONE_ID } from './candidates.ts';
+import { type CandidateType, internedCandidate } from './candidates.ts';
+import { ZONE, ZONE_ID } from '../well-known.ts';
 import type { PriceBook } from './prices.ts';
 import { idOf } from './identity.ts';
 import { type Offering, priceWorld, type PricedCandidate, type World } from './worlds.ts';

@@ -4,11 +4,10 @@
 // came and again at each refresh of its pricing controller (hourly,
 // controllers/state/informer/pricing.go). So the price it holds is that of some moment of the hour
 // before the decision: the shift is bounded over the overlays in force at each such moment.
-import { NODEPOOL_LABEL } from '../karpenter-view.ts';
 import type { NodePoolView } from '../nodepool.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
-import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './candidates.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, ZONE } from '../well-known.ts';
 import { idOf } from './identity.ts';
 import type { PriceBook } from './prices.ts';
 import { type Interval, replacedPrice, type Stop, stop, type Worlds } from './replacement-prices.ts';

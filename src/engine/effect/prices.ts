@@ -2,7 +2,7 @@
 // price sources keep up to date (src/prices), passed in like the caches' views.
 import { labelValue } from '../normalize.ts';
 import type { Labels } from '../requirements.ts';
-import { INSTANCE_TYPE } from './candidates.ts';
+import { INSTANCE_TYPE } from '../well-known.ts';
 
 export interface PriceBook {
   /** Where the prices come from (`aws`, `static`, `kwok`), for the record. */

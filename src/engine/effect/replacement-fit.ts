@@ -6,7 +6,8 @@
 import type { ProviderKeys } from '../providers.ts';
 import { labelValue } from '../normalize.ts';
 import { requirementPasses } from '../requirements.ts';
-import { AWS_CPU, AWS_MEMORY, type CandidateType, INSTANCE_TYPE } from './candidates.ts';
+import { AWS_CPU, AWS_MEMORY, type CandidateType } from './candidates.ts';
+import { INSTANCE_TYPE } from '../well-known.ts';
 import type { ReplacedNode } from './replacement-prices.ts';
 import type { ClaimForEffect } from './types.ts';
 

@@ -12,7 +12,7 @@
 // kept there (replacement-without.ts). Drift and other reasons have no price test: the launch
 // replay answers.
 import { type BalancedEvidence, balancedTest, type CommandTerms, isBalanced } from './balanced.ts';
-import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './candidates.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, ZONE } from '../well-known.ts';
 import { launchEffect, replayKey } from './effect.ts';
 import {
   type CommandRules,
@@ -46,7 +46,6 @@ import {
 } from './types.ts';
 import { unknown } from './verdict.ts';
 
-import { NODEPOOL_LABEL } from '../karpenter-view.ts';
 import { idOf } from './identity.ts';
 import type { PricedCandidate } from './worlds.ts';
 

@@ -8,7 +8,8 @@ import type { NodePoolView } from '../nodepool.ts';
 import { outranks, type OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import { combinedOperator, type Requirement } from '../requirements.ts';
-import { CAPACITY_TYPE, type CandidateType, REGION, ZONE } from './candidates.ts';
+import type { CandidateType } from './candidates.ts';
+import { CAPACITY_TYPE, REGION, ZONE } from '../well-known.ts';
 import { idOf } from './identity.ts';
 
 export interface Offering {

@@ -1,0 +1,10 @@
+// The well-known label keys of Kubernetes and Karpenter the engine reads, each spelled once (as
+// Karpenter's pkg/apis/v1/labels.go spells its own); the provider key tables (providers.ts) list
+// them as plain data for the configuration.
+export const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
+export const ZONE = 'topology.kubernetes.io/zone';
+export const ZONE_ID = 'topology.k8s.aws/zone-id';
+export const REGION = 'topology.kubernetes.io/region';
+export const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
+export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
+export const REGISTERED_LABEL = 'karpenter.sh/registered';
