@@ -70,6 +70,7 @@ export {
   recordKeys,
   readStory,
   recordTally,
+  recordedEffect,
   type RecordKeys,
   type RecordTally,
   type NodeRecord,

@@ -3,7 +3,7 @@
 import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
 import type { OverlayView } from './overlay.ts';
 import type { ProviderChoice, ProviderFrom } from './provider-choice.ts';
-import type { Effect } from './effect/types.ts';
+import { EFFECTS, type Effect, type EffectVerdict } from './effect/types.ts';
 
 /** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
 const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;
@@ -76,6 +76,14 @@ export function recordTally(record: NodeRecord, keys: RecordKeys): RecordTally {
     capacityType: record.labels[keys.copied['capacity-type']] ?? 'none',
     instanceFamily: record.labels[keys.copied['instance-family']] ?? 'none',
   };
+}
+
+/** The effect a record's labels carry: a value outside EFFECTS (or none, an older record's) is unknown. */
+export function recordedEffect(labels: Readonly<Record<string, string>>, keys: RecordKeys): EffectVerdict {
+  const effect = labels[keys.effect];
+  return effect !== undefined && (EFFECTS as readonly string[]).includes(effect)
+    ? (effect as EffectVerdict)
+    : 'unknown';
 }
 
 /** The story behind the labels, as stored (JSON) in the decision annotation. */

@@ -2,9 +2,16 @@
 // record names it, by effect (overlay_dollars_per_hour), and its launches counted once each by
 // the leader (launches_total), both bounded like overlay_nodes_current.
 import t from 'tap';
-import { EFFECTS, onDemandListPrice, recordKeys, type NodeView, type PriceBook } from '../../src/engine/index.ts';
+import {
+  EFFECTS,
+  onDemandListPrice,
+  recordedEffect,
+  recordKeys,
+  type NodeView,
+  type PriceBook,
+} from '../../src/engine/index.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { exportOverlayDollars, overlayDollarSeries, recordedEffect } from '../../src/controllers/gauges/dollars.ts';
+import { exportOverlayDollars, overlayDollarSeries } from '../../src/controllers/gauges/dollars.ts';
 import { OTHER } from '../../src/controllers/gauges/overlays.ts';
 import { LaunchCounter, launchOf, SeriesCap, WINDOW_MS } from '../../src/controllers/launches/counter.ts';
 

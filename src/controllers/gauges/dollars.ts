@@ -4,21 +4,15 @@
 // price the launch replay reads: the node's instance type in the book). Bounded like
 // overlay_nodes_current: past `max` series the smallest are summed into one.
 import {
-  EFFECTS,
   onDemandListPrice,
+  recordedEffect,
   type Labels,
   type NodeView,
   type PriceBook,
   type RecordKeys,
 } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
-import { foldSeries, UNKNOWN } from './overlays.ts';
-
-/** The effect a record carries, as the metrics name it: a value outside EFFECTS (or none, an older record) is unknown. */
-export function recordedEffect(labels: Labels, keys: RecordKeys): string {
-  const effect = labels[keys.effect];
-  return effect !== undefined && (EFFECTS as readonly string[]).includes(effect) ? effect : UNKNOWN;
-}
+import { foldSeries } from './overlays.ts';
 
 export interface DollarSeries {
   overlay: string;

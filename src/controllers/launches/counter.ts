@@ -10,9 +10,8 @@
 // before the new one started) is not counted, and one written within the second the new leader
 // started in may be counted by both. Every active overlay has its series from 0 on every
 // replica, so that PromQL's increase() sees the first launch of each.
-import { EFFECTS, fromBasicTimestamp, type NodeView, type RecordKeys } from '../../engine/index.ts';
+import { EFFECTS, fromBasicTimestamp, recordedEffect, type NodeView, type RecordKeys } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
-import { recordedEffect } from '../gauges/dollars.ts';
 import { OTHER } from '../gauges/overlays.ts';
 
 /** Records older than this are history: a relist or a label change shows them again, and they are not counted. */
