@@ -13,6 +13,7 @@ import {
   type OverlayObject,
   type PriceBook,
 } from '../src/engine/index.ts';
+import * as engine from '../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { median, type SuiteResult } from './stats.ts';
 import { replacementPerNode } from './replacement.ts';
@@ -73,7 +74,27 @@ export function hostileOverlays(count: number): { overlays: OverlayObject[]; typ
   return { overlays, types };
 }
 
-function decisionsPerBatch(total: number, batches: number, batchSize: number, hostile = 0): number[] {
+/** What decisionsPerBatch calls of the engine: bench/ab.ts hands it another tree's, on the same input. */
+export type DecisionEngine = Pick<
+  typeof engine,
+  | 'AWS_KEYS'
+  | 'decide'
+  | 'OverlayIndex'
+  | 'parseSelector'
+  | 'recordKeys'
+  | 'toNodePoolView'
+  | 'toNodeView'
+  | 'toOverlayView'
+>;
+
+/** Microseconds per decision in each of `batches` batches of `batchSize` decisions, at about `total` overlays. */
+export function decisionsPerBatch(
+  total: number,
+  batches: number,
+  batchSize: number,
+  hostile = 0,
+  e: DecisionEngine = engine,
+): number[] {
   const normal = veneerOverlaySet(total);
   const bad = hostileOverlays(hostile);
   const overlays = [...normal.overlays, ...bad.overlays];
@@ -86,29 +107,32 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
         ]
       : normal.types;
   const now = Date.parse('2026-06-01T00:00:00Z');
-  const index = new OverlayIndex({
-    policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
+  const index = new e.OverlayIndex({
+    policy: { selector: e.parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
     retentionMs: 3_600_000,
   });
   index.replaceAll(
     overlays.map((o) =>
-      toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } }),
+      e.toOverlayView({
+        ...o,
+        metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() },
+      }),
     ),
     now - 1000,
   );
   index.markSynced(now - 1000);
   index.nodePools.observe(
-    toNodePoolView({
+    e.toNodePoolView({
       metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() },
       spec: { template: { metadata: { labels: { team: 'web' } } } },
     }),
     now - 1000,
   );
-  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
+  const settings = { keys: e.recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: e.AWS_KEYS };
   // Half the nodes run a type with an RI, half a type only a family SP or the Compute SP covers.
   const nodes = Array.from({ length: 256 }, (_, i) => {
     const type = i % 2 === 0 ? (types[(i * 7919) % types.length] ?? 'm5.large') : `f${i}y.large`;
-    return toNodeView(
+    return e.toNodeView(
       karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }),
     );
   });
@@ -117,7 +141,7 @@ function decisionsPerBatch(total: number, batches: number, batchSize: number, ho
   for (let b = 0; b < batches; b++) {
     const start = process.hrtime.bigint();
     for (let i = 0; i < batchSize; i++) {
-      const d = decide({ node: nodes[(b * batchSize + i) & 255]!, now, decidedBy: 'webhook' }, index, settings);
+      const d = e.decide({ node: nodes[(b * batchSize + i) & 255]!, now, decidedBy: 'webhook' }, index, settings);
       if (d.outcome === 'influenced') sink++;
     }
     perDecisionUs.push(Number(process.hrtime.bigint() - start) / 1000 / batchSize);

@@ -1,5 +1,7 @@
 // `npm run bench [-- suite ...]`: runs the suites, prints a table, and writes
 // bench/results.json (flat keys + raw figures + machine) and bench/results.md.
+// `npm run bench -- --ab <rev> [--rounds N] suite ...`: an A/B of this tree against <rev> in one
+// run (bench/ab.ts); written under `ab` beside the suites, whose figures it leaves as they were.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -15,6 +17,7 @@ import { runReportSuite } from './report.ts';
 import { runScaleSuite } from './scale.ts';
 import { mergeSuites, type SuiteResult } from './stats.ts';
 import { cdfSvg } from './plot.ts';
+import { AB_SUITES, type AbSuite, abSection, runAb } from './ab.ts';
 
 const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteResult>> = {
   decision: runDecisionSuite,
@@ -41,8 +44,22 @@ const aliases: Record<string, string[]> = {
 };
 
 const here = dirname(fileURLToPath(import.meta.url));
-const requested = process.argv.slice(2);
-for (const name of requested) {
+const args = process.argv.slice(2);
+const option = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i === -1 ? undefined : args.splice(i, 2)[1];
+};
+const abRev = option('--ab');
+const abRounds = Number(option('--rounds') ?? 3);
+const requested = args;
+if (abRev !== undefined) {
+  const wrong = requested.filter((n) => !(AB_SUITES as readonly string[]).includes(n));
+  if (requested.length === 0 || wrong.length > 0 || !(abRounds >= 1)) {
+    console.error(`--ab <rev> [--rounds N] takes one or more of: ${AB_SUITES.join(', ')}`);
+    process.exit(2);
+  }
+}
+for (const name of abRev === undefined ? requested : []) {
   if (!(name in suites) && !(name in aliases)) {
     console.error(
       `unknown suite ${JSON.stringify(name)}; suites: ${[...Object.keys(suites), ...Object.keys(aliases)].join(', ')}`,
@@ -56,15 +73,27 @@ const progress = (msg: string) => console.error(`[bench ${new Date().toISOString
 const resultsPath = join(here, 'results.json');
 // Suites run one at a time keep the figures of the others from the previous full run.
 const previous = existsSync(resultsPath)
-  ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as { suites?: Record<string, SuiteResult> })
+  ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as {
+      suites?: Record<string, SuiteResult>;
+      ab?: Record<string, SuiteResult>;
+      machine?: Record<string, string | number>;
+    })
   : {};
+// The last A/B of each suite, kept across runs like the suites' figures.
+const abResults: Record<string, SuiteResult> = { ...previous.ab };
 const results: Record<string, SuiteResult> = Object.fromEntries(
   Object.entries(previous.suites ?? {}).filter(([name]) => name in suites),
 );
 // Every suite measures what the image runs: the compiled CLI (kit/fleet.ts, COMPILED_CLI).
 progress('npm run build');
 execFileSync('npm', ['run', '-s', 'build'], { cwd: join(here, '..'), stdio: 'inherit' });
-for (const name of selected) {
+if (abRev !== undefined) {
+  const section = abSection(await runAb(abRev, requested as AbSuite[], abRounds, progress));
+  abResults[requested.join(' ')] = section;
+  console.table(section.table);
+  for (const n of (section.raw as { notes: string[] }).notes) console.log(`note: ${n}`);
+}
+for (const name of abRev === undefined ? selected : []) {
   progress(`suite ${name}`);
   const r = await suites[name]!(progress);
   results[name] = r;
@@ -75,14 +104,15 @@ for (const name of selected) {
 }
 
 const flat = Object.assign({}, ...Object.values(results).map((r) => r.keys)) as Record<string, number>;
-const machine = {
+// An A/B alone leaves the suites' figures, and so the machine and date they were measured on.
+const machine = (abRev !== undefined ? previous.machine : undefined) ?? {
   node: process.version,
   cpus: cpus().length,
   cpu_model: cpus()[0]?.model ?? 'unknown',
   memory_gb: Math.round(totalmem() / 2 ** 30),
   date: new Date().toISOString(),
 };
-writeFileSync(resultsPath, `${JSON.stringify({ ...flat, machine, suites: results }, null, 2)}\n`);
+writeFileSync(resultsPath, `${JSON.stringify({ ...flat, machine, suites: results, ab: abResults }, null, 2)}\n`);
 
 const md = [
   '# Benchmark results',
@@ -107,6 +137,19 @@ const md = [
       ...r.table.map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`),
       '',
       ...notes.flatMap((n) => [n, '']),
+    ];
+  }),
+  ...Object.values(abResults).flatMap((r) => {
+    const cols = Object.keys(r.table[0] ?? {});
+    const notes = (r.raw as { notes?: string[] }).notes ?? [];
+    return [
+      `## A/B: ${(r.raw as { suites?: string[] }).suites?.join(', ') ?? ''}`,
+      '',
+      ...notes.flatMap((n) => [n, '']),
+      `| ${cols.join(' | ')} |`,
+      `|${cols.map(() => '---').join('|')}|`,
+      ...r.table.map((row) => `| ${cols.map((c) => row[c]).join(' | ')} |`),
+      '',
     ];
   }),
 ];

@@ -54,36 +54,42 @@ async function workers(n: number, work: (worker: number) => Promise<void>): Prom
   await Promise.all(Array.from({ length: n }, (_, i) => work(i)));
 }
 
-/** Wall-clock milliseconds of each of `runs` runs of the compiled CLI (`npm run bench` builds it first). */
-export function timeCommand(args: string[], runs: number): number[] {
+/**
+ * Wall-clock milliseconds of each of `runs` runs of the compiled CLI (`npm run bench` builds it
+ * first); `cli`, another tree's build for an A/B (bench/ab.ts).
+ */
+export function timeCommand(args: string[], runs: number, cli = COMPILED_CLI): number[] {
   return Array.from({ length: runs }, () => {
     const start = performance.now();
-    execFileSync(process.execPath, [...RUNTIME_NODE_FLAGS, COMPILED_CLI, ...args], { stdio: 'ignore' });
+    execFileSync(process.execPath, [...RUNTIME_NODE_FLAGS, cli, ...args], { stdio: 'ignore' });
     return performance.now() - start;
   });
 }
 
-/** `--help` and an offline `explain` of 200 real-size nodes: what a person waits for. */
-function cliFigures(progress: Progress) {
-  progress('scale: CLI start-up (--help) and offline explain of 200 real-size nodes, compiled as shipped');
+/** The input of `explain_200_ms`: 200 real-size nodes and 200 Veneer-like overlays, as files; `explain` is its argv. */
+export function explainInput(): { explain: string[]; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'veneer-scale-'));
+  const { overlays, types } = veneerOverlaySet(200);
+  const nodes = Array.from({ length: 200 }, (_, i) =>
+    realNode({ name: `explain-${i}`, index: i, instanceType: types[i % types.length] ?? 'm5.large' }),
+  );
+  writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
+  writeFileSync(join(dir, 'overlays.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: overlays }));
+  return {
+    explain: ['explain', '--nodes', join(dir, 'nodes.json'), '--overlays', join(dir, 'overlays.json'), '-o', 'json'],
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** `--help` and an offline `explain` of 200 real-size nodes: what a person waits for. */
+function cliFigures(progress: Progress, cli: string) {
+  progress('scale: CLI start-up (--help) and offline explain of 200 real-size nodes, compiled as shipped');
+  const input = explainInput();
   try {
-    const { overlays, types } = veneerOverlaySet(200);
-    const nodes = Array.from({ length: 200 }, (_, i) =>
-      realNode({ name: `explain-${i}`, index: i, instanceType: types[i % types.length] ?? 'm5.large' }),
-    );
-    writeFileSync(join(dir, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
-    writeFileSync(join(dir, 'overlays.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: overlays }));
-    timeCommand(['--help'], 1);
-    return {
-      help: timeCommand(['--help'], 7),
-      explain: timeCommand(
-        ['explain', '--nodes', join(dir, 'nodes.json'), '--overlays', join(dir, 'overlays.json'), '-o', 'json'],
-        5,
-      ),
-    };
+    timeCommand(['--help'], 1, cli);
+    return { help: timeCommand(['--help'], 7, cli), explain: timeCommand(input.explain, 5, cli) };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    input.remove();
   }
 }
 
@@ -122,9 +128,10 @@ function buildFieldClient(progress: Progress): string {
   return bin;
 }
 
-export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
+/** `cli`: the build measured; bench/ab.ts passes another tree's, the references stay this tree's. */
+export async function runScaleSuite(progress: Progress, build = COMPILED_CLI): Promise<SuiteResult> {
   const fieldClient = buildFieldClient(progress);
-  const cli = cliFigures(progress);
+  const cli = cliFigures(progress, build);
   // -v=1: the apiserver logs each watch it cuts, with its selector and its buffers' state.
   const env = await startClusterEnv({ extraApiServerArgs: ['-v=1'] });
   try {
@@ -150,7 +157,7 @@ export async function runScaleSuite(progress: Progress): Promise<SuiteResult> {
         '--events-enabled': 'false',
       },
       ['--inspect-port=127.0.0.1:0'],
-      COMPILED_CLI,
+      build,
     );
     try {
       await waitReady(replica.healthPort);
