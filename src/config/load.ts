@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument, isMap, isScalar, type Node as YamlNode } from 'yaml';
 import { formatDuration, parseDuration } from './duration.ts';
 import { envName, flagName, SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
-import { FORMAT_RULES, validate } from './validator.ts';
+import { configErrors, FORMAT_RULES } from './validator.ts';
 
 export type Source =
   | { kind: 'default' }
@@ -205,8 +205,10 @@ export function loadConfig(input: LoadInput): LoadedConfig {
     }
   }
 
-  if (!validate(doc)) {
-    for (const e of validate.errors ?? []) {
+  // Nothing given (no file, variable or flag) leaves the document empty, which the schema always
+  // accepts (the defaults fill in after it): compiling it then would only cost the start-up time.
+  if (origin.size > 0) {
+    for (const e of configErrors(doc)) {
       const pointer = e.instancePath.slice(1).replace(/\//g, '.');
       const path =
         e.keyword === 'additionalProperties'

@@ -18,7 +18,6 @@ import type { Metrics } from '../metrics.ts';
 import type { Config } from '../config/load.ts';
 import { type PriceMode, priceSettings } from './settings.ts';
 import { Prices } from './book.ts';
-import { fetchOfferedZones, fetchOnDemand, fetchSpot } from './aws-api.ts';
 import type { AwsClient } from './aws-client.ts';
 import { STATIC_SOURCE, staticOnDemand } from './static-table.ts';
 
@@ -154,6 +153,9 @@ export class PriceSource {
 
   private async read(): Promise<void> {
     if (!this.client || this.stopped) return;
+    // Loaded here, as the client is: aws-api's imports bring the SDK's signer and XML parser,
+    // which static and off modes (explain offline) never use.
+    const { fetchOfferedZones, fetchOnDemand, fetchSpot } = await import('./aws-api.ts');
     const client = await this.client;
     const region = this.region!;
     const signal = AbortSignal.timeout(this.o.timeoutMs);
@@ -238,11 +240,15 @@ function mergeZonal(
  * the nodes read name, where prices.region `auto` finds none in the environment.
  */
 export async function readPricesOnce(config: Config, nodesRegion?: string): Promise<PriceBook | undefined> {
+  const settings = priceSettings(config, process.env, nodesRegion);
+  // Static and off read nothing: their book is the table as it is, without the metrics and the
+  // logger a reading reports to (prom-client and pino, about 30 ms of an offline explain's start).
+  if (!readsAws(settings.mode)) return settings.mode === 'off' ? undefined : staticBook(settings.region);
   const { Registry } = await import('prom-client');
   const { createMetrics } = await import('../metrics.ts');
   const { createLogger } = await import('../log.ts');
   const source = new PriceSource({
-    ...priceSettings(config, process.env, nodesRegion),
+    ...settings,
     metrics: createMetrics(new Registry()),
     log: createLogger('error'),
     now: Date.now,
@@ -250,4 +256,13 @@ export async function readPricesOnce(config: Config, nodesRegion?: string): Prom
   await source.refresh();
   await source.stop();
   return source.current();
+}
+
+/** The static table alone, as a source that reads no AWS holds it (rebuild with neither AWS's prices nor spot). */
+function staticBook(region: string | undefined): PriceBook {
+  return new Prices({
+    source: STATIC_SOURCE,
+    ...(region !== undefined ? { region } : {}),
+    onDemand: staticOnDemand(region),
+  });
 }
