@@ -8,6 +8,7 @@ import { httpStatus } from './failures.ts';
 import type { Logger } from 'pino';
 import { sleep } from './backoff.ts';
 import { microTime } from './time.ts';
+import type { Leader, Runnable } from './manager.ts';
 
 /** What leader election reports: 1 while this replica leads, else 0 (the app's leader gauge). */
 export interface LeaderMetrics {
@@ -16,17 +17,16 @@ export interface LeaderMetrics {
 
 export interface LeaderElectionOptions {
   client: KubeClient;
-  namespace: string;
-  name: string;
+  leaseNamespace: string;
+  leaseName: string;
   identity: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
   metrics: LeaderMetrics;
   log: Logger;
-  onStartedLeading(): void;
-  /** Must resolve only once the guarded work has stopped: the lease is released after it. */
-  onStoppedLeading(): void | Promise<void>;
+  /** What works while this replica leads; its follow() resolves before the lease is released. */
+  leader: Leader;
 }
 
 interface LeaseSpec {
@@ -41,7 +41,8 @@ interface Lease {
   spec?: LeaseSpec;
 }
 
-export class LeaderElector {
+export class LeaderElector implements Runnable {
+  readonly name = 'leader election';
   private readonly o: LeaderElectionOptions;
   private readonly path: string;
   private readonly stopController = new AbortController();
@@ -52,7 +53,7 @@ export class LeaderElector {
 
   constructor(opts: LeaderElectionOptions) {
     this.o = opts;
-    this.path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(opts.namespace)}/leases`;
+    this.path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(opts.leaseNamespace)}/leases`;
     opts.metrics.leader.set(0);
   }
 
@@ -124,11 +125,11 @@ export class LeaderElector {
     this.leading = leading;
     this.o.metrics.leader.set(leading ? 1 : 0);
     this.o.log.info(
-      { identity: this.o.identity, lease: `${this.o.namespace}/${this.o.name}` },
+      { identity: this.o.identity, lease: `${this.o.leaseNamespace}/${this.o.leaseName}` },
       leading ? 'became leader' : 'no longer leader',
     );
-    if (leading) this.o.onStartedLeading();
-    else await this.o.onStoppedLeading();
+    if (leading) this.o.leader.lead();
+    else await this.o.leader.follow();
   }
 
   private spec(now: number, transitions: number, acquire: boolean, previous?: LeaseSpec): LeaseSpec {
@@ -143,7 +144,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const now = Date.now();
-    const { namespace, name } = this.o;
+    const { leaseNamespace: namespace, leaseName: name } = this.o;
     let lease: Lease;
     try {
       lease = await this.read();
@@ -173,11 +174,11 @@ export class LeaderElector {
   }
 
   private read(): Promise<Lease> {
-    return this.o.client.call<Lease>('GET', `${this.path}/${encodeURIComponent(this.o.name)}`);
+    return this.o.client.call<Lease>('GET', `${this.path}/${encodeURIComponent(this.o.leaseName)}`);
   }
 
   private async replace(lease: Lease): Promise<void> {
-    await this.o.client.call('PUT', `${this.path}/${encodeURIComponent(this.o.name)}`, { body: lease });
+    await this.o.client.call('PUT', `${this.path}/${encodeURIComponent(this.o.leaseName)}`, { body: lease });
   }
 
   private async release(): Promise<void> {
@@ -188,4 +189,22 @@ export class LeaderElector {
       spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(Date.now()) },
     });
   }
+}
+
+/** Leader election as configured, for the Manager: the Lease, or, turned off, this replica alone. */
+export function electLeader(
+  o: Omit<LeaderElectionOptions, 'leader'> & { enabled: boolean },
+): (leader: Leader) => Runnable {
+  return (leader) => (o.enabled ? new LeaderElector({ ...o, leader }) : soleLeader(o.metrics, leader));
+}
+
+/** Leader election turned off: this replica leads from the start, alone, and never follows. */
+function soleLeader(metrics: LeaderMetrics, leader: Leader): Runnable {
+  return {
+    name: 'leader election',
+    start: () => {
+      metrics.leader.set(1);
+      leader.lead();
+    },
+  };
 }

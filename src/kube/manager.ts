@@ -1,12 +1,56 @@
-// Runs the parts of `serve` as controller-runtime's Manager runs its runnables: each started in
-// the order given, and stopped in the reverse order, so that whatever a part relies on is still
-// there while it stops. A part that fails to start stops the ones already started.
+// Runs the parts of `serve` as controller-runtime's Manager runs its runnables. Every part is
+// started in the order given and stopped in the reverse order, so that whatever a part relies on
+// is still there while it stops; a part that fails to start stops the ones already started. Then
+// the elector: the leader-only parts lead in order when this replica gains the Lease, and follow
+// in reverse when it loses it, each resolving only once its work has stopped, before the Lease is
+// released. On stop the elector goes first, so a successor takes over at once.
 
+/** A part of the process: with it from start to stop. Both hooks are optional; a gauge needs neither. */
 export interface Runnable {
   /** For the error that names a part that failed to stop. */
   readonly name: string;
-  start(): void | Promise<void>;
-  stop(): void | Promise<void>;
+  start?(): void | Promise<void>;
+  stop?(): void | Promise<void>;
+}
+
+/** What works only while this replica leads. */
+export interface Leader {
+  /** Leadership gained: begin. */
+  lead(): void;
+  /** Leadership lost: resolve once the work has stopped; the Lease is released after. */
+  follow(): void | Promise<void>;
+}
+
+/** A runnable that also works only while this replica leads (the leader-only runnable). */
+export interface LeaderRunnable extends Runnable, Leader {}
+
+export function isLeaderRunnable(r: Runnable): r is LeaderRunnable {
+  const l = r as Partial<LeaderRunnable>;
+  return typeof l.lead === 'function' && typeof l.follow === 'function';
+}
+
+/** Every part is asked, even after one failed; the first failure is thrown. */
+async function each<T extends Runnable>(parts: readonly T[], act: (part: T) => void | Promise<void>, verb: string) {
+  const failures: unknown[] = [];
+  for (const part of parts) {
+    try {
+      await act(part);
+    } catch (err) {
+      failures.push(new Error(`${verb} ${part.name}: ${(err as Error).message}`, { cause: err }));
+    }
+  }
+  if (failures.length > 0) throw failures[0];
+}
+
+/** The leader-only parts as one: lead in order, follow in reverse. */
+export function leaderGroup(parts: readonly Runnable[]): Leader {
+  const leaders = parts.filter(isLeaderRunnable);
+  return {
+    lead: () => {
+      for (const l of leaders) l.lead();
+    },
+    follow: () => each([...leaders].reverse(), (l) => l.follow(), 'following'),
+  };
 }
 
 export class Manager {
@@ -14,14 +58,18 @@ export class Manager {
   private started: Runnable[] = [];
   private stopping: Promise<void> | undefined;
 
-  constructor(runnables: Runnable[]) {
-    this.runnables = runnables;
+  /**
+   * `elect` is given the leader-only parts as one and returns what campaigns for the Lease (or,
+   * without election, what leads from the start); it runs last.
+   */
+  constructor(runnables: Runnable[], elect?: (leader: Leader) => Runnable) {
+    this.runnables = elect ? [...runnables, elect(leaderGroup(runnables))] : runnables;
   }
 
   async start(): Promise<void> {
     for (const r of this.runnables) {
       try {
-        await r.start();
+        await r.start?.();
       } catch (err) {
         await this.stopStarted().catch(() => {});
         throw err;
@@ -36,17 +84,9 @@ export class Manager {
     return this.stopping;
   }
 
-  /** Every part is asked to stop, even after one failed to; the first failure is reported. */
   private async stopStarted(): Promise<void> {
-    const failures: unknown[] = [];
-    for (const r of this.started.reverse()) {
-      try {
-        await r.stop();
-      } catch (err) {
-        failures.push(new Error(`stopping ${r.name}: ${(err as Error).message}`, { cause: err }));
-      }
-    }
+    const started = this.started.reverse();
     this.started = [];
-    if (failures.length > 0) throw failures[0];
+    await each(started, (r) => r.stop?.(), 'stopping');
   }
 }

@@ -1,11 +1,28 @@
 // What the watcher's HTTP listeners (the webhooks', the probes', the metrics') have in common.
 import { type AddressInfo, createServer } from 'node:net';
 import type { Logger } from 'pino';
+import type { Runnable } from '../kube/manager.ts';
 
 export interface RunningServer {
   port: number;
   /** Stops accepting, lets in-flight requests finish, then resolves. */
   close(): Promise<void>;
+}
+
+/** A listener as a part of the Manager: bound at start (a port in use stops start-up), closed at stop. */
+export function listenerRunnable<T extends { close(): Promise<void> }>(
+  name: string,
+  bind: () => Promise<T>,
+): Runnable & { bound(): T } {
+  let server: T | undefined;
+  return {
+    name,
+    start: async () => {
+      server = await bind();
+    },
+    stop: () => server?.close(),
+    bound: () => server!,
+  };
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   type NodePoolView,
   type OverlayObject,
   type OverlayPolicy,
+  type OverlayView,
   type PriceBook,
   type PricesDue,
   recordAtMark,
@@ -78,9 +79,11 @@ export interface OverlayCacheOptions {
 
 export class OverlayCache {
   readonly index: OverlayIndex;
-  readonly reflector: Reflector<ReturnType<typeof toOverlayView>>;
+  readonly reflector: Reflector<OverlayView>;
+  private readonly policy: OverlayPolicy;
 
   constructor(deps: StateDeps, opts: OverlayCacheOptions) {
+    this.policy = opts.policy;
     this.index = new OverlayIndex({ policy: opts.policy, retentionMs: opts.retentionMs });
     this.reflector = cacheReflector(deps, OVERLAYS_PATH, {
       resource: 'nodeoverlays',
@@ -100,6 +103,29 @@ export class OverlayCache {
       },
       relistIntervalMs: opts.relistIntervalMs,
     });
+  }
+
+  /** Every overlay the watch sees now, the selector's and the others (which only outrank them). */
+  current(): Iterable<OverlayView> {
+    return this.reflector.store.values();
+  }
+
+  selects(overlay: OverlayView): boolean {
+    return this.policy.selector.matches(overlay.labels);
+  }
+
+  /** The overlays that count at `now`, for the gauges and the counters: active, and selected. */
+  counting(now: number): OverlayView[] {
+    return this.index
+      .activeVersionsAt(now)
+      .filter((v) => v.ineligible === undefined && v.selected)
+      .map((v) => v.overlay);
+  }
+
+  /** The overlay a record names (by its label value), as the cluster has it now. */
+  byLabelValue(value: string): OverlayView | undefined {
+    for (const ov of this.reflector.store.values()) if (ov.nameLabelValue === value) return ov;
+    return undefined;
   }
 }
 

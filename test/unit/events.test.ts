@@ -48,8 +48,10 @@ function recorded(name: string, writtenAt = Date.now(), influenced = true): Node
 
 function recorder(post: EventRecorderOptions['post'], opts: Partial<EventRecorderOptions> = {}) {
   const metrics = createMetrics();
+  let known: NodeView[] = [];
   const r = new EventRecorder({
     post,
+    known: () => known,
     keys,
     enabled: true,
     ratePerSecond: 1000,
@@ -60,16 +62,21 @@ function recorder(post: EventRecorderOptions['post'], opts: Partial<EventRecorde
   });
   const count = async (result: string) =>
     (await metrics.events.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
-  return { r, count };
+  /** Leadership gained with these nodes in the cache. */
+  const lead = (nodes: NodeView[]) => {
+    known = nodes;
+    r.lead();
+  };
+  return { r, count, lead };
 }
 
 t.test('the leader posts once per node, only for records written lately', async (t) => {
   const posted: Record<string, unknown>[] = [];
-  const { r, count } = recorder(async (e) => void posted.push(e));
+  const { r, count, lead } = recorder(async (e) => void posted.push(e));
   r.seen(recorded('before-leading'));
   await sleep(20);
   t.equal(posted.length, 0, 'a follower posts nothing');
-  r.lead([
+  lead([
     recorded('before-leading'),
     recorded('old', Date.now() - FRESH_MS - 60_000),
     { name: 'no-record', labels: {} },
@@ -94,11 +101,11 @@ t.test('the leader posts once per node, only for records written lately', async 
 t.test('a node whose labels change while its Event is being posted is not posted twice', async (t) => {
   let calls = 0;
   let release: () => void = () => {};
-  const { r } = recorder(() => {
+  const { r, lead } = recorder(() => {
     calls++;
     return new Promise<void>((resolve) => (release = resolve));
   });
-  r.lead([recorded('registering')]);
+  lead([recorded('registering')]);
   await sleep(10);
   const registered = recorded('registering');
   r.seen({ ...registered, labels: { ...registered.labels, 'karpenter.sh/registered': 'true' } });
@@ -110,7 +117,7 @@ t.test('a node whose labels change while its Event is being posted is not posted
 
 t.test('409 means another replica or run posted it; other failures are retried, then given up', async (t) => {
   const calls = new Map<string, number>();
-  const { r, count } = recorder(async (e) => {
+  const { r, count, lead } = recorder(async (e) => {
     const name = (e.regarding as { name: string }).name;
     calls.set(name, (calls.get(name) ?? 0) + 1);
     if (name === 'exists')
@@ -121,7 +128,7 @@ t.test('409 means another replica or run posted it; other failures are retried, 
     if (name === 'flaky' && calls.get(name) === 1) throw new ApiError(503, 'Service Unavailable');
     if (name === 'broken') throw new Error('connection reset');
   });
-  r.lead([recorded('exists'), recorded('flaky'), recorded('broken')]);
+  lead([recorded('exists'), recorded('flaky'), recorded('broken')]);
   await sleep(100);
   t.same(Object.fromEntries(calls), { exists: 1, flaky: 2, broken: 3 });
   t.same([await count('exists'), await count('created'), await count('failed')], [1, 1, 1]);
@@ -133,8 +140,8 @@ t.test('409 means another replica or run posted it; other failures are retried, 
 
 t.test('a burst never waits on the API: the queue drains at the configured rate', async (t) => {
   const posted: number[] = [];
-  const { r } = recorder(async () => void posted.push(Date.now()), { ratePerSecond: 20 });
-  r.lead([]);
+  const { r, lead } = recorder(async () => void posted.push(Date.now()), { ratePerSecond: 20 });
+  lead([]);
   const start = performance.now();
   for (let i = 0; i < 40; i++) r.seen(recorded(`burst-${i}`));
   const handed = performance.now() - start;
@@ -150,7 +157,7 @@ t.test('a burst never waits on the API: the queue drains at the configured rate'
 t.test('off, losing the lead, and a queue that cannot grow without bound', async (t) => {
   const posted: string[] = [];
   const off = recorder(async (e) => void posted.push((e.regarding as { name: string }).name), { enabled: false });
-  off.r.lead([recorded('a')]);
+  off.lead([recorded('a')]);
   off.r.seen(recorded('b'));
   await sleep(20);
   t.same(posted, [], 'events.enabled=false posts nothing');
@@ -158,7 +165,7 @@ t.test('off, losing the lead, and a queue that cannot grow without bound', async
   let release: () => void = () => {};
   const held = new Promise<void>((r) => (release = r));
   const stuck = recorder(async () => held);
-  stuck.r.lead([]);
+  stuck.lead([]);
   for (let i = 0; i <= MAX_PENDING; i++) stuck.r.seen(recorded(`n-${i}`));
   t.equal(await stuck.count('dropped'), 1, 'MAX_PENDING waiting, the next dropped');
   stuck.r.follow();

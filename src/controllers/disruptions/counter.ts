@@ -18,8 +18,9 @@ import {
   type OverlayView,
   type RecordKeys,
 } from '../../engine/index.ts';
+import type { LeaderRunnable } from '../../kube/manager.ts';
 import type { Metrics } from '../../metrics.ts';
-import type { ClusterCaches } from '../../state/caches.ts';
+import type { ControllerContext } from '../context.ts';
 
 /** How long a mark outlives its NodeClaim, for a Node removal the watch delivers late. */
 export const MARK_GRACE_MS = 10 * 60_000;
@@ -41,23 +42,25 @@ export interface DisruptionCounterOptions {
   now?: () => number;
 }
 
-/** The counter, fed by the caches' NodeClaim and node watches; lead() and follow() with the Lease. */
-export function countDisruptions(
-  caches: ClusterCaches,
-  opts: Omit<DisruptionCounterOptions, 'overlay'>,
-): DisruptionCounter {
-  const overlay = (value: string) => {
-    for (const ov of caches.overlays.reflector.store.values()) if (ov.nameLabelValue === value) return ov;
-    return undefined;
-  };
-  const counter = new DisruptionCounter({ ...opts, overlay });
+/** The counter, fed by the caches' NodeClaim and node watches; a churn is told by the NodeOverlay's Event. */
+export function disruptions(ctx: ControllerContext): DisruptionCounter {
+  const { caches, events, now } = ctx;
+  const counter = new DisruptionCounter({
+    metrics: ctx.metrics,
+    keys: ctx.settings.keys,
+    overlay: (value) => caches.overlays.byLabelValue(value),
+    counts: (ov) => caches.overlays.counting(now()).some((a) => a.name === ov.name),
+    churned: (node, overlay, state, reason) => events.churned(node, overlay, state, reason),
+    now,
+  });
   caches.nodeClaims.subscribe((claim) => counter.claimSeen(claim));
   caches.nodeClaims.onRemoved((claim) => counter.claimGone(claim));
   caches.nodes.onRemoved((node) => counter.nodeGone(node));
   return counter;
 }
 
-export class DisruptionCounter {
+export class DisruptionCounter implements LeaderRunnable {
+  readonly name = 'disruptions';
   private readonly o: DisruptionCounterOptions;
   private readonly now: () => number;
   private leading = false;

@@ -7,9 +7,11 @@
 // and the Event's name is fixed per node, so the apiserver refuses a second one (409).
 import type { Logger } from 'pino';
 import { fromBasicTimestamp, type NodeView, type RecordKeys } from '../../engine/index.ts';
+import type { KubeClient } from '../../kube/client.ts';
 import { httpStatus } from '../../kube/failures.ts';
+import type { LeaderRunnable } from '../../kube/manager.ts';
 import type { Metrics } from '../../metrics.ts';
-import { nodeEvent, overlayChurnEvent } from './node-event.ts';
+import { EVENT_NAMESPACE, nodeEvent, overlayChurnEvent } from './node-event.ts';
 
 /**
  * Records older than this are history, not news. Kept below the apiserver's default --event-ttl
@@ -20,9 +22,17 @@ export const FRESH_MS = 10 * 60_000;
 export const MAX_PENDING = 10_000;
 const ATTEMPTS = 3;
 
+/** Creates an Event where Kubernetes keeps those about cluster-scoped objects. */
+export function postEvent(client: KubeClient): (event: Record<string, unknown>) => Promise<void> {
+  return async (body) =>
+    void (await client.call('POST', `/apis/events.k8s.io/v1/namespaces/${EVENT_NAMESPACE}/events`, { body }));
+}
+
 export interface EventRecorderOptions {
   /** Creates the Event; an ApiError with status 409 means it exists already. */
   post: (event: Record<string, unknown>) => Promise<void>;
+  /** The nodes known when leadership is gained: they may have records no Event tells yet. */
+  known: () => Iterable<NodeView>;
   keys: RecordKeys;
   enabled: boolean;
   ratePerSecond: number;
@@ -40,7 +50,8 @@ interface Pending {
   attempts: number;
 }
 
-export class EventRecorder {
+export class EventRecorder implements LeaderRunnable {
+  readonly name = 'events';
   private readonly o: EventRecorderOptions;
   private readonly now: () => number;
   /** Node key -> when its record was written, while that is fresh. */
@@ -99,10 +110,9 @@ export class EventRecorder {
     this.draining ??= this.drain().finally(() => (this.draining = undefined));
   }
 
-  /** Leadership gained: the nodes already known may have records no Event tells yet. */
-  lead(nodes: Iterable<NodeView>): void {
+  lead(): void {
     this.leading = true;
-    for (const node of nodes) this.seen(node);
+    for (const node of this.o.known()) this.seen(node);
   }
 
   /** Leadership lost: the new leader posts what is still waiting here. */

@@ -11,7 +11,9 @@
 // started in may be counted by both. Every active overlay has its series from 0 on every
 // replica, so that PromQL's increase() sees the first launch of each.
 import { EFFECTS, fromBasicTimestamp, recordedEffect, type NodeView, type RecordKeys } from '../../engine/index.ts';
+import type { LeaderRunnable } from '../../kube/manager.ts';
 import type { Metrics } from '../../metrics.ts';
+import type { ControllerContext } from '../context.ts';
 import { OTHER } from '../gauges/overlays.ts';
 
 /** Records older than this are history: a relist or a label change shows them again, and they are not counted. */
@@ -68,7 +70,22 @@ export interface LaunchCounterOptions {
   now?: () => number;
 }
 
-export class LaunchCounter {
+/** The counter, fed by every node's metadata; every overlay that counts has its series from 0. */
+export function launches(ctx: ControllerContext): LaunchCounter {
+  const { caches, now } = ctx;
+  const counter = new LaunchCounter({
+    metrics: ctx.metrics,
+    keys: ctx.settings.keys,
+    max: ctx.options.metrics.maxOverlaySeries,
+    active: () => caches.overlays.counting(now()).map((o) => o.nameLabelValue),
+    now,
+  });
+  caches.nodes.onMetadata((node) => counter.seen(node));
+  return counter;
+}
+
+export class LaunchCounter implements LeaderRunnable {
+  readonly name = 'launches';
   private readonly o: LaunchCounterOptions;
   private readonly now: () => number;
   private readonly cap: SeriesCap;

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import {
   decide,
+  decisionInput,
   mergePatch,
   needsRecord,
   nodeClaimFor,
@@ -18,6 +19,8 @@ import { countRecord, type Metrics } from '../../metrics.ts';
 import { type ProcessResult, WorkQueue } from '../../kube/work-queue.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { failureKind, httpStatus } from '../../kube/failures.ts';
+import type { LeaderRunnable } from '../../kube/manager.ts';
+import type { ControllerContext } from '../context.ts';
 
 /**
  * How long a node Karpenter has not registered yet is left to the webhook. Karpenter's
@@ -40,7 +43,25 @@ export interface ReconcilerOptions {
   now: () => number;
 }
 
-export class Reconciler {
+/** The recorder: a reconciler that writes, so only the leader processes. */
+export function recorder(ctx: ControllerContext): Reconciler {
+  const { caches, client, settings, launch, metrics, log, now } = ctx;
+  const reconciler = new Reconciler({
+    caches,
+    client,
+    settings,
+    launch,
+    concurrency: ctx.options.maxConcurrentReconciles,
+    metrics,
+    log,
+    now,
+  });
+  ctx.prices.onDueEnded(() => reconciler.requeueUndecided());
+  return reconciler;
+}
+
+export class Reconciler implements LeaderRunnable {
+  readonly name = 'recorder';
   readonly queue: WorkQueue;
   private readonly o: ReconcilerOptions;
 
@@ -70,7 +91,7 @@ export class Reconciler {
   }
 
   /** Leadership gained: process, starting with every undecided node the caches know. */
-  startProcessing(): void {
+  lead(): void {
     this.requeueUndecided();
     this.queue.start();
   }
@@ -84,7 +105,7 @@ export class Reconciler {
   }
 
   /** Leadership lost: finish what is in flight, take nothing new. */
-  async stopProcessing(): Promise<void> {
+  async follow(): Promise<void> {
     await this.queue.pause();
   }
 
@@ -107,14 +128,7 @@ export class Reconciler {
     }
     const end = metrics.reconcileDuration.startTimer();
     const decision = decide(
-      {
-        node,
-        nodeClaim: nodeClaimFor(node, caches.nodeClaims),
-        now,
-        decidedBy: 'reconciler',
-        nodeClassGroups: caches.nodeClaims.groups,
-        launch: this.o.launch,
-      },
+      decisionInput(node, { nodeClaims: caches.nodeClaims, launch: this.o.launch }, now, 'reconciler'),
       caches.overlays.index,
       settings,
     );
