@@ -24,7 +24,7 @@ export interface Leader {
 /** A runnable that also works only while this replica leads (the leader-only runnable). */
 export interface LeaderRunnable extends Runnable, Leader {}
 
-export function isLeaderRunnable(r: Runnable): r is LeaderRunnable {
+function isLeaderRunnable(r: Runnable): r is LeaderRunnable {
   const l = r as Partial<LeaderRunnable>;
   return typeof l.lead === 'function' && typeof l.follow === 'function';
 }
@@ -43,7 +43,7 @@ async function each<T extends Runnable>(parts: readonly T[], act: (part: T) => v
 }
 
 /** The leader-only parts as one: lead in order, follow in reverse. */
-export function leaderGroup(parts: readonly Runnable[]): Leader {
+function leaderGroup(parts: readonly Runnable[]): Leader {
   const leaders = parts.filter(isLeaderRunnable);
   return {
     lead: () => {

@@ -31,7 +31,7 @@ export function postEvent(client: KubeClient): (event: Record<string, unknown>) 
 export interface EventRecorderOptions {
   /** Creates the Event; an ApiError with status 409 means it exists already. */
   post: (event: Record<string, unknown>) => Promise<void>;
-  /** The nodes known when leadership is gained: they may have records no Event tells yet. */
+  /** The nodes the cache holds, read when leadership is gained. */
   known: () => Iterable<NodeView>;
   keys: RecordKeys;
   enabled: boolean;
@@ -110,6 +110,7 @@ export class EventRecorder implements LeaderRunnable {
     this.draining ??= this.drain().finally(() => (this.draining = undefined));
   }
 
+  /** Leadership gained: the nodes already known may have records no Event tells yet. */
   lead(): void {
     this.leading = true;
     for (const node of this.o.known()) this.seen(node);
