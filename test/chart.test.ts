@@ -608,6 +608,13 @@ t.test(
       'absent(veneer_nodewatcher_leader{job="vnw",cluster="prod"})',
       'absent: the selector given',
     );
+    // A selector is PromQL, not YAML: ` #` or `: ` in a label value must not end the expression
+    // (a comment) or break the document, either of which would fail the whole rule group.
+    t.equal(
+      absent(['--set-string', 'metrics.prometheusRule.absent.selector=job="vnw"\\,cluster=~"eu: prod #1"']),
+      'absent(veneer_nodewatcher_leader{job="vnw",cluster=~"eu: prod #1"})',
+      'absent: a selector with YAML-significant characters, whole',
+    );
     for (const source of ['static', 'off'])
       t.notOk(
         ruleGroups(['--set', `nodeWatcher.prices.source=${source}`])[0]?.rules.some(
