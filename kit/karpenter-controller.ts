@@ -86,6 +86,8 @@ export interface ControllerLaunch {
 export interface ControllerProcesses {
   controller: ManagedProcess;
   scheduler: ManagedProcess;
+  /** Karpenter's /metrics: what its consolidation passes decided, for a test to wait on rather than sleep. */
+  metricsPort: number;
 }
 
 /** Starts kube-scheduler and the controller (the CRDs, node classes and NodePools must exist); resolves once the controller's /readyz answers. */
@@ -127,7 +129,7 @@ export async function launchController(cp: ControlPlane, opts: ControllerLaunch)
     if (Date.now() > deadline) throw new Error(`${opts.name} was not ready in time:\n${controller.logTail()}`);
     await sleep(200);
   }
-  return { controller, scheduler };
+  return { controller, scheduler, metricsPort };
 }
 
 /** A running Karpenter controller and kube-scheduler, and what they made. */
@@ -135,6 +137,7 @@ export class KarpenterController {
   readonly cp: ControlPlane;
   readonly controller: ManagedProcess;
   readonly scheduler: ManagedProcess;
+  readonly metricsPort: number;
   protected readonly custom: k8s.CustomObjectsApi;
 
   /** Takes the processes launchController started, and stops them with the control plane. */
@@ -142,6 +145,7 @@ export class KarpenterController {
     this.cp = cp;
     this.controller = processes.controller;
     this.scheduler = processes.scheduler;
+    this.metricsPort = processes.metricsPort;
     this.custom = cp.adminKubeConfig().makeApiClient(k8s.CustomObjectsApi);
     cp.onStop(() => this.stop());
   }
@@ -154,6 +158,18 @@ export class KarpenterController {
   async stop(): Promise<void> {
     await this.controller.stop(3000);
     await this.scheduler.stop(3000);
+  }
+
+  /** The sum of Karpenter's samples of `name` whose labels include every one of `labels` (0 before the first). */
+  async metric(name: string, labels: Record<string, string> = {}): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`)).text();
+    let sum = 0;
+    for (const m of text.matchAll(/^(\w+)(?:\{([^}]*)\})? (\S+)$/gm)) {
+      if (m[1] !== name) continue;
+      const has = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+      if (Object.entries(labels).every(([k, v]) => has[k] === v)) sum += Number(m[3]);
+    }
+    return sum;
   }
 
   async nodeClaims(): Promise<NodeClaim[]> {

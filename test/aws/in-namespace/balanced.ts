@@ -13,19 +13,20 @@
 //    would have rejected the move: the replacement exists only because of the overlay, and the record
 //    says `replacement`, where it read `none`.
 import t from 'tap';
-import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
+import { OVERLAY_API, until } from '../../../kit/fleet.ts';
 import { REGION } from '../../../kit/aws/karpenter.ts';
 import type { NodeClaim } from '../../../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
-import { POOL_TYPES, startPoolScene, typeOf } from './pool-scene.ts';
+import { POOL_TYPES, secs, startPoolScene, typeOf } from './pool-scene.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const { custom, live, storyOfClaim, createPods, allowTypes, keepPods, recordedOfType } = await startPoolScene(t, {
-  instanceTypes: ['r6i.large'],
-  disruption: { consolidationPolicy: 'Balanced', consolidateAfter: '5s', budgets: [{ nodes: '100%' }] },
-});
+const { karpenter, custom, live, storyOfClaim, createPods, allowTypes, keepPods, recordedOfType } =
+  await startPoolScene(t, {
+    instanceTypes: ['r6i.large'],
+    disruption: { consolidationPolicy: 'Balanced', consolidateAfter: '5s', budgets: [{ nodes: '100%' }] },
+  });
 
 t.test('Balanced: a move only the overlay makes worth its disruption', async (t) => {
   await createPods(['app'], '500m');
@@ -41,12 +42,27 @@ t.test('Balanced: a move only the overlay makes worth its disruption', async (t)
   t.equal(typeOf(first!), 'r6i.large');
   const stopKeeping = keepPods(['app'], '500m');
   t.teardown(stopKeeping);
+  // Balanced rejects a move with a metric, not an Event: wait for Karpenter to have scored and
+  // rejected this one (the pass after the NodePool changed) rather than a fixed 30 s.
+  const rejected = () =>
+    karpenter.metric('karpenter_consolidation_moves_total', {
+      decision: 'rejected',
+      nodepool: 'od',
+      policy: 'Balanced',
+    });
+  const rejectedBefore = await rejected();
+  const allowedAt = Date.now();
   await allowTypes(POOL_TYPES);
-  await sleep(30_000);
+  await until(
+    'Balanced to score the move to c6i.large and reject it',
+    async () => (await rejected()) > rejectedBefore,
+    90_000,
+  );
+  t.comment(`Balanced rejected the move ${secs(Date.now() - allowedAt)} after the pool allowed c6i.large`);
   t.same(
     (await live()).map((c) => c.metadata.name),
     [first!.metadata.name],
-    '30 s of consolidation passes: c6i.large undercuts the node, and Balanced rejects the move',
+    'a consolidation pass scored the move: c6i.large undercuts the node, and Balanced rejects it',
   );
 
   const RI = reservedInstance('m5.large', REGION);

@@ -9,7 +9,7 @@
 //    consolidation deletes one node instead. With the RI overlay pricing m5.large at 0.00, the two
 //    nodes are replaced by one m5.large: a replacement that exists only because of the overlay.
 import t from 'tap';
-import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
+import { OVERLAY_API, until } from '../../../kit/fleet.ts';
 import { REGION } from '../../../kit/aws/karpenter.ts';
 import type { NodeClaim } from '../../../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
@@ -85,7 +85,9 @@ t.test('multi-node: two nodes packed into one an overlay prices below their own 
   let stopKeeping = keepPods(PAIR, '600m');
   await budget('100%');
   await until('one node left', async () => (await live()).length === 1, 120_000);
-  await sleep(5000);
+  // Karpenter launches a replacement before it deletes what it replaces: once the deleted claim is
+  // gone, the command is over, and any launch of it would be here.
+  await until('the deleted NodeClaim gone', async () => (await karpenter.nodeClaims()).length === 1, 120_000);
   t.same(
     (await karpenter.nodeClaims()).filter((c) => !before.has(c.metadata.name)).map(typeOf),
     [],
