@@ -144,7 +144,7 @@ export class PrometheusStack {
 
 /** Prometheus's version, from the Go module version it was built from: v0.316.0 is v3.16.0. */
 function prometheusVersion(): string {
-  const module = /-v0\.(\d+)\.(\d+)\//.exec(binary('prometheus'))?.slice(1).map(Number);
+  const module = /prometheus-v0\.(\d+)\.(\d+)/.exec(binary('prometheus'))?.slice(1).map(Number);
   if (!module || module[0]! < 300) throw new Error(`no Prometheus 3 version in ${binary('prometheus')}`);
   return `v3.${module[0]! - 300}.${module[1]}`;
 }

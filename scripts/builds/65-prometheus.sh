@@ -3,7 +3,9 @@
 # (test/prometheus.test.ts). Prometheus is the module promtool is built from (60-promtool.sh).
 PROMETHEUS_OPERATOR_VERSION="${VENEER_PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 PROMETHEUS_OPERATOR_DIR="$CACHE_ROOT/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
-program prometheus "$CACHE_ROOT/prometheus-$PROMETHEUS_VERSION/prometheus" VENEER_PROMETHEUS build_prometheus
+# Prometheus discovers its targets only through Kubernetes here: the other service-discovery
+# plugins are left out, as for promtool.
+program prometheus "$CACHE_ROOT/prometheus-$PROMETHEUS_VERSION-k8s-sd/prometheus" VENEER_PROMETHEUS build_prometheus
 program prometheus-operator "$PROMETHEUS_OPERATOR_DIR/operator" VENEER_PROMETHEUS_OPERATOR build_prometheus_operator \
   "VENEER_PROMETHEUS_CONFIG_RELOADER=$PROMETHEUS_OPERATOR_DIR/prometheus-config-reloader" \
   "VENEER_PROMETHEUS_OPERATOR_CRDS=$PROMETHEUS_OPERATOR_DIR/crds"
@@ -11,7 +13,7 @@ program prometheus-operator "$PROMETHEUS_OPERATOR_DIR/operator" VENEER_PROMETHEU
 build_prometheus() {
   mkdir -p "$(dirname "${BIN_OF[prometheus]}")"
   with_progress "prometheus (github.com/prometheus/prometheus $PROMETHEUS_VERSION): go install" \
-    env GOBIN="$(dirname "${BIN_OF[prometheus]}")" go install -p 2 -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION"
+    env GOBIN="$(dirname "${BIN_OF[prometheus]}")" go install -p 2 -trimpath -ldflags "-s -w" -tags remove_all_sd,enable_kubernetes_sd "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION"
 }
 
 # The operator's go.mod replaces its two nested modules (pkg/apis/monitoring, pkg/client) with
