@@ -908,6 +908,7 @@ t.test('ServiceAccount, names, rollout, nodeSelector and image digest follow the
   t.same(pod(defaults)?.nodeSelector, { 'kubernetes.io/os': 'linux' }, 'Linux nodes only: the image is Linux');
   const irsa = template([...FULL, '--set', 'serviceAccount.create=false', '--set', 'serviceAccount.name=prices-irsa']);
   t.equal(pod(irsa)?.serviceAccountName, 'prices-irsa', 'a pre-created (IRSA) ServiceAccount');
+  t.equal(pod(irsa)?.automountServiceAccountToken, true, 'its token mounted even if the account turns automounting off');
   t.notOk(find(irsa, 'ServiceAccount', 'veneer-node-watcher'), 'not created');
   t.same(subjects(irsa), [['prices-irsa'], ['prices-irsa'], ['prices-irsa']], "it gets the chart's rights");
   const named = template([...FULL, '--set', 'serviceAccount.name=vnw']);

@@ -101,8 +101,8 @@ t.test('actionlint reports each mistake planted in a copy of the workflow', asyn
     ['a step that does not exist', 'steps.build.outputs.digest', 'steps.biuld.outputs.digest', 'expression'],
     [
       'a variable left unquoted, for shellcheck',
-      'docker pull "$IMAGE@$DIGEST"',
-      'docker pull $IMAGE@$DIGEST',
+      'docker tag "$IMAGE@$DIGEST"',
+      'docker tag $IMAGE@$DIGEST',
       'shellcheck',
     ],
     ['a permission scope that does not exist', 'packages: write', 'package: write', 'permissions'],
@@ -227,8 +227,9 @@ t.test(
     const order = [
       'helm lint --strict "$CHART_DIR"',
       'helm/kind-action',
-      'docker pull "$IMAGE@$DIGEST"',
-      'kind load docker-image "$IMAGE:release-test"',
+      'docker pull --platform linux/amd64 "$IMAGE@$DIGEST"',
+      'docker image save --platform linux/amd64 "$IMAGE:release-test"',
+      'kind load image-archive "$RUNNER_TEMP/image.tar"',
       'helm install cert-manager oci://quay.io/jetstack/charts/cert-manager --version "$CERT_MANAGER_VERSION"',
       'kubectl apply --server-side -f kit/crds/',
       'helm install veneer-node-watcher "$CHART_DIR"',
