@@ -5,6 +5,8 @@
 // Reserved Instance overlay then prices m5.large at 0.00 and Karpenter replaces the node, a launch
 // that without the overlay would not have happened (`replacement`); the overlay deleted, Karpenter
 // replaces it back, and the churn is counted and told on the NodeOverlay.
+// test/aws/replacement.test.ts runs this scene (not the demo's test: the scene once in `npm test`),
+// checks what it prints and the records it returns, and does more at its two checkpoints.
 import * as k8s from '@kubernetes/client-node';
 import { awsNodePoolObject, OPEN_DISRUPTION, REGION } from '../kit/aws/karpenter.ts';
 import { NODECLAIM_API, NODEPOOL_API, podObject } from '../kit/karpenter-controller.ts';
@@ -24,6 +26,17 @@ export interface SceneDeps {
   step: (msg: string) => void;
   /** Runs the CLI live on the cluster and prints what it says. */
   cli: (args: string[]) => Promise<void>;
+  /** Where the scene's lines go (the demo: stdout). */
+  print?: (line: string) => void;
+  /** Called once the first node is recorded, and before the overlay is deleted; a test checks more there. */
+  checkpoints?: { launched?: (r: Recorded) => Promise<void>; beforeOverlayGoes?: (r: Recorded) => Promise<void> };
+}
+
+/** A node of the pool, its NodeClaim and its record. */
+export interface Recorded {
+  node: string;
+  claim: string;
+  story: DecisionStory;
 }
 
 interface Claim {
@@ -31,11 +44,14 @@ interface Claim {
   status?: { nodeName?: string };
 }
 
-export async function consolidationScene(d: SceneDeps): Promise<void> {
+export async function consolidationScene(
+  d: SceneDeps,
+): Promise<{ first: Recorded; replacement: Recorded; back: Recorded }> {
+  const print = d.print ?? ((line: string) => console.log(line));
   const custom = d.admin.makeApiClient(k8s.CustomObjectsApi);
   const core = d.admin.makeApiClient(k8s.CoreV1Api);
   /** The pool's one live NodeClaim once it is of `type` and its node carries a record. */
-  const recorded = async (type: string): Promise<{ node: string; story: DecisionStory } | undefined> => {
+  const recorded = async (type: string): Promise<Recorded | undefined> => {
     const live = ((await custom.listClusterCustomObject(NODECLAIM_API)) as { items: Claim[] }).items.filter(
       (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && !c.metadata.deletionTimestamp,
     );
@@ -48,7 +64,7 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
         'veneer.io/overlay-decision'
       ],
     );
-    return story ? { node, story } : undefined;
+    return story ? { node, claim: claim.metadata.name, story } : undefined;
   };
   const until = async <T>(what: string, read: () => Promise<T | undefined>, ms = 180_000): Promise<T> => {
     for (const deadline = Date.now() + ms; ; await sleep(250)) {
@@ -57,7 +73,7 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
       if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for: ${what}`);
     }
   };
-  const line = (r: { node: string; story: DecisionStory }) => {
+  const line = (r: Recorded) => {
     const e = r.story.effect;
     const replaced = e?.disruption?.replaced.map((x) => `${x.instanceType} ${x.node ?? x.nodeClaim}`).join(', ');
     return `  ${r.node}: effect ${e?.verdict}${e?.disruption ? ` (launched by Karpenter's disruption: ${e.disruption.reason}, replacing ${replaced}; options that undercut without the selected overlays: ${e.disruption.cheaperWithout})` : ' (a provisioning launch)'}`;
@@ -93,7 +109,8 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
   try {
     const first = await until('the c6i.large node recorded', () => recorded('c6i.large'));
     d.step('Karpenter launched the cheapest type, c6i.large ($0.085/h; m5.large lists at $0.096/h):');
-    console.log(line(first));
+    print(line(first));
+    await d.checkpoints?.launched?.(first);
 
     const ri = reservedInstance('m5.large', REGION);
     d.step(
@@ -101,22 +118,23 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
     );
     await custom.createClusterCustomObject({ ...OVERLAY_API, body: ri });
     const replacement = await until('the m5.large replacement recorded', () => recorded('m5.large'));
-    console.log(line(replacement));
+    print(line(replacement));
     d.step('why, and what the overlays are worth now:');
     await d.cli(['explain', replacement.node, '--prices-source', 'isolated', '--prices-region', REGION]);
     await d.cli(['report']);
 
+    await d.checkpoints?.beforeOverlayGoes?.(replacement);
     d.step('the overlay deleted (the commitment used up): Karpenter replaces the node it had priced at 0.00');
     await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: ri.metadata.name });
     const back = await until('the c6i.large replacement recorded', () => recorded('c6i.large'));
-    console.log(line(back));
+    print(line(back));
     const churn = await until('the churn counted', async () => {
       const v = (await d.watcher.metrics.recordedDisruptions.get()).values.find(
         (x) => x.labels.overlay_state === 'gone' && x.value > 0,
       );
       return v;
     });
-    console.log(
+    print(
       `  veneer_nodewatcher_recorded_disruptions_total{reason="${churn.labels.reason}",overlay_state="gone"} ${churn.value}`,
     );
     const events = d.admin.makeApiClient(k8s.EventsV1Api);
@@ -128,10 +146,11 @@ export async function consolidationScene(d: SceneDeps): Promise<void> {
         ),
       30_000,
     );
-    console.log(`  Event on NodeOverlay ${ri.metadata.name}: ${told.reason}: ${told.note}`);
+    print(`  Event on NodeOverlay ${ri.metadata.name}: ${told.reason}: ${told.note}`);
     d.step("the replacement's record keeps the node it churned: explain, and report with the overlay gone");
     await d.cli(['explain', back.node, '--prices-source', 'isolated', '--prices-region', REGION]);
     await d.cli(['report']);
+    return { first, replacement, back };
   } finally {
     stopped = true;
     await replicaSet;
