@@ -22,12 +22,12 @@ const BINARIES = {
   /** cert-manager's CRDs, from the module version its controllers were built from. */
   certManagerCrds: 'VENEER_CERT_MANAGER_CRDS',
   promtool: 'VENEER_PROMTOOL',
-  /** A real Prometheus of promtool's module, and prometheus-operator (its controller, config reloader and CRDs): test/prometheus.test.ts. */
+  /** A real Prometheus of promtool's module, and prometheus-operator (its controller, config reloader and CRDs): test/real-node/prometheus.test.ts. */
   prometheus: 'VENEER_PROMETHEUS',
   prometheusOperator: 'VENEER_PROMETHEUS_OPERATOR',
   prometheusConfigReloader: 'VENEER_PROMETHEUS_CONFIG_RELOADER',
   prometheusOperatorCrds: 'VENEER_PROMETHEUS_OPERATOR_CRDS',
-  /** Lints the GitHub Actions workflows (.github/workflows/release.yml): test/release.test.ts. */
+  /** Lints the GitHub Actions workflows (.github/workflows/release.yml): test/packaging/release.test.ts. */
   actionlint: 'VENEER_ACTIONLINT',
   /** test/aws-instance-keys: the label keys karpenter-provider-aws's own code defines. */
   awsInstanceKeys: 'VENEER_AWS_INSTANCE_KEYS',

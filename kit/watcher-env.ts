@@ -20,7 +20,7 @@ export const WATCHER_USER = 'veneer-watcher';
 
 export const LEASE_NAMESPACE = 'veneer-system';
 
-/** The watcher's cluster-wide rights, as the chart's ClusterRole grants them (test/chart.test.ts compares). */
+/** The watcher's cluster-wide rights, as the chart's ClusterRole grants them (test/packaging/chart.test.ts compares). */
 export const WATCHER_CLUSTER_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
   {
@@ -164,7 +164,7 @@ rules:
 /**
  * Metrics are served over plain HTTP here: these tests and benchmarks scrape as a harness, not
  * as a cluster identity, and the secure default would add TokenReviews to the API calls they
- * count. test/metrics-auth.test.ts, test/chart.test.ts and test/serve.test.ts prove the default.
+ * count. test/apiserver/metrics-auth.test.ts, test/packaging/chart.test.ts and test/apiserver/serve.test.ts prove the default.
  */
 export async function watcherFlags(
   certs: WebhookCerts,

@@ -344,7 +344,7 @@ try {
   );
   if (flipped) await cli(['explain', flipped, '--prices-source', 'isolated', '--prices-region', REGION]);
   await cli(['report']);
-  // test/aws/replacement.test.ts runs the scene with more checks at its checkpoints; test/demo.test.ts
+  // test/aws/replacement.test.ts runs the scene with more checks at its checkpoints; test/packaging/demo.test.ts
   // runs the demo without it, so that `npm test` runs it once.
   if (process.env.VENEER_DEMO_SKIP_CONSOLIDATION === '1')
     step('the consolidation scene skipped (VENEER_DEMO_SKIP_CONSOLIDATION=1: test/aws/replacement.test.ts runs it)');

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Renders webhook-manifests/ from the chart (enabled, namespace veneer-system), so that users
 # without Helm apply exactly what the chart installs (not its `helm test` hooks, which would
-# otherwise stay installed). test/chart.test.ts fails when they differ.
+# otherwise stay installed). test/packaging/chart.test.ts fails when they differ.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 helm="$(bash "$root/scripts/control-plane.sh" --print-env | sed -n 's/^VENEER_HELM=//p')"

@@ -62,32 +62,32 @@ const ALL_SUITES: Suite[] = [
     name: 'webhooks',
     covers:
       "both webhooks through the apiserver: inline record at CREATE and in the registration update, matchConditions, the guard's 403, dry-run",
-    files: ['test/webhook.test.ts'],
+    files: ['test/apiserver/webhook.test.ts'],
   },
   {
     name: 'reconciler',
     covers: 'the reconciler with leader election (Leases), records about the past',
-    files: ['test/reconciler.test.ts'],
+    files: ['test/apiserver/reconciler.test.ts'],
   },
   {
     name: 'watches',
     covers: 'label-selected and PartialObjectMetadata watches, resume from a resourceVersion after a cut, relists',
-    files: ['test/reflector.test.ts', 'test/node-cache.test.ts'],
+    files: ['test/apiserver/reflector.test.ts', 'test/real-node/node-cache.test.ts'],
   },
   {
     name: 'events + report',
     covers: 'events.k8s.io/v1 Events on nodes, report live',
-    files: ['test/overlays-report.test.ts'],
+    files: ['test/apiserver/overlays-report.test.ts'],
   },
   {
     name: 'metrics auth',
     covers: 'metrics behind TokenReview and SubjectAccessReview',
-    files: ['test/metrics-auth.test.ts'],
+    files: ['test/apiserver/metrics-auth.test.ts'],
   },
   {
     name: 'install',
     covers: "helm install, cert-manager's own controllers, the Service-routed webhook in a network namespace",
-    files: ['test/install.test.ts'],
+    files: ['test/packaging/install.test.ts'],
     certManager: true,
   },
 ];

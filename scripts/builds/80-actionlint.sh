@@ -1,4 +1,4 @@
-# actionlint checks the GitHub Actions workflows (.github/workflows/release.yml) in test/release.test.ts.
+# actionlint checks the GitHub Actions workflows (.github/workflows/release.yml) in test/packaging/release.test.ts.
 ACTIONLINT_VERSION="${VENEER_ACTIONLINT_VERSION:-v1.7.12}"
 program actionlint "$CACHE_ROOT/actionlint-$ACTIONLINT_VERSION/actionlint" VENEER_ACTIONLINT build_actionlint
 

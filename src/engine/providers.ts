@@ -30,7 +30,7 @@ export interface ProviderKeys {
 
 // karpenter-provider-aws v1.14.1 (paired with core v1.14.1), pkg/providers/instancetype
 // (types.go computeRequirements; offering/ base, reserved-capacity and placement-group
-// resolvers). test/engine/provider-keys.test.ts checks both sets against what the provider's own
+// resolvers). test/judges/provider-keys.test.ts checks both sets against what the provider's own
 // code builds (test/aws-instance-keys). Most keys are on every instance type (DoesNotExist when
 // the type lacks the attribute); conditional ones: topology.k8s.aws/zone-id (subnets with zone
 // IDs in the type's zones) and karpenter.k8s.aws/placement-group-* (an EC2NodeClass with a
@@ -92,7 +92,7 @@ export const AWS_KEYS: ProviderKeys = {
 };
 
 // sigs.k8s.io/karpenter v1.14.1 kwok/cloudprovider/helpers.go (newInstanceType): the KWOK
-// provider's instance-type keys, checked by test/engine/provider-keys.test.ts. An offering's
+// provider's instance-type keys, checked by test/judges/provider-keys.test.ts. An offering's
 // requirements are whatever its catalog lists: the embedded kwok/cloudprovider/instance_types.json
 // lists capacity type and zone; a catalog of one's own (INSTANCE_TYPES_FILE_PATH) may list more,
 // such as the region kept here, which no KWOK instance type defines.

@@ -2,7 +2,7 @@
 // Karpenter on AWS with consolidation open (WhenEmptyOrUnderutilized, consolidateAfter 5s, budgets
 // 100%) in one on-demand NodePool of m5.large, c6i.large and r6i.large, and the watcher beside it.
 // The scene is the demo's own (`npm run demo -- --aws`, scripts/demo-aws-consolidation.ts): this
-// test runs it, so that `npm test` runs it once (test/demo.test.ts runs the demo without it), and
+// test runs it, so that `npm test` runs it once (test/packaging/demo.test.ts runs the demo without it), and
 // checks what it prints, the records it returns, and more at its checkpoints:
 //
 // 1. One 500m pod: Karpenter launches the cheapest, c6i.large ($0.085/h; m5.large lists $0.096/h).
@@ -178,7 +178,7 @@ t.test(
       "the replacement's record keeps the churn: the node it replaced was recorded under the RI, gone by then",
     );
 
-    // What the demo prints of it (test/demo.test.ts checked these when the demo ran the scene).
+    // What the demo prints of it (test/packaging/demo.test.ts checked these when the demo ran the scene).
     t.match(
       out,
       /^ {2}\S+: effect replacement \(launched by Karpenter's disruption: Underutilized, replacing c6i\.large \S+; options that undercut without the selected overlays: 0\)$/m,

@@ -1,0 +1,348 @@
+// Karpenter's own consolidation judges the effect of a replacement. Each generated cluster
+// (test/judges/replacement-cases.ts) goes to the judge (test/karpenter-oracle consolidate.go:
+// computeConsolidation with Karpenter's provisioner, scheduler and candidates, its NodeOverlay store
+// pricing both worlds), which says for each candidate set whether consolidation replaces it with
+// every overlay, and whether it would without the selected ones. Where it replaces with them by an
+// on-demand node (the only kind the watcher records), the engine gets what the watcher gets live,
+// through `decide`: the replacement's node and NodeClaim as Karpenter writes it, the marks on the
+// replaced NodeClaims and the DisruptionLaunching Event (as evidence), the NodePools, the overlays
+// with the statuses Karpenter wrote, the prices and zones. The engine must say `replacement` exactly
+// when Karpenter would not replace those nodes without the selected overlays (its price filter,
+// minValues, for several nodes filterOutSameInstanceType, and for a Balanced NodePool's nodes its
+// Balanced scoring, read from the ConsolidationApproved Event Karpenter publishes as it approves the
+// command with them, handed to the engine as the watcher reads it, with the NodePool's NodeClaims
+// by offering), and its story must say whether it
+// would have (`replacedWithout`), or abstain with a reason; its story must name the replaced nodes
+// and the candidate price Karpenter compared.
+//
+// VENEER_REPLACEMENT_ORACLE_CASES sets the clusters (default 1,000: about 3,300 candidate sets), VENEER_REPLACEMENT_ORACLE_SEED replays a
+// run, and with it VENEER_REPLACEMENT_ORACLE_CASE replays the one cluster a failure names.
+// VENEER_REPLACEMENT_ORACLE_VERSION picks the judge's Karpenter (default v1.14.3, the AWS provider's).
+import t from 'tap';
+import {
+  decide,
+  type DisruptionEvidence,
+  type DisruptionMark,
+  type Effect,
+  type EngineSettings,
+  type OverlayIndex,
+  parseApproval,
+  parseSelector,
+  type PoolOffering,
+  recordKeys,
+  toNodeClaimView,
+  toNodeView,
+} from '../../src/engine/index.ts';
+import type { LaunchKnowledge } from '../../src/engine/decide.ts';
+import {
+  type ConsolidateAnswer,
+  JUDGE_VERSIONS,
+  type JudgeVersion,
+  KarpenterJudge,
+  type WorldCommand,
+} from '../support/karpenter-oracle.ts';
+import { Choices } from './karpenter-cluster.ts';
+import { catalogPrices, judgedIndex } from './judged-cluster.ts';
+import { nodeLabelsOfType } from './launch-cases.ts';
+import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
+import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
+import { expected, worldDiffers } from './launch-verdict.ts';
+
+const CASES = Number(process.env.VENEER_REPLACEMENT_ORACLE_CASES ?? 1000);
+const SEED = Number(process.env.VENEER_REPLACEMENT_ORACLE_SEED ?? Date.now() % 1_000_000);
+const ONLY_CASE =
+  process.env.VENEER_REPLACEMENT_ORACLE_CASE === undefined
+    ? undefined
+    : Number(process.env.VENEER_REPLACEMENT_ORACLE_CASE);
+const IN_FLIGHT = 16;
+/** A launch the engine leaves unknown by design: types whose fit it cannot show, a Conflict, Karpenter's cut at 60 or 600. */
+const ANYWAY_ABSTAIN = new Set(['unseen-options', 'conflict', 'truncation', 'candidates-cut']);
+const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
+const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: true };
+const T0 = Date.parse('2026-02-01T10:00:00Z');
+const at = (ms: number) => new Date(ms).toISOString();
+
+/** The engine's effect on the replacement of `set`, decided as the watcher decides its node. */
+function engineEffect(
+  c: ConsolidationCase,
+  index: OverlayIndex,
+  set: string[],
+  w: WorldCommand,
+  launched: string,
+  priceOverlayApplied: boolean,
+): { effect: Effect | undefined; outcome: string } {
+  const r = w.replacement!;
+  const types = new Map(c.request.instanceTypes.map((x) => [x.name, nodeLabelsOfType(x)]));
+  const zone = c.catalog.get(launched)!.zones.find((z) => {
+    const zonesReq = r.requirements.find((q) => q.key === 'topology.kubernetes.io/zone');
+    return zonesReq?.values === undefined || zonesReq.values.includes(z);
+  })!;
+  const marks: DisruptionMark[] = set.map((name) => {
+    const n = c.request.nodes.find((x) => x.name === name)!;
+    // The judge's NodeClaims carry their type's allocatable in their status, as Karpenter writes it at launch.
+    const { allocatable } = toNodeClaimView({
+      metadata: { name: `${name}-claim` },
+      status: {
+        conditions: [{ type: 'DisruptionReason', status: 'True', reason: 'Underutilized' }],
+        allocatable: c.request.instanceTypes.find((x) => x.name === n.instanceType)!.capacity,
+      },
+    });
+    return {
+      nodeClaim: `${name}-claim`,
+      node: name,
+      reason: 'Underutilized',
+      markedAt: T0 - 1000,
+      labels: {
+        ...types.get(n.instanceType),
+        'karpenter.sh/nodepool': n.nodePool,
+        'karpenter.sh/capacity-type': n.capacityType,
+        'topology.kubernetes.io/zone': n.zone,
+      },
+      ...(allocatable ? { allocatable } : {}),
+    };
+  });
+  // Balanced's approval, published as the command was computed (before its 15 s validation): on the
+  // candidate's NodeClaim for one node, on each NodePool for several.
+  const approvedAt = T0 - 20_000;
+  const approvals = new Map(
+    Object.entries(w.balanced?.approvals ?? {}).map(([pool, message]) => [
+      set.length === 1 ? `NodeClaim/${set[0]}-claim` : `NodePool/${pool}`,
+      [{ at: approvedAt, figures: parseApproval(message)! }],
+    ]),
+  );
+  const evidence: DisruptionEvidence = {
+    launching: (name) => (name === 'replacement-claim' ? 'Underutilized' : undefined),
+    marksBetween: (from, to) => marks.filter((m) => m.markedAt >= from && m.markedAt <= to),
+    replacementsCreatedBetween: () => ['replacement-claim'],
+    approvalsBetween: (kind, name, from, to) =>
+      (approvals.get(`${kind}/${name}`) ?? []).filter((a) => a.at >= from && a.at <= to),
+  };
+  // What ClusterCost counts: the cluster's NodeClaims, by NodePool and offering.
+  const offerings = new Map<string, PoolOffering[]>();
+  for (const n of c.request.nodes) {
+    const pool = offerings.get(n.nodePool) ?? [];
+    const same = pool.findIndex(
+      (o) => o.instanceType === n.instanceType && o.zone === n.zone && o.capacityType === n.capacityType,
+    );
+    if (same === -1) pool.push({ instanceType: n.instanceType, zone: n.zone, capacityType: n.capacityType, count: 1 });
+    else pool[same] = { ...pool[same]!, count: pool[same]!.count + 1 };
+    offerings.set(n.nodePool, pool);
+  }
+  const launch: LaunchKnowledge = {
+    prices: catalogPrices(c.catalog, T0),
+    zonesOf: () => new Set(c.zones),
+    nodeLabelsOf: (x) => types.get(x),
+    disruption: evidence,
+    poolOfferings: (pool) => offerings.get(pool),
+  };
+  const claim = toNodeClaimView({
+    metadata: {
+      name: 'replacement-claim',
+      labels: {
+        'karpenter.sh/nodepool': r.nodePool,
+        'karpenter.sh/capacity-type': 'on-demand',
+        'node.kubernetes.io/instance-type': launched,
+      },
+      creationTimestamp: at(T0),
+      ...(priceOverlayApplied ? { annotations: { 'karpenter.sh/price-overlay-applied': 'true' } } : {}),
+    },
+    spec: {
+      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+      requirements: r.requirements,
+      ...(r.requests ? { resources: { requests: r.requests } } : {}),
+    },
+    status: { providerID: `aws:///${zone}/i-replacement`, nodeName: 'replacement' },
+  });
+  const node = toNodeView({
+    metadata: {
+      name: 'replacement',
+      creationTimestamp: at(T0 + 5_000),
+      labels: {
+        ...types.get(launched),
+        'karpenter.sh/nodepool': r.nodePool,
+        'karpenter.sh/capacity-type': 'on-demand',
+        'topology.kubernetes.io/zone': zone,
+        'karpenter.sh/registered': 'true',
+      },
+    },
+    spec: { providerID: `aws:///${zone}/i-replacement` },
+  });
+  const d = decide({ node, nodeClaim: claim, now: T0 + 10_000, decidedBy: 'reconciler', launch }, index, settings);
+  return {
+    effect: d.outcome === 'influenced' || d.outcome === 'not-influenced' ? d.effect : undefined,
+    outcome: d.outcome,
+  };
+}
+
+const VERSION = process.env.VENEER_REPLACEMENT_ORACLE_VERSION ?? 'v1.14.3';
+if (!JUDGE_VERSIONS.includes(VERSION as JudgeVersion))
+  throw new Error(`VENEER_REPLACEMENT_ORACLE_VERSION=${VERSION}: the judge is built for ${JUDGE_VERSIONS.join(', ')}`);
+const judge = new KarpenterJudge(VERSION as JudgeVersion);
+t.teardown(() => judge.close());
+// Karpenter's AWS launch code, in the AWS provider's module (v1.14.3 only): the launches of the replacements.
+const launchJudge = VERSION === 'v1.14.3' ? judge : new KarpenterJudge('v1.14.3');
+if (launchJudge !== judge) t.teardown(() => launchJudge.close());
+
+t.test(
+  `${ONLY_CASE === undefined ? `${CASES} clusters` : `cluster ${ONLY_CASE}`}: the engine's replacement is what Karpenter's consolidation does without the selected overlays`,
+  async (t) => {
+    t.comment(`seed ${SEED} (rerun with VENEER_REPLACEMENT_ORACLE_SEED=${SEED})`);
+    const decided = new Map<string, number>();
+    const abstained = new Map<string, number>();
+    const stats = {
+      commands: 0,
+      replaced: 0,
+      spotReplacements: 0,
+      judged: 0,
+      judgeErrors: 0,
+      multi: 0,
+      sameType: 0,
+      minValues: 0,
+      balanced: 0,
+      balancedRejectedWith: 0,
+    };
+    const started = Date.now();
+    const ahead: {
+      c: ConsolidationCase;
+      answer: Promise<{ answer: ConsolidateAnswer; launches: Map<number, ReplacementLaunches> }>;
+    }[] = [];
+    let generated = ONLY_CASE ?? 0;
+    const ask = () => {
+      const c = generateConsolidationCase(new Choices(SEED * 100_003 + generated++));
+      const answer = judge
+        .consolidate(c.request)
+        .then(async (answer) => ({ answer, launches: await replacementLaunches(launchJudge, c, answer) }));
+      ahead.push({ c, answer });
+    };
+    const last = ONLY_CASE === undefined ? CASES : ONLY_CASE + 1;
+    for (let n = ONLY_CASE ?? 0; n < last; n++) {
+      while (ahead.length < Math.min(IN_FLIGHT, last - n)) ask();
+      const { c, answer: pending } = ahead.shift()!;
+      const { answer, launches } = await pending;
+      if (answer.error) throw new Error(`cluster ${n}: the judge could not run it: ${answer.error}`);
+      // Since two hours: ClusterCost's prices, up to an hour old, are then those of the overlays too.
+      const index = judgedIndex(c.request, answer.statuses, policy, T0 - 7_200_000);
+      for (const [i, set] of c.request.commands.entries()) {
+        stats.commands++;
+        const { with: w, without: wo } = answer.commands[i]!;
+        if (w.error || wo.error) {
+          stats.judgeErrors++;
+          continue;
+        }
+        if (w.decision !== 'replace') continue;
+        // Balanced consolidation rejects it with the overlays too: Karpenter makes no such command.
+        if (w.balanced?.approved === false) {
+          stats.balancedRejectedWith++;
+          continue;
+        }
+        stats.replaced++;
+        const ct = w.replacement!.requirements.find((r) => r.key === 'karpenter.sh/capacity-type')?.values ?? [];
+        if (ct.includes('spot') || !ct.includes('on-demand')) {
+          stats.spotReplacements++; // a spot node: the watcher records none
+          continue;
+        }
+        stats.judged++;
+        if (set.length > 1) stats.multi++;
+        if (wo.reason?.startsWith('filterOutSameInstanceType')) stats.sameType++;
+        if (w.replacement!.requirements.some((r) => r.minValues !== undefined)) stats.minValues++;
+        if (w.balanced) stats.balanced++;
+        const want = wo.decision === 'replace' && wo.balanced?.approved !== false ? 'anyway' : 'replacement';
+        // Replaced anyway by on-demand nodes: the type Karpenter's launch code launches with the overlays.
+        const launch = launches.get(i);
+        const launched = launch?.with.picks?.[0] ?? w.replacement!.instanceTypes[0]!;
+        const { effect: e, outcome } = engineEffect(
+          c,
+          index,
+          set,
+          w,
+          launched,
+          launch?.with.priceOverlayApplied === true,
+        );
+        const fail = (why: string) =>
+          t.fail(
+            `cluster ${n} (VENEER_REPLACEMENT_ORACLE_SEED=${SEED} VENEER_REPLACEMENT_ORACLE_CASE=${n}), set ${set.join('+')}: ${why}`,
+            { want, engine: e, judge: answer.commands[i], launch, request: c.request, statuses: answer.statuses },
+          );
+        if (!e) {
+          fail(`the engine decided nothing (${outcome})`);
+          continue;
+        }
+        const told = e.disruption;
+        if (told?.reason !== 'Underutilized' || told.replacedCount !== set.length) {
+          fail('the story does not tell the replaced nodes');
+          continue;
+        }
+        const says = e.verdict === 'replacement' ? 'replacement' : told.replacedWithout === true ? 'anyway' : undefined;
+        if (says === undefined) {
+          const key = `${e.reasonCode} (judge: ${want})`;
+          abstained.set(key, (abstained.get(key) ?? 0) + 1);
+          continue;
+        }
+        if (says !== want) {
+          fail(`Karpenter's consolidation says ${want}, the engine ${says} (${e.reason ?? ''})`);
+          continue;
+        }
+        // The price Karpenter compared, with the overlays, is the one the engine summed.
+        if (Math.abs((told.price?.with ?? -1) - w.candidatePrice) > 1e-9) {
+          fail(`the replaced nodes' price: Karpenter ${w.candidatePrice}, the engine ${told.price?.with}`);
+          continue;
+        }
+        // What refused the command without the selected overlays, beyond the price filter.
+        const by = /filterOutSameInstanceType|minValues|Balanced/.exec(
+          says === 'replacement' ? (e.reason ?? '') : '',
+        )?.[0];
+        if (launch === undefined || says === 'replacement') {
+          const key = by === undefined ? want : `${want} (${by})`;
+          decided.set(key, (decided.get(key) ?? 0) + 1);
+          continue;
+        }
+        // Made anyway: the effect is what the two launches give, each on its world's NodeClaim.
+        const launchWant = expected(launched, launch.with, launch.without);
+        if (e.verdict === 'unknown' && !(launchWant === 'tie' && e.reasonCode === 'tie')) {
+          if (!ANYWAY_ABSTAIN.has(e.reasonCode ?? ''))
+            fail(`the launches give ${launchWant}, the engine ${e.reasonCode} (${e.reason ?? ''})`);
+          const key = `anyway, launch ${e.reasonCode} (judge: ${launchWant})`;
+          abstained.set(key, (abstained.get(key) ?? 0) + 1);
+          continue;
+        }
+        if (launchWant === 'order' || (launchWant !== 'tie' && e.verdict !== launchWant)) {
+          fail(`the launches give ${launchWant}, the engine ${e.verdict} (${e.reasonCode ?? ''}: ${e.reason ?? ''})`);
+          continue;
+        }
+        const differs =
+          worldDiffers(e.with, launch.with, 'with the overlays') ??
+          worldDiffers(e.without, launch.without, 'without them, on the NodeClaim consolidation writes without them');
+        if (differs) {
+          fail(differs);
+          continue;
+        }
+        const key = `anyway (${launchWant})`;
+        decided.set(key, (decided.get(key) ?? 0) + 1);
+      }
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const count = (m: Map<string, number>) =>
+      [...m]
+        .sort()
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none';
+    const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
+    const rate = stats.judged === 0 ? 0 : (100 * abstentions) / stats.judged;
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools; ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    t.comment(summary);
+    console.error(`replacement differential: ${summary}, seed ${SEED}`);
+    if (ONLY_CASE !== undefined) return;
+    const caused = [...decided].filter(([k]) => k.startsWith('replacement')).reduce((a, [, v]) => a + v, 0);
+    t.ok(caused > 0, 'replacements the overlays caused occur');
+    t.ok(decided.has('replacement (filterOutSameInstanceType)'), 'filterOutSameInstanceType decides some');
+    t.ok(decided.has('replacement (minValues)'), 'minValues decides some');
+    t.ok(decided.has('replacement (Balanced)'), 'Balanced scoring decides some');
+    const anyway = [...decided].filter(([k]) => k.startsWith('anyway')).reduce((a, [, v]) => a + v, 0);
+    t.ok(anyway > 0, 'replacements that happen anyway occur');
+    t.ok(
+      (decided.get('anyway (instance-type)') ?? 0) > 0,
+      'replacements made anyway that would have launched another type occur',
+    );
+    t.ok(abstentions < stats.judged * 0.25, `the engine abstains on few (${abstentions} of ${stats.judged})`);
+  },
+);
