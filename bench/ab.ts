@@ -11,6 +11,8 @@
 // - decision: both trees' engines imported into one process, batches at 1,000 overlays alternating;
 // - scale: the whole scale suite once per arm and round (the references, the apiserver and the
 //   load are this tree's), arms alternating, so a round's two figures share the machine's hour.
+// --rounds N (default 3): N rounds of scale (about 4 minutes an arm), 3N pairs of explain and 5N
+// of decision (a second or two a pair).
 import { execFileSync } from 'node:child_process';
 import { existsSync, symlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -121,7 +123,8 @@ export async function runAb(
       }
     }
   }
-  const benchDiff = git(['diff', '--name-only', sha, '--', 'bench', 'kit']).split('\n').filter(Boolean);
+  // Results and figures are outputs, not input.
+  const benchDiff = git(['diff', '--name-only', sha, '--', 'bench/*.ts', 'kit']).split('\n').filter(Boolean);
   return {
     rev,
     sha,
@@ -178,7 +181,7 @@ export function abSection(ab: AbResult): SuiteResult {
         `A/B against ${ab.rev} (${ab.sha}) on ${ab.date.slice(0, 16)}Z, ${ab.rounds} round(s), arms alternating; rerun with \`npm run bench -- --ab ${ab.rev} --rounds ${ab.rounds} ${ab.suites.join(' ')}\` (bench/ab.ts).`,
         ab.benchDiff.length === 0
           ? 'The two trees have the same bench/ and kit/: the same input either way.'
-          : `Both arms ran this tree's bench/ and kit/ (differing in the base tree: ${ab.benchDiff.join(', ')}).`,
+          : `Both arms ran this tree's bench/ and kit/ (${ab.benchDiff.length} of their files differ in the base tree${ab.benchDiff.length > 6 ? `, among them ${ab.benchDiff.slice(0, 6).join(', ')}` : `: ${ab.benchDiff.join(', ')}`}).`,
       ],
     },
   };

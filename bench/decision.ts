@@ -312,7 +312,7 @@ export async function runDecisionSuite(progress: (msg: string) => void): Promise
       replacement_effect_p99_us_599_options_balanced: round(percentile(raw.replacement_balanced ?? [], 0.99)),
     },
     targets: {
-      decision_p50_us_1000: '<= 10',
+      decision_p50_us_1000: '<= 7',
       decision_growth_10000_over_1000: '<= 3',
       decision_hostile_over_normal: 'reported (aim <= 2)',
       effect_p50_us_599_candidates_100_overlays: 'reported',

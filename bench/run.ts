@@ -119,6 +119,8 @@ const md = [
   '',
   `Machine: ${machine.cpus} x ${machine.cpu_model}, ${machine.memory_gb} GB, Node ${machine.node}; ${machine.date}.`,
   'Regenerate with `npm run bench` (or `npm run bench -- <suite>`). Latency distributions: [label-latency.svg](label-latency.svg).',
+  'This shared 2-core machine moves single figures by 2x from one hour to the next: a change is judged by an A/B in one run,',
+  '`npm run bench -- --ab <rev> [--rounds N] explain decision scale` (bench/ab.ts; the sections at the end).',
   '',
   '| key | value | target |',
   '|---|---|---|',

@@ -272,7 +272,9 @@ export async function runScaleSuite(progress: Progress, build = COMPILED_CLI): P
           explain_200_ms: Math.round(median(cli.explain)),
         },
         targets: {
-          terminated_watchers_real: '0',
+          // The apiserver cuts any client that falls behind on this shared machine: the target is
+          // the do-nothing client's own cuts in the same run, plus two (issue 40).
+          terminated_watchers_real: '<= terminated_watchers_floor + 2',
           watch_closed_real: '0',
           churn_cpu_us_per_update: '<= 60',
           churn_cpu_floor_us_per_update: 'reported',
@@ -286,7 +288,7 @@ export async function runScaleSuite(progress: Progress, build = COMPILED_CLI): P
           rss_mb_5000_real_nodes: '<= 150',
           heap_mb_5000_real_nodes: 'reported',
           cli_help_ms: '<= 200',
-          explain_200_ms: '<= 600',
+          explain_200_ms: '<= 450',
         },
         table: [
           {
