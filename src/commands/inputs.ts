@@ -1,7 +1,7 @@
 // What `explain` and `report` read: files such as `kubectl get ... -o yaml` writes, or the
 // cluster itself (read-only).
 import { readFileSync } from 'node:fs';
-import { parseAllDocuments } from 'yaml';
+import { createRequire } from 'node:module';
 import {
   launchingReason,
   toNodeClaimView,
@@ -80,6 +80,8 @@ export function readObjects(file: string, kind?: string): Record<string, unknown
   const out: Record<string, unknown>[] = [];
   if (json !== undefined) out.push(...asObjects(json));
   else {
+    // yaml (about 25 ms to load) only for a file that is not JSON.
+    const { parseAllDocuments } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
     for (const doc of parseAllDocuments(text)) {
       if (doc.errors.length > 0) throw new InputError(`${file}: ${doc.errors[0]?.message.split('\n')[0]}`);
       out.push(...asObjects(doc.toJSON()));

@@ -2,7 +2,8 @@
 // validated by one ajv schema built from SETTINGS. Every error names the field, where the
 // value came from, the value and the rule; all errors are reported at once.
 import { readFileSync } from 'node:fs';
-import { LineCounter, parseDocument, isMap, isScalar, type Node as YamlNode } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Node as YamlNode } from 'yaml';
 import { formatDuration, parseDuration } from './duration.ts';
 import { envName, flagName, SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
 import { configErrors, FORMAT_RULES } from './validator.ts';
@@ -116,6 +117,10 @@ function readFile(file: string): FileValues {
     out.problems.push(`config file ${file}: cannot be read (${(err as Error).message})`);
     return out;
   }
+  // yaml (about 25 ms to load) only when there is a file: explain and report usually have none.
+  const { LineCounter, parseDocument, isMap, isScalar } = createRequire(import.meta.url)(
+    'yaml',
+  ) as typeof import('yaml');
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter });
   if (doc.errors.length > 0) {
