@@ -4,7 +4,7 @@
 # ($BUILDPLATFORM): a multi-platform build then compiles once, natively, instead of under
 # emulation per target. What it makes is JavaScript, the same for every target; the one
 # target-dependent part, npm's choice of platform-specific optional packages, is made for the
-# target by the prune (npm names amd64 x64). test/dockerfile.test.ts checks that no production
+# target by the prune (npm names amd64 x64). test/packaging/dockerfile.test.ts checks that no production
 # dependency carries native code or an install script, which would have to run on the target.
 FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
 ARG TARGETOS

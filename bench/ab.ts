@@ -89,10 +89,11 @@ export async function runAb(
     }
   }
   if (suites.includes('decision')) {
-    const engines = {
-      base: (await import(join(trees.base, 'src', 'engine', 'index.ts'))) as DecisionEngine,
-      head: (await import(join(trees.head, 'src', 'engine', 'index.ts'))) as DecisionEngine,
-    };
+    const engineOf = async (tree: string): Promise<DecisionEngine> => ({
+      ...(await import(join(tree, 'src', 'engine', 'index.ts'))),
+      AWS_KEYS: (await import(join(tree, 'src', 'engine', 'providers.ts'))).AWS_KEYS,
+    });
+    const engines = { base: await engineOf(trees.base), head: await engineOf(trees.head) };
     for (const arm of ['base', 'head'] as const) decisionsPerBatch(1000, 20, 500, 0, engines[arm]); // JIT warm-up
     for (let r = 0; r < rounds * 5; r++) {
       for (const arm of order(r)) {

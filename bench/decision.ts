@@ -1,7 +1,6 @@
 // The decision engine's cost at 10..10,000 Veneer-like overlays: one Compute SP (weight 10),
 // EC2 Instance SPs per family and region (20) and RIs per instance type and region (30).
 import {
-  AWS_KEYS,
   decide,
   OverlayIndex,
   parseSelector,
@@ -13,6 +12,7 @@ import {
   type OverlayObject,
   type PriceBook,
 } from '../src/engine/index.ts';
+import { AWS_KEYS } from '../src/engine/providers.ts';
 import * as engine from '../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
 import { median, type SuiteResult } from './stats.ts';
@@ -74,9 +74,12 @@ export function hostileOverlays(count: number): { overlays: OverlayObject[]; typ
   return { overlays, types };
 }
 
-/** What decisionsPerBatch calls of the engine: bench/ab.ts hands it another tree's, on the same input. */
+/**
+ * What decisionsPerBatch calls of the engine: bench/ab.ts hands it another tree's, on the same
+ * input (its engine/index.ts, and AWS_KEYS from its engine/providers.ts).
+ */
 export type DecisionEngine = Pick<
-  typeof engine,
+  typeof engine & { AWS_KEYS: typeof AWS_KEYS },
   | 'AWS_KEYS'
   | 'decide'
   | 'OverlayIndex'
@@ -86,6 +89,7 @@ export type DecisionEngine = Pick<
   | 'toNodeView'
   | 'toOverlayView'
 >;
+const THIS_ENGINE: DecisionEngine = { ...engine, AWS_KEYS };
 
 /** Microseconds per decision in each of `batches` batches of `batchSize` decisions, at about `total` overlays. */
 export function decisionsPerBatch(
@@ -93,7 +97,7 @@ export function decisionsPerBatch(
   batches: number,
   batchSize: number,
   hostile = 0,
-  e: DecisionEngine = engine,
+  e: DecisionEngine = THIS_ENGINE,
 ): number[] {
   const normal = veneerOverlaySet(total);
   const bad = hostileOverlays(hostile);

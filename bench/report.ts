@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  AWS_KEYS,
   decide,
   OverlayIndex,
   parseSelector,
@@ -16,6 +15,7 @@ import {
   toOverlayView,
   type Report,
 } from '../src/engine/index.ts';
+import { AWS_KEYS } from '../src/engine/providers.ts';
 import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { veneerOverlaySet } from './decision.ts';
 import { spread, timeCommand } from './scale.ts';

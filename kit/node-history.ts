@@ -2,7 +2,8 @@
 // with the time this process saw each: what shows a record was written once and never changed by
 // the writes that came after it (Karpenter's registration), and how long each launch took.
 import * as k8s from '@kubernetes/client-node';
-import { readStory, type DecisionStory } from '../src/engine/index.ts';
+import { readStory } from '../src/engine/index.ts';
+import type { DecisionStory } from '../src/engine/record.ts';
 
 export interface NodeVersion {
   type: string;

@@ -1,5 +1,7 @@
 // Objects shaped like the ones Veneer and Karpenter create, for the demo, tests and benchmarks.
-import type { NodeClaimObject, NodeObject, OverlayObject, RequirementSpec } from '../src/engine/index.ts';
+import type { NodeObject, OverlayObject } from '../src/engine/index.ts';
+import type { NodeClaimObject } from '../src/engine/node.ts';
+import type { RequirementSpec } from '../src/engine/requirements.ts';
 
 const onDemand = { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] };
 

@@ -1,11 +1,11 @@
 // The webhook configurations the apiserver needs, as the chart renders them; the tests and
 // the demo register these against a real apiserver.
 import type * as k8s from '@kubernetes/client-node';
+import { recordKeys } from '../src/engine/index.ts';
 import {
   mutatingMatchConditions as scopeConditions,
-  recordKeys,
   validatingMatchConditions as recordAlteredConditions,
-} from '../src/engine/index.ts';
+} from '../src/engine/scope.ts';
 
 export interface RegistrationOptions {
   name: string;

@@ -11,7 +11,8 @@ import * as k8s from '@kubernetes/client-node';
 import { awsNodePoolObject, OPEN_DISRUPTION, REGION } from '../kit/aws/karpenter.ts';
 import { NODECLAIM_API, NODEPOOL_API, podObject } from '../kit/karpenter-controller.ts';
 import { reservedInstance } from '../kit/veneer.ts';
-import { readStory, type DecisionStory } from '../src/engine/index.ts';
+import { readStory } from '../src/engine/index.ts';
+import type { DecisionStory } from '../src/engine/record.ts';
 import type { RunningWatcher } from '../src/commands/serve.ts';
 
 const OVERLAY_API = { group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays' };

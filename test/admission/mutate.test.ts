@@ -1,6 +1,7 @@
 // The mutating adapter's answers without a patch: each reason, counted apart.
 import t from 'tap';
-import { AWS_KEYS, recordKeys } from '../../src/engine/index.ts';
+import { recordKeys } from '../../src/engine/index.ts';
+import { AWS_KEYS } from '../../src/engine/providers.ts';
 import { mutate, type MutateDeps } from '../../src/admission/mutate.ts';
 import type { AdmissionReview } from '../../src/admission/review.ts';
 import { karpenterNode, reservedInstance } from '../../kit/veneer.ts';

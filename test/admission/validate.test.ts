@@ -1,7 +1,8 @@
 // The record-protecting webhook's matchConditions are its own test: the apiserver must call it
 // for every update validate() would deny (else the record goes unprotected) and for no other.
 import t from 'tap';
-import { recordKeys, validatingMatchConditions } from '../../src/engine/index.ts';
+import { recordKeys } from '../../src/engine/index.ts';
+import { validatingMatchConditions } from '../../src/engine/scope.ts';
 import { validate } from '../../src/admission/validate.ts';
 import type { AdmissionReview } from '../../src/admission/review.ts';
 import { calls } from '../support/cel.ts';

@@ -3,7 +3,7 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../../src/commands/serve.ts';
-import type { DecisionStory } from '../../src/engine/index.ts';
+import type { DecisionStory } from '../../src/engine/record.ts';
 import { WEBHOOK_FIRST_MS } from '../../src/controllers/recorder/reconciler.ts';
 import { reservedInstance } from '../../kit/veneer.ts';
 import { Fleet, OVERLAY_API as overlayApi, sleep, until } from '../../kit/fleet.ts';

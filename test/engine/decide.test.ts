@@ -1,13 +1,7 @@
 import t from 'tap';
-import {
-  decide,
-  jsonPatch,
-  mergePatch,
-  toNodeClaimView,
-  toNodeView,
-  type Decision,
-  type DecisionStory,
-} from '../../src/engine/index.ts';
+import { decide, jsonPatch, mergePatch, toNodeClaimView, toNodeView } from '../../src/engine/index.ts';
+import type { Decision } from '../../src/engine/decide.ts';
+import type { DecisionStory } from '../../src/engine/record.ts';
 import {
   computeSavingsPlan,
   ec2InstanceSavingsPlan,

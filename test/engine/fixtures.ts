@@ -1,7 +1,5 @@
 // Shared set-up for engine tests: an index with Veneer's policy and the default settings.
 import {
-  AWS_KEYS,
-  KarpenterView,
   OverlayIndex,
   parseSelector,
   recordKeys,
@@ -11,6 +9,8 @@ import {
   type NodePoolObject,
   type OverlayObject,
 } from '../../src/engine/index.ts';
+import { KarpenterView } from '../../src/engine/karpenter-view.ts';
+import { AWS_KEYS } from '../../src/engine/providers.ts';
 
 export const T0 = Date.parse('2026-01-12T15:00:00Z');
 export const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };

@@ -4,17 +4,16 @@
 // own controller on generated clusters; these cases name each rule.
 import t from 'tap';
 import {
-  AWS_KEYS,
   decide,
-  KWOK_KEYS,
-  NOT_VALIDATED,
   toNodeClaimView,
   toNodeView,
   toOverlayView,
   withExtraKeys,
-  type Decision,
   type OverlayObject,
 } from '../../src/engine/index.ts';
+import type { Decision } from '../../src/engine/decide.ts';
+import { NOT_VALIDATED } from '../../src/engine/overlay.ts';
+import { AWS_KEYS, KWOK_KEYS } from '../../src/engine/providers.ts';
 import { computeSavingsPlan, karpenterNode, nodeClaimFor, reservedInstance } from '../../kit/veneer.ts';
 import { defaultPool, indexWith, iso, newIndex, settings, T0, withCreation, withStatus } from './fixtures.ts';
 

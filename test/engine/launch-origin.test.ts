@@ -6,12 +6,10 @@ import {
   type DisruptionEvidence,
   type DisruptionMark,
   evidenceOfReading,
-  LAUNCHING_EVENT_WAIT_MS,
   launchingReason,
-  launchOrigin,
-  MARK_WINDOW_MS,
   type NodeClaimView,
 } from '../../src/engine/index.ts';
+import { LAUNCHING_EVENT_WAIT_MS, launchOrigin, MARK_WINDOW_MS } from '../../src/engine/launch-origin.ts';
 
 const T = Date.parse('2026-12-01T10:00:00Z');
 const mark = (nodeClaim: string, markedAt: number, reason = 'Underutilized'): DisruptionMark => ({

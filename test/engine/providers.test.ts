@@ -5,17 +5,11 @@
 // says why: never a confident record on a guess.
 import t from 'tap';
 import {
-  AWS_KEYS,
   buildReport,
-  chooseProvider,
-  countGroups,
   decide,
   explainer,
   KNOWN_PROVIDERS,
-  KWOK_KEYS,
-  matchesSetting,
   MAX_UNKNOWN_GROUPS,
-  mostCommonGroup,
   parseSelector,
   providerCensus,
   readStory,
@@ -23,12 +17,15 @@ import {
   toNodeView,
   toOverlayView,
   withExtraKeys,
-  type Decision,
   type EngineSettings,
-  type NodeClaimObject,
   type NodeObject,
   type OverlayObject,
 } from '../../src/engine/index.ts';
+import type { Decision } from '../../src/engine/decide.ts';
+import type { NodeClaimObject } from '../../src/engine/node.ts';
+import { countGroups, matchesSetting } from '../../src/engine/provider-census.ts';
+import { chooseProvider, mostCommonGroup } from '../../src/engine/provider-choice.ts';
+import { AWS_KEYS, KWOK_KEYS } from '../../src/engine/providers.ts';
 import { karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { indexWith, iso, settings, T0 } from './fixtures.ts';
 

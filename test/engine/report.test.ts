@@ -4,7 +4,6 @@ import t from 'tap';
 import {
   buildReport,
   decide,
-  NO_OVERLAY,
   parseSelector,
   toNodeView,
   toOverlayView,
@@ -12,6 +11,7 @@ import {
   type OverlayIndex,
   type OverlayObject,
 } from '../../src/engine/index.ts';
+import { NO_OVERLAY } from '../../src/engine/report.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { indexWith, iso, settings, T0, withCreation, withStatus } from './fixtures.ts';
 

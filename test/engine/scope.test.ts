@@ -5,20 +5,16 @@
 import t from 'tap';
 import {
   CAPACITY_TYPE,
-  CAPACITY_TYPES,
-  mutatingMatchConditions,
   parseSelector,
   recordKeys,
-  SCOPE,
-  scope,
   toNodeClaimView,
   toNodeView,
   undecidedSelector,
   type Labels,
-  type MatchCondition,
   type NodeClaimView,
   type RecordKeys,
 } from '../../src/engine/index.ts';
+import { CAPACITY_TYPES, mutatingMatchConditions, SCOPE, scope, type MatchCondition } from '../../src/engine/scope.ts';
 import { calls, compile, ERROR } from '../support/cel.ts';
 
 const NODEPOOL = SCOPE.nodePoolLabel;

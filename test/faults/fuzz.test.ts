@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { inspectorUrl, liveHeapMb } from '../../kit/inspector.ts';
 import { counter, Fleet, metricsOf, spawnServe, waitReady } from '../../kit/fleet.ts';
 import { startClusterEnv, WATCHER_USER } from '../../kit/watcher-env.ts';
-import { isValidLabelValue } from '../../src/engine/index.ts';
+import { isValidLabelValue } from '../../src/engine/labels.ts';
 
 const RUNS = Number(process.env.VENEER_FUZZ_RUNS ?? 3000);
 const CLIENTS = 4;

@@ -15,7 +15,7 @@ import {
   WATCHER_USER,
   writeFileAtomic,
 } from '../../kit/watcher-env.ts';
-import { isValidLabelValue, toLabelValue } from '../../src/engine/index.ts';
+import { isValidLabelValue, toLabelValue } from '../../src/engine/labels.ts';
 
 const env = await startClusterEnv({ auditPolicy: WATCHER_AUDIT_POLICY });
 t.teardown(() => env.cp.stop());

@@ -10,7 +10,6 @@
 // version (default 20,000), VENEER_ORACLE_SEED replays a run.
 import t from 'tap';
 import {
-  AWS_KEYS,
   decide,
   OverlayIndex,
   parseSelector,
@@ -21,6 +20,7 @@ import {
   toOverlayView,
   type EngineSettings,
 } from '../../src/engine/index.ts';
+import { AWS_KEYS } from '../../src/engine/providers.ts';
 import { NORMALIZED_LABEL_VALUES, NORMALIZED_LABELS } from '../../src/engine/normalize.ts';
 import { JUDGE_VERSIONS, KarpenterJudge, type JudgeAnswer } from '../support/karpenter-oracle.ts';
 import {

@@ -10,7 +10,8 @@ import type {
   JudgeNodePool,
   JudgeOverlay,
 } from '../support/karpenter-oracle.ts';
-import type { NodeClaimObject, NodeObject, NodePoolObject, OverlayObject } from '../../src/engine/index.ts';
+import type { NodeObject, NodePoolObject, OverlayObject } from '../../src/engine/index.ts';
+import type { NodeClaimObject } from '../../src/engine/node.ts';
 import type { RequirementSpec } from '../../src/engine/requirements.ts';
 
 /** A deterministic stream of choices (mulberry32), so that a seed replays a case. */

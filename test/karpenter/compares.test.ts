@@ -8,7 +8,7 @@
 // over the same catalog, NodePools and overlays) on every node, zones included.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import type { DecisionStory } from '../../src/engine/index.ts';
+import type { DecisionStory } from '../../src/engine/record.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
 import {
   createPendingPods,

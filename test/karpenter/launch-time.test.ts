@@ -13,7 +13,7 @@
 //     8-10 of 20 such nodes were recorded under the Compute Savings Plan with basis "exact".
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import type { DecisionStory } from '../../src/engine/index.ts';
+import type { DecisionStory } from '../../src/engine/record.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
 import { createPendingPods, REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';

@@ -13,7 +13,8 @@ import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
 import { startWatcher } from '../../src/commands/serve.ts';
 import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../kit/webhook-registration.ts';
-import { mutatingMatchConditions, recordKeys, validatingMatchConditions } from '../../src/engine/index.ts';
+import { recordKeys } from '../../src/engine/index.ts';
+import { mutatingMatchConditions, validatingMatchConditions } from '../../src/engine/scope.ts';
 import {
   CHART as chart,
   dashboardQueries,

@@ -6,7 +6,8 @@
 import type * as k8s from '@kubernetes/client-node';
 import { type AwsNodePool, awsNodePoolObject, ZONES } from '../../kit/aws/karpenter.ts';
 import type { SpotCatalog } from '../../kit/aws/moto.ts';
-import { AWS_KEYS, type OverlayObject } from '../../src/engine/index.ts';
+import type { OverlayObject } from '../../src/engine/index.ts';
+import { AWS_KEYS } from '../../src/engine/providers.ts';
 import type { JudgeCase, JudgeInstanceType, JudgeLaunch, JudgeRequirement } from './karpenter-oracle.ts';
 import { judgeOverlays } from './kwok-judge.ts';
 

@@ -14,7 +14,8 @@ import {
 } from '../../../kit/aws/karpenter.ts';
 import { NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
 import { mergePatch } from '../../../kit/karpenter-sim.ts';
-import { type DecisionStory, readStory } from '../../../src/engine/index.ts';
+import { readStory } from '../../../src/engine/index.ts';
+import type { DecisionStory } from '../../../src/engine/record.ts';
 
 export const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export const createdAt = (c: NodeClaim) => Date.parse(c.metadata.creationTimestamp ?? '');

@@ -3,7 +3,6 @@
 // two watches (a NodeClaim's DisruptionReason mark, then its Node's removal, in either order).
 import t from 'tap';
 import {
-  churnOf,
   recordAtMark,
   disruptionReasonLabel,
   OverlayIndex,
@@ -15,6 +14,7 @@ import {
   type NodeView,
   type OverlayView,
 } from '../../../src/engine/index.ts';
+import { churnOf } from '../../../src/engine/disruption.ts';
 import { createMetrics } from '../../../src/metrics.ts';
 import { DisruptionCounter, MARK_GRACE_MS } from '../../../src/controllers/disruptions/counter.ts';
 

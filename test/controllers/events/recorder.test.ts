@@ -1,7 +1,7 @@
 // The Event recorder with a post function of the test's own: leader only, fresh records only,
 // one per node, never in the caller's way, at the configured rate, and what it posts.
 import t from 'tap';
-import { basicTimestamp } from '../../../src/engine/index.ts';
+import { basicTimestamp } from '../../../src/engine/labels.ts';
 import { recordKeys, type NodeView } from '../../../src/engine/index.ts';
 import { createLogger } from '../../../src/log.ts';
 import { createMetrics } from '../../../src/metrics.ts';

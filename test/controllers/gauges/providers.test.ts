@@ -5,7 +5,6 @@
 import { Writable } from 'node:stream';
 import t from 'tap';
 import {
-  AWS_KEYS,
   KNOWN_PROVIDERS,
   MAX_UNKNOWN_GROUPS,
   recordKeys,
@@ -13,6 +12,7 @@ import {
   type EngineSettings,
   type NodeClaimView,
 } from '../../../src/engine/index.ts';
+import { AWS_KEYS } from '../../../src/engine/providers.ts';
 import { createLogger } from '../../../src/log.ts';
 import { createMetrics } from '../../../src/metrics.ts';
 import { ProviderWatch } from '../../../src/controllers/gauges/providers.ts';

@@ -1,16 +1,10 @@
 // The effect's verdicts, one case per rule of the replay; the judge (test/engine/launch-differential
 // .test.ts) compares the engine with Karpenter's own AWS launch code on generated launches.
 import t from 'tap';
-import {
-  AWS_KEYS,
-  KWOK_KEYS,
-  launchEffect,
-  toNodePoolView,
-  toOverlayView,
-  type ClaimForEffect,
-  type OverlayObject,
-  type PriceBook,
-} from '../../../src/engine/index.ts';
+import { toNodePoolView, toOverlayView, type OverlayObject, type PriceBook } from '../../../src/engine/index.ts';
+import { launchEffect } from '../../../src/engine/effect/effect.ts';
+import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
+import { AWS_KEYS, KWOK_KEYS } from '../../../src/engine/providers.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 
 const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];

@@ -7,12 +7,12 @@ import {
   decide,
   toNodeClaimView,
   toNodeView,
-  type Decision,
   type Effect,
   type LaunchKnowledge,
   type PriceBook,
   type PricesDue,
 } from '../../../src/engine/index.ts';
+import type { Decision } from '../../../src/engine/decide.ts';
 import { pricesAwaitedUntil } from '../../../src/engine/effect/prices-due.ts';
 import { karpenterNode, nodeClaimFor, reservedInstance } from '../../../kit/veneer.ts';
 import { indexWith, iso, settings, T0 } from '../fixtures.ts';

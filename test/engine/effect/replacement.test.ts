@@ -4,16 +4,15 @@
 // consolidation on generated clusters.
 import t from 'tap';
 import {
-  AWS_KEYS,
-  type ClaimForEffect,
   type OverlayView,
   type PriceBook,
-  type ReplacedNode,
-  replacementEffect,
   toNodeClaimView,
   toNodePoolView,
   toOverlayView,
 } from '../../../src/engine/index.ts';
+import { type ReplacedNode, replacementEffect } from '../../../src/engine/effect/replacement.ts';
+import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
+import { AWS_KEYS } from '../../../src/engine/providers.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
 
 const ZONE = 'us-east-1a';
