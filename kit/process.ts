@@ -13,11 +13,22 @@ import { createServer } from 'node:net';
  */
 const PORTS = { from: 20_000, to: 32_000 } as const;
 
-/** A port on 127.0.0.1 nothing listens on now, outside the ephemeral range. */
+/**
+ * Ports this process has handed out. A port handed out is free until its program binds it, so
+ * a second pick before that could return it again: the three ports of one watcher once came
+ * out as two equal ones, and its start was refused ("must differ").
+ */
+const handedOut = new Set<number>();
+
+/** A port on 127.0.0.1 nothing listens on now, outside the ephemeral range, not handed out before by this process. */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = PORTS.from + Math.floor(Math.random() * (PORTS.to - PORTS.from));
-    if (await canListen(port)) return port;
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port on 127.0.0.1 between ${PORTS.from} and ${PORTS.to} after 100 tries`);
 }

@@ -101,13 +101,17 @@ const awsEnv = (credentials: boolean) => {
 
 let watcher: RunningWatcher | undefined;
 let unregister: (() => Promise<void>) | undefined;
-t.teardown(async () => {
-  await unregister?.();
-  await watcher?.stop();
-});
+// Each handle is cleared before it is used, so a start that fails leaves nothing to undo twice
+// (a second unregister is a 404, and a teardown that throws leaves the stand-ins open).
+async function stopOne(): Promise<void> {
+  const [u, w] = [unregister, watcher];
+  unregister = watcher = undefined;
+  await u?.();
+  await w?.stop();
+}
+t.teardown(stopOne);
 async function startOne(credentials: boolean): Promise<RunningWatcher> {
-  await unregister?.();
-  await watcher?.stop();
+  await stopOne();
   awsEnv(credentials);
   watcher = (await launchWatcher(cp, certs, WATCHER_USER, { '--leader-election-enabled': 'false' })).watcher;
   unregister = await registerWebhooksAt(admin, certs.caPem, watcher.webhookPort!, 5);

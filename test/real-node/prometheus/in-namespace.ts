@@ -57,8 +57,8 @@ const release = new ChartRelease(cp, image);
 started = Date.now();
 await release.install([
   `metrics.labels.release=${STACK_RELEASE}`,
-  'metrics.prometheusRule.absent.for=1m',
-  'metrics.prometheusRule.overlaysNotCountingFor=1m',
+  'metrics.prometheusRule.absent.for=15s',
+  'metrics.prometheusRule.overlaysNotCountingFor=15s',
 ]);
 figures.push(`helm install --wait: ${secs(started)} s`);
 const pool = `serviceMonitor/${release.namespace}/${release.name}/0`;
@@ -140,7 +140,11 @@ t.test("every dashboard panel's query returns the figures of the nodes launched"
   // Two bursts, a scrape between: a counter's series is born with its first record, and rate()
   // sees only what came after a series' first sample.
   await fleet.burst('first', 8);
-  await until('a scrape after the first burst', async () => sum(await prometheus.query(influenced)) >= 8, 120_000);
+  // The counter itself, not a gauge: every replica exports the gauges, but only the pod that
+  // wrote a record counts it, and a series first scraped after both bursts is born at its final
+  // value, which no rate() window ever sees rise.
+  const labeled = 'sum(veneer_nodewatcher_nodes_labeled_total)';
+  await until('the first burst counted and scraped', async () => sum(await prometheus.query(labeled)) >= 8, 120_000);
   await fleet.burst('second', 8, 8);
   const labels = new Map([...(await fleet.labels('first')), ...(await fleet.labels('second'))]);
   const records = [...labels.values()];
@@ -149,7 +153,11 @@ t.test("every dashboard panel's query returns the figures of the nodes launched"
     [],
     '16 launches, each recorded as influenced',
   );
-  await until('the second burst scraped', async () => sum(await prometheus.query(influenced)) === 16, 120_000);
+  await until(
+    'the second burst scraped',
+    async () => sum(await prometheus.query(influenced)) === 16 && sum(await prometheus.query(labeled)) === 16,
+    120_000,
+  );
   // A window that holds at least two scrapes of the second burst.
   await until(
     'the second burst in a rate window',
@@ -244,7 +252,7 @@ t.test('a NodeOverlay Karpenter refused fires VeneerNodeWatcherOverlaysNotCounti
     async () => (await firing('VeneerNodeWatcherOverlaysNotCounting')).length > 0,
     240_000,
   );
-  figures.push(`refused overlay to VeneerNodeWatcherOverlaysNotCounting firing (for: 1m): ${secs(started)} s`);
+  figures.push(`refused overlay to VeneerNodeWatcherOverlaysNotCounting firing (for: 15s): ${secs(started)} s`);
   const [labels] = await firing('VeneerNodeWatcherOverlaysNotCounting');
   t.equal(labels?.state, 'rejected_conflict', 'for the state it names');
   t.equal(labels?.namespace, release.namespace, 'keeping the namespace it is about');
@@ -266,7 +274,7 @@ t.test('VeneerNodeWatcherAbsent fires with the Deployment scaled to 0 and resolv
     async () => (await firing('VeneerNodeWatcherAbsent')).length > 0,
     240_000,
   );
-  figures.push(`scaled to 0 to VeneerNodeWatcherAbsent firing (for: 1m): ${secs(started)} s`);
+  figures.push(`scaled to 0 to VeneerNodeWatcherAbsent firing (for: 15s): ${secs(started)} s`);
   t.pass('fires once no replica is scraped');
   await scale(2);
   started = Date.now();
