@@ -72,7 +72,7 @@ const ALL_SUITES: Suite[] = [
   {
     name: 'watches',
     covers: 'label-selected and PartialObjectMetadata watches, resume from a resourceVersion after a cut, relists',
-    files: ['test/apiserver/reflector.test.ts', 'test/real-node/node-cache.test.ts'],
+    files: ['test/apiserver/reflector.test.ts', 'test/apiserver/node-cache.test.ts'],
   },
   {
     name: 'events + report',
