@@ -1,5 +1,6 @@
 // The body of test/real-node/node.test.ts, run inside its own network namespace: the chart's pods on a real
-// kubelet, from the image the Dockerfile describes, as a user runs them.
+// kubelet, from the image the Dockerfile describes, as a user runs them; last, the scene of
+// `npm run demo -- --node` on the same node (scripts/demo-node-scene.ts), its output checked.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
@@ -11,6 +12,7 @@ import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { builtWatcherImage } from '../../../kit/node/image.ts';
 import { NODE_ADDRESS, nodeControlPlaneOptions, RealNode } from '../../../kit/node/node.ts';
 import { ChartRelease } from '../../../kit/node/release.ts';
+import { nodeScene } from '../../../scripts/demo-node-scene.ts';
 
 assertInOwnNetworkNamespace();
 const startedAt = Date.now();
@@ -235,4 +237,49 @@ t.test("hostNetwork: the pod on the node's address and its own ports; the apiser
     "6 launches recorded inline through the host's port",
   );
   await release.uninstall();
+});
+
+t.test("the demo's scene (`npm run demo -- --node`): its pods record the launches, `report` runs in one", async (t) => {
+  // As on the demo's fresh cluster: no pod of the last install still terminating.
+  await until('no pod left', async () => (await release.pods()).length === 0, 60_000);
+  const lines: string[] = [];
+  const started = Date.now();
+  await nodeScene({ fleet, release, step: (msg) => lines.push(`[demo] ${msg}`), print: (line) => lines.push(line) });
+  figures.push(`the demo's scene (install, 6 launches, report in the leader pod, uninstall): ${secs(started)} s`);
+  const out = lines.join('\n');
+  const pods = lines.filter((l) => l.startsWith(`${release.name}-`));
+  t.equal(pods.length, 2, 'two pods');
+  t.ok(
+    pods.every((l) => /^\S+ +true +10\.88\.\d+\.\d+ +kit-node +65532\b/.test(l)),
+    'Ready, at pod addresses, on the node, as 65532',
+  );
+  t.equal(pods.filter((l) => /\byes\s*$/.test(l)).length, 1, 'one of them the leader');
+  const records = lines
+    .filter((l) => l.startsWith('ip-10-0-1-'))
+    .map((l) =>
+      l
+        .trim()
+        .split(/\s{2,}/)
+        .slice(1)
+        .join(' '),
+    );
+  t.same(records, [
+    'm5.xlarge true cost-aware-ri-m5.xlarge-us-west-2 reserved-instance webhook',
+    'm5.large true cost-aware-ec2-sp-m5-us-west-2 ec2-instance-savings-plan webhook',
+    'c6i.large true cost-aware-compute-sp-global compute-savings-plan webhook',
+    'r6g.2xlarge true cost-aware-compute-sp-global compute-savings-plan webhook',
+    'm5.xlarge true cost-aware-ri-m5.xlarge-us-west-2 reserved-instance webhook',
+    'm5.large true cost-aware-ec2-sp-m5-us-west-2 ec2-instance-savings-plan webhook',
+  ]);
+  t.match(
+    out,
+    /^\[demo\] kubectl exec -n veneer-system veneer-node-watcher-\S+ -- \/nodejs\/bin\/node dist\/cli\.js report --config \/etc\/veneer-node-watcher\/config\/config\.yaml$/m,
+  );
+  t.match(
+    out,
+    // Every node of the cluster, those of the subtests above too.
+    /^(\d+) on-demand Karpenter nodes: \1 influenced, 0 not influenced, 0 pending; \1 of \1 records written inline/m,
+    'report, run in the leader pod through the kubelet',
+  );
+  t.match(out, /^\[demo\] helm uninstall$/m, 'uninstalled');
 });
