@@ -1,7 +1,9 @@
 // Child processes for the local control plane: each dies with the process that started it,
 // however that one dies (setpriv --pdeathsig), and its output goes to a log file.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 
@@ -14,21 +16,51 @@ import { createServer } from 'node:net';
 const PORTS = { from: 20_000, to: 32_000 } as const;
 
 /**
- * Ports this process has handed out. A port handed out is free until its program binds it, so
- * a second pick before that could return it again: the three ports of one watcher once came
- * out as two equal ones, and its start was refused ("must differ").
+ * Ports handed out, by any process of this machine: a file a port, holding the pid that took it,
+ * kept until that process ends. A port handed out is free until its program binds it, and free
+ * again while the program is stopped: a test that stopped its etcd for five seconds found, on
+ * starting it again, its port taken by a test file running beside it ("address already in use"),
+ * and the file hung. Within one process, the three ports of one watcher once came out as two
+ * equal ones, and its start was refused ("must differ").
  */
-const handedOut = new Set<number>();
+const RESERVED = join(tmpdir(), 'veneer-ports');
+const ownReservations: string[] = [];
 
-/** A port on 127.0.0.1 nothing listens on now, outside the ephemeral range, not handed out before by this process. */
+/** Takes `port` for this process unless a living process holds it. */
+function reserve(port: number): boolean {
+  mkdirSync(RESERVED, { recursive: true });
+  const file = join(RESERVED, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      if (ownReservations.length === 0) process.once('exit', releaseReservations);
+      ownReservations.push(file);
+      return true;
+    } catch {
+      // Taken: by a living process, or left by one killed before it could give it back. An empty
+      // file is one being written.
+      let holder: number;
+      try {
+        holder = Number(readFileSync(file, 'utf8').trim() || Number.NaN);
+      } catch {
+        continue;
+      }
+      if (Number.isNaN(holder) || holder === process.pid || isAlive(holder)) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function releaseReservations(): void {
+  for (const file of ownReservations) rmSync(file, { force: true });
+}
+
+/** A port on 127.0.0.1 nothing listens on now, outside the ephemeral range, handed out to no living process before. */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = PORTS.from + Math.floor(Math.random() * (PORTS.to - PORTS.from));
-    if (handedOut.has(port)) continue;
-    if (await canListen(port)) {
-      handedOut.add(port);
-      return port;
-    }
+    if ((await canListen(port)) && reserve(port)) return port;
   }
   throw new Error(`no free port on 127.0.0.1 between ${PORTS.from} and ${PORTS.to} after 100 tries`);
 }
