@@ -22,7 +22,7 @@ const BINARIES = {
   /** cert-manager's CRDs, from the module version its controllers were built from. */
   certManagerCrds: 'VENEER_CERT_MANAGER_CRDS',
   promtool: 'VENEER_PROMTOOL',
-  /** A real Prometheus of promtool's module, and prometheus-operator (its controller, config reloader and CRDs): test/real-node/prometheus.test.ts. */
+  /** A real Prometheus of promtool's module, and prometheus-operator (its controller, config reloader and CRDs): test/_real-node/prometheus.test.ts. */
   prometheus: 'VENEER_PROMETHEUS',
   prometheusOperator: 'VENEER_PROMETHEUS_OPERATOR',
   prometheusConfigReloader: 'VENEER_PROMETHEUS_CONFIG_RELOADER',

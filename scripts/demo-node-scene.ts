@@ -2,7 +2,7 @@
 // cert-manager, Karpenter's CRDs and Veneer's overlays already in place: helm install of the chart,
 // its pods, six nodes launched as Karpenter launches them and the records the pods wrote, then
 // `report` run in the leader pod through the apiserver and the kubelet, as `kubectl exec` runs it,
-// and helm uninstall. test/real-node/node.test.ts runs this scene on its own node and checks what it
+// and helm uninstall. test/_real-node/node.test.ts runs this scene on its own node and checks what it
 // prints: the node is brought up once in `npm test`.
 import { type Fleet, until } from '../kit/fleet.ts';
 import type { ChartRelease } from '../kit/node/release.ts';

@@ -1,6 +1,6 @@
 # A real Prometheus, and prometheus-operator with its config reloader, which turn the chart's
 # ServiceMonitor and PrometheusRule into Prometheus's configuration as kube-prometheus-stack does
-# (test/real-node/prometheus.test.ts). Prometheus is the module promtool is built from (60-promtool.sh).
+# (test/_real-node/prometheus.test.ts). Prometheus is the module promtool is built from (60-promtool.sh).
 PROMETHEUS_OPERATOR_VERSION="${VENEER_PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 PROMETHEUS_OPERATOR_DIR="$CACHE_ROOT/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
 # Prometheus discovers its targets only through Kubernetes here: the other service-discovery

@@ -3,7 +3,7 @@
 // a broken Dockerfile fails CI. The base images are the one part that cannot run here: the build
 // stage's commands run with this machine's npm, and the runtime stage's node is Node 24 from the
 // npm package `node`, standing in for distroless's /nodejs/bin/node. The OCI image the real node
-// runs (kit/node/image.ts, test/real-node/node.test.ts) is assembled from the same replay: checked here to
+// runs (kit/node/image.ts, test/_real-node/node.test.ts) is assembled from the same replay: checked here to
 // be the image this Dockerfile describes. The release builds it for two platforms with the build
 // stage on the builder's own: what that takes of the Dockerfile is checked here too.
 import { execSync, spawn } from 'node:child_process';

@@ -1,4 +1,4 @@
-// The body of test/real-node/node-ipv6.test.ts, run inside its own network namespace: the chart installed
+// The body of test/_real-node/node-ipv6.test.ts, run inside its own network namespace: the chart installed
 // on a dual-stack node whose pods' primary address is IPv6.
 import { request } from 'node:https';
 import { isIPv4, isIPv6 } from 'node:net';

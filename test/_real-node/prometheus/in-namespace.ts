@@ -1,4 +1,4 @@
-// The body of test/real-node/prometheus.test.ts, run inside its own network namespace: the chart installed
+// The body of test/_real-node/prometheus.test.ts, run inside its own network namespace: the chart installed
 // as docs/installing.md tells a kube-prometheus-stack user to install it, scraped and evaluated by
 // a real Prometheus that prometheus-operator configured from the chart's ServiceMonitor and
 // PrometheusRule. Grafana cannot run here (its licence): the dashboard is checked through its
@@ -47,16 +47,18 @@ const admin = cp.adminKubeConfig();
 const fleet = new Fleet(cp, admin);
 await fleet.createOverlays();
 let started = Date.now();
-stack = await PrometheusStack.start(cp, images);
+// Rules evaluated every 5 s (kube-prometheus-stack: 30 s): only how long the test waits changes.
+stack = await PrometheusStack.start(cp, images, '5s');
 const prometheus = stack;
 figures.push(`prometheus-operator to the Prometheus pod Ready: ${secs(started)} s`);
 
 // The one value docs/installing.md gives a kube-prometheus-stack user; the rest only shortens
-// how long two alerts wait, so that the test sees them fire within minutes.
+// how long the test waits: a scrape every 5 s (30 s by default) and two alerts' `for`.
 const release = new ChartRelease(cp, image);
 started = Date.now();
 await release.install([
   `metrics.labels.release=${STACK_RELEASE}`,
+  'metrics.serviceMonitor.interval=5s',
   'metrics.prometheusRule.absent.for=15s',
   'metrics.prometheusRule.overlaysNotCountingFor=15s',
 ]);
@@ -180,7 +182,7 @@ t.test("every dashboard panel's query returns the figures of the nodes launched"
     /^(capacity-type|instance-type)$/.test(l['veneer.io/overlay-effect'] ?? ''),
   );
 
-  // Grafana's substitutions: every cluster, and the rate interval it picks for a 30 s scrape.
+  // Grafana's substitutions: every cluster, and a rate interval Grafana picks over a longer range (at least four scrapes).
   const panels = dashboardQueries({ rateInterval: '2m', cluster: '.*' });
   t.ok(panels.length >= 10, `${panels.length} panel queries`);
   for (const { title, expr: query } of panels) {

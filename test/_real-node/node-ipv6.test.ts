@@ -1,6 +1,6 @@
 // The chart's pods on the real node (kit/node/) run dual-stack, IPv6 first, as on an IPv6 EKS
 // cluster: the kubelet probes each pod at its IPv6 address (status.podIP), and /healthz, /metrics
-// and the webhooks answer there as at the pod's IPv4 address. Like test/real-node/node.test.ts, the body
+// and the webhooks answer there as at the pod's IPv4 address. Like test/_real-node/node.test.ts, the body
 // runs in a network namespace of its own (kit/netns.ts).
 import { join } from 'node:path';
 import { runInOwnNetworkNamespace } from '../../kit/netns.ts';
