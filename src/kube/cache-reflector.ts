@@ -3,7 +3,8 @@
 import type { Logger } from 'pino';
 import type { KubeClient } from './client.ts';
 import { lister } from './list.ts';
-import { Reflector, type ReflectorOptions, type WatchMetrics } from './reflector.ts';
+import { Reflector } from './reflector.ts';
+import type { ReflectorOptions, WatchMetrics } from './reflector-options.ts';
 
 /** What every cache built on a Reflector needs from the watcher. */
 export interface CacheDeps {
@@ -30,6 +31,8 @@ export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflect
   const { listAccept, ...own } = o;
   const accept = listAccept ?? o.accept;
   return new Reflector({
+    // Every cache lists through a streaming list where the apiserver serves one.
+    streamingList: true,
     ...own,
     client: deps.client,
     watchPath: path,

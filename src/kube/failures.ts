@@ -17,3 +17,18 @@ export function failureKind(err: unknown): string {
   if (code >= 500) return 'server_error';
   return code >= 400 ? 'http_4xx' : 'http_other';
 }
+
+/** A request that ended because nothing arrived for too long. */
+export function isTimeout(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'TimeoutError';
+}
+
+/** A request that ended because it was asked to. */
+export function isAbort(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'AbortError';
+}
+
+/** An error's message, for a log line. */
+export function describe(err: unknown): string {
+  return (err as { message?: string } | null)?.message || String(err);
+}

@@ -1,68 +1,16 @@
 // List, then watch from the list's resourceVersion; keep a store of slim objects; survive
 // everything a long watch meets: errors (restart with back-off), 410 Gone (relist), silent
 // stalls (a watchdog: no event or bookmark for `watchdogMs` restarts the watch from its
-// last resourceVersion), periodic
-// safety relists, and a stop() that is never mistaken for a failure.
-import type { Logger } from 'pino';
+// last resourceVersion), periodic safety relists, and a stop() that is never mistaken for a
+// failure. The list never holds the collection at once: where the apiserver serves streaming
+// lists (a watch with sendInitialEvents, the WatchList feature), the watch itself begins with
+// every object, one event at a time; elsewhere the list is read a page at a time, each page
+// applied and let go before the next is asked for.
 import { backoffDelay, sleep } from './backoff.ts';
-import type { KubeClient } from './client.ts';
-import { httpStatus } from './failures.ts';
-import type { ListPage } from './list.ts';
-import { parseEvent, type ParsedEvent, streamLines } from './watch-stream.ts';
-
-/**
- * What a watch reports, by resource: events applied or skipped, and restarts by reason. The app's
- * metrics satisfy it; the generic layer does not know them.
- */
-export interface WatchMetrics {
-  watchEvents: { labels(labels: { resource: string; handling: 'applied' | 'skipped' }): { inc(): void } };
-  watchRestarts: { inc(labels: { resource: string; reason: 'error' | 'expired' | 'idle' | 'closed' }): void };
-}
-
-export interface ReflectorHandlers<T> {
-  /** A new or changed object (ADDED, MODIFIED, or found by a list). */
-  upsert(item: T, at: number): void;
-  /** An object that went away (DELETED, or missing from a list). */
-  remove(item: T, at: number): void;
-  /**
-   * After every complete list: the store now mirrors the cluster as of `at`. `gapSince` is set
-   * when the watch had broken: changes between then and `at` were seen late, timed at `at`.
-   */
-  listed?(at: number, gapSince: number | undefined): void;
-}
-
-export interface ReflectorOptions<T> {
-  /** Resource name for metrics and logs. */
-  resource: string;
-  client: KubeClient;
-  watchPath: string;
-  labelSelector?: string;
-  /** Narrows the list and the watch on the server (events by their reason, say). */
-  fieldSelector?: string;
-  /** The Accept header of the list and the watch (metadata-only views ask for less). */
-  accept?: string;
-  /** Reads one watch line; may leave out the object when it cannot change the store. */
-  parseEvent?: (line: Buffer) => ParsedEvent;
-  listPage(continueToken: string | undefined): Promise<ListPage>;
-  keyOf(obj: unknown): string;
-  slim(obj: unknown): T;
-  handlers: ReflectorHandlers<T>;
-  metrics: WatchMetrics;
-  log: Logger;
-  now?: () => number;
-  relistIntervalMs?: number;
-  watchdogMs?: number;
-  /**
-   * A resource the cluster may not serve (a CRD of one cloud provider's) or the watcher may not be
-   * allowed to read: a 404 is said once at info, a 403 once as a warning, the list is tried again
-   * every backoffMaxMs (5 minutes by default), and meanwhile the store counts as synced, empty.
-   */
-  optional?: boolean;
-  /** `served` changed (its first value too). Given, a 404's retries are logged at debug: the caller says it. */
-  servedChanged?(served: boolean): void;
-  backoffInitialMs?: number;
-  backoffMaxMs?: number;
-}
+import { describe, httpStatus, isAbort, isTimeout } from './failures.ts';
+import { InitialEvents, STREAMING_LIST_QUERY, StreamingListRefused, streamingListRefused } from './initial-events.ts';
+import type { ReflectorOptions } from './reflector-options.ts';
+import { parseEvent, streamLines } from './watch-stream.ts';
 
 type WatchEnd = 'closed' | 'expired' | 'idle' | 'relist' | 'stopped';
 
@@ -81,6 +29,8 @@ export class Reflector<T> {
   private gapSince: number | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
   private servedNow: boolean | undefined;
+  /** Whether streaming lists are asked for: the option, until the apiserver refuses one. */
+  private streaming: boolean;
 
   private readonly counted: { applied: { inc(): void }; skipped: { inc(): void } };
 
@@ -91,6 +41,7 @@ export class Reflector<T> {
       skipped: opts.metrics.watchEvents.labels({ resource: opts.resource, handling: 'skipped' }),
     };
     this.now = opts.now ?? Date.now;
+    this.streaming = opts.streamingList === true;
     this.lastEventAt = this.now();
     this.synced = new Promise((resolve) => (this.syncedResolve = resolve));
   }
@@ -142,12 +93,20 @@ export class Reflector<T> {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const rv = await this.list();
+        const end = this.streaming ? await this.watchFrom(undefined) : await this.watchFrom(await this.list());
         failures = 0;
-        if ((await this.watchFrom(rv)) === 'expired') this.gapSince ??= this.lastEventAt;
+        if (end === 'expired') this.gapSince ??= this.lastEventAt;
       } catch (err) {
         if (this.stopped) break;
         const code = httpStatus(err);
+        if (this.streaming && streamingListRefused(err)) {
+          this.streaming = false;
+          this.o.log.info(
+            { resource: this.o.resource, err: describe(err) },
+            'streaming lists are not served; listing in pages',
+          );
+          continue;
+        }
         if (code === 404) this.setServed(false);
         if (this.o.optional && (code === 404 || code === 403)) {
           if (!this.hasSynced) {
@@ -180,26 +139,38 @@ export class Reflector<T> {
     }
   }
 
+  /** Lists a page at a time, each page applied to the store before the next is asked for. */
   private async list(): Promise<string> {
-    const seen = new Map<string, T>();
+    const seen = new Set<string>();
     let token: string | undefined;
     let rv = '';
     do {
       const page = await this.o.listPage(token);
-      for (const raw of page.items) seen.set(this.o.keyOf(raw), this.o.slim(raw));
+      const at = this.now();
+      for (const raw of page.items) this.apply(raw, at, seen);
       token = page.continueToken;
       rv = page.resourceVersion;
     } while (token);
+    this.listed(seen);
+    return rv;
+  }
+
+  private apply(raw: unknown, at: number, seen?: Set<string>): void {
+    const key = this.o.keyOf(raw);
+    const item = this.o.slim(raw);
+    seen?.add(key);
+    this.store.set(key, item);
+    this.o.handlers.upsert(item, at, raw);
+  }
+
+  /** The store now mirrors the cluster: what the list did not name is gone. */
+  private listed(seen: ReadonlySet<string>): void {
     const at = this.now();
     for (const [key, item] of this.store) {
       if (!seen.has(key)) {
         this.store.delete(key);
         this.o.handlers.remove(item, at);
       }
-    }
-    for (const [key, item] of seen) {
-      this.store.set(key, item);
-      this.o.handlers.upsert(item, at);
     }
     this.lastEventAt = at;
     this.setServed(true);
@@ -210,17 +181,27 @@ export class Reflector<T> {
       this.hasSynced = true;
       this.syncedResolve();
     }
-    return rv;
   }
 
-  /** Watches until a relist is needed; a watch that merely closes is resumed from its last resourceVersion. */
-  private async watchFrom(resourceVersion: string): Promise<'expired' | 'relist' | 'stopped'> {
-    let rv = resourceVersion;
+  /**
+   * Watches until a relist is needed; a watch that merely closes is resumed from its last
+   * resourceVersion. Without one (`undefined`), a streaming list: the watch begins with every
+   * object, and one that ends before its closing bookmark is a list to start again.
+   */
+  private async watchFrom(resourceVersion: string | undefined): Promise<'expired' | 'relist' | 'stopped'> {
+    let rv = resourceVersion ?? '';
+    const initial = resourceVersion === undefined ? new InitialEvents() : undefined;
+    // A streaming list is the relist asked for.
+    if (initial) this.relistDue = false;
     let fruitless = 0;
     for (;;) {
-      const { end, lastRV, events } = await this.watchOnce(rv);
+      const { end, lastRV, events } = await this.watchOnce(rv, initial?.done === false ? initial : undefined);
       rv = lastRV;
       if (end === 'stopped') return end;
+      if (initial?.done === false) {
+        if (end === 'expired' || end === 'relist') return end;
+        throw new Error(`the streaming list ended (${end}) before its last object`);
+      }
       if (end === 'expired' || end === 'relist') {
         if (end === 'expired') this.o.metrics.watchRestarts.inc({ resource: this.o.resource, reason: 'expired' });
         return end;
@@ -242,7 +223,10 @@ export class Reflector<T> {
     }
   }
 
-  private async watchOnce(resourceVersion: string): Promise<{ end: WatchEnd; lastRV: string; events: number }> {
+  private async watchOnce(
+    resourceVersion: string,
+    initial?: InitialEvents,
+  ): Promise<{ end: WatchEnd; lastRV: string; events: number }> {
     let rv = resourceVersion;
     let expired = false;
     let events = 0;
@@ -251,7 +235,7 @@ export class Reflector<T> {
     // A relist or a stop may have been asked for while no watch was running.
     if (this.stopped || this.relistDue) controller.abort();
     const query = {
-      resourceVersion: rv,
+      ...(initial ? STREAMING_LIST_QUERY : { resourceVersion: rv }),
       allowWatchBookmarks: true,
       watch: true,
       // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
@@ -272,11 +256,12 @@ export class Reflector<T> {
             break;
           }
           this.counted.applied.inc();
-          const item = this.o.slim(event.object);
-          this.store.set(this.o.keyOf(event.object), item);
-          this.o.handlers.upsert(item, at);
+          this.apply(event.object, at, initial?.seen);
           break;
         }
+        case 'BOOKMARK':
+          if (initial?.bookmark(event.object)) this.listed(initial.seen);
+          break;
         case 'DELETED': {
           this.counted.applied.inc();
           const key = this.o.keyOf(event.object);
@@ -296,16 +281,20 @@ export class Reflector<T> {
       events++;
       if (event.resourceVersion) rv = event.resourceVersion;
     };
+    let refused: StreamingListRefused | undefined;
     const onLine = (line: Buffer) => {
       try {
         handle(line);
       } catch (err) {
-        // A relist repairs whatever this event would have changed.
-        this.o.log.error(
-          { resource: this.o.resource, err: (err as Error).message },
-          'handling a watch event failed; relisting',
-        );
-        this.relistDue = true;
+        if (err instanceof StreamingListRefused) refused = err;
+        else {
+          // A relist repairs whatever this event would have changed.
+          this.o.log.error(
+            { resource: this.o.resource, err: (err as Error).message },
+            'handling a watch event failed; relisting',
+          );
+          this.relistDue = true;
+        }
         controller.abort();
       }
     };
@@ -329,22 +318,11 @@ export class Reflector<T> {
     }
     const end = (e: WatchEnd) => ({ end: e, lastRV: rv, events });
     if (this.stopped) return end('stopped');
+    if (refused) throw refused;
     if (expired || httpStatus(failure) === 410) return end('expired');
     if (this.relistDue) return end('relist');
     if (isTimeout(failure)) return end('idle');
     if (failure !== undefined && !isAbort(failure)) throw failure;
     return end('closed');
   }
-}
-
-function isTimeout(err: unknown): boolean {
-  return (err as { name?: string } | null)?.name === 'TimeoutError';
-}
-
-function isAbort(err: unknown): boolean {
-  return (err as { name?: string } | null)?.name === 'AbortError';
-}
-
-function describe(err: unknown): string {
-  return (err as { message?: string } | null)?.message || String(err);
 }

@@ -49,6 +49,8 @@ export async function streamLines(
       let ended = false;
       const onAbort = () => body.destroy(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
+      // Aborted while the response was on its way: no 'abort' event is coming.
+      if (signal.aborted) onAbort();
       const settle = (err?: unknown) => {
         signal.removeEventListener('abort', onAbort);
         if (signal.aborted) reject(signal.reason);
