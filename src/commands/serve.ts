@@ -95,7 +95,6 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
       relistIntervalMs: config.overlayCacheTTLMs,
     },
     settings.keys,
-    config.events.enabled ? settings.keys.decisionAnnotation : undefined,
   );
 
   const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });

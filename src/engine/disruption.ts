@@ -3,7 +3,7 @@
 // price or price adjustment, or it no longer counts: unselected, invalid, not ready), or gone
 // (deleted or being deleted). An overlay that changes or goes makes Karpenter reconsider
 // consolidation at once, so `changed` and `gone` show the churn an overlay caused.
-import { type DecisionStory, type RecordKeys, readStory } from './record.ts';
+import type { DecisionStory, RecordKeys, RecordTold } from './record.ts';
 import type { OverlayView } from './overlay.ts';
 import type { OverlayIndex } from './overlay-index.ts';
 import type { Labels } from './requirements.ts';
@@ -57,12 +57,11 @@ export interface RecordAtMark {
 /** The record of an influenced node, as a mark keeps it; undefined for a node no overlay influenced. */
 export function recordAtMark(
   labels: Labels,
-  story: string | undefined,
+  told: RecordTold | undefined,
   keys: Pick<RecordKeys, 'influenced' | 'matchingOverlay'>,
 ): RecordAtMark | undefined {
   const overlayLabel = labels[keys.matchingOverlay];
   if (overlayLabel === undefined || labels[keys.influenced] !== 'true') return undefined;
-  const told = readStory(story);
   if (told === undefined) return { overlayLabel };
   const { overlay, weight, price, priceAdjustment } = told;
   return {

@@ -25,6 +25,7 @@ export {
   type NodeClaimView,
   type NodeClaimLookup,
 } from './node.ts';
+export { decidedNodeLabelKeys, toDecidedNodeView } from './decided-node.ts';
 export { recordKeys, readStory, recordTally, recordedEffect, type RecordKeys, type RecordTally } from './record.ts';
 export { jsonPatch, mergePatch } from './patch.ts';
 export { parseSelector } from './selector.ts';
@@ -44,5 +45,6 @@ export { EFFECTS, type Effect } from './effect/types.ts';
 export { onDemandListPrice, type PriceBook } from './effect/prices.ts';
 export type { PricesDue } from './effect/prices-due.ts';
 export type { Labels } from './requirements.ts';
-export { buildReport, type Report, type OverlayReport, type ProviderReport } from './report.ts';
+export { ReportBuilder, buildReport, type Report, type ProviderReport } from './report.ts';
+export type { OverlayReport } from './report-rows.ts';
 export { isValidDnsSubdomain, fromBasicTimestamp } from './labels.ts';

@@ -6,6 +6,7 @@ import type { ClaimForEffect } from './effect/types.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './well-known.ts';
 import { normalizedKey } from './normalize.ts';
 import { parseQuantity } from './quantity.ts';
+import type { RecordTold } from './record.ts';
 
 type Timestamp = string | Date | undefined | null;
 
@@ -65,8 +66,10 @@ export interface NodeView {
   /** The NodeClaim named by the node's ownerReference (set by Karpenter's registration). */
   readonly ownerNodeClaim?: string;
   readonly resourceVersion?: string;
-  /** The record's decision annotation, kept only when asked for (the Events need its story). */
+  /** The record's decision annotation, whole: kept only when asked for (`explain` tells all of it). */
   readonly story?: string;
+  /** What a cache keeps of that annotation for good (decided-node.ts). */
+  readonly told?: RecordTold;
 }
 
 export interface NodeClaimView {

@@ -110,6 +110,15 @@ export interface DecisionStory {
   labels: string[];
 }
 
+/**
+ * What a cache keeps of a record's story for as long as the node exists: who decided it and on
+ * what basis (the Event's sentence), and the overlay's terms at the launch (the churn).
+ */
+export type RecordTold = Pick<
+  DecisionStory,
+  'overlay' | 'weight' | 'price' | 'priceAdjustment' | 'decidedBy' | 'basis'
+>;
+
 /** The effect as the annotation tells it: the verdict, and both worlds' launches. */
 export interface EffectStory extends Omit<Effect, 'prices'> {
   prices?: { source: string; asOf?: string };

@@ -206,13 +206,8 @@ export class ClusterCaches {
   /** The required CRDs said not to be served. */
   private readonly missing = new Set<string>();
 
-  /** `keys`: the record's labels (its influenced label's absence marks a node as undecided); `storyAnnotation`: see NodeCache. */
-  constructor(
-    deps: StateDeps,
-    overlayOpts: OverlayCacheOptions,
-    keys: Pick<RecordKeys, 'influenced' | 'matchingOverlay'>,
-    storyAnnotation?: string,
-  ) {
+  /** `keys`: the record's keys (its influenced label's absence marks a node as undecided). */
+  constructor(deps: StateDeps, overlayOpts: OverlayCacheOptions, keys: RecordKeys) {
     const own: StateDeps = {
       ...deps,
       servedChanged: (resource, served) => this.servedChanged(deps.log, resource, served),
@@ -220,11 +215,11 @@ export class ClusterCaches {
     this.overlays = new OverlayCache(own, overlayOpts);
     this.nodePools = new NodePoolCache(own, this.overlays.index);
     this.nodeClaims = new NodeClaimCache(own);
-    this.nodes = new NodeCache(own, keys.influenced, storyAnnotation);
+    this.nodes = new NodeCache(own, keys);
     this.nodeClasses = new NodeClassCache(own);
     this.disruption = new DisruptionWatch(own, this.nodeClaims, (name) => {
       const node = this.nodes.get(name);
-      return node === undefined ? undefined : recordAtMark(node.labels, node.story, keys);
+      return node === undefined ? undefined : recordAtMark(node.labels, node.told, keys);
     });
     this.nodes.onMetadata((node) => this.instanceTypes.seen(node));
     this.nodeClaims.subscribe((claim) => this.poolOfferings.upsert(claim));

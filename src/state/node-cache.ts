@@ -5,11 +5,20 @@
 // a record, whose spec.providerID links it to its NodeClaim. Those come from a full-object watch
 // that the apiserver filters by label (`undecided`); a node that gains its record leaves it (the
 // apiserver sends DELETED), and one whose record a break-glass identity removed comes back.
-// Every other node is known by its metadata alone (`all`: names for the webhook, labels for
-// the gauges), and a metadata event whose labels did not change is skipped without parsing
-// the object: that is every status heartbeat.
+// Every node is known by its metadata (`all`), kept as a decided node (engine/decided-node.ts: the
+// record's labels and a few well-known ones, a few hundred bytes however large the node), and a
+// metadata event whose labels did not change is skipped without parsing the object: that is
+// every status heartbeat. Listeners of a label change still see every label of the node.
 import { hash } from 'node:crypto';
-import { toNodeView, undecidedSelector, type NodeObject, type NodeView } from '../engine/index.ts';
+import {
+  decidedNodeLabelKeys,
+  toDecidedNodeView,
+  toNodeView,
+  undecidedSelector,
+  type NodeObject,
+  type NodeView,
+  type RecordKeys,
+} from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { PARTIAL_METADATA, PARTIAL_METADATA_LIST, parseEvent, type ParsedEvent } from '../kube/watch-stream.ts';
@@ -48,11 +57,12 @@ function locate(line: Buffer): { name: string; resourceVersion: string; labels: 
  * Skips metadata events that cannot change a node's labels, without decoding them. Safe to read
  * by position: Go encodes ObjectMeta in field order (name, uid, resourceVersion, ..., labels,
  * annotations, ..., managedFields), and names, resourceVersions, label keys and label values
- * hold neither quotes nor braces. A node's labels are known by a hash of their bytes, taken
- * whenever its event is decoded; after a relist every node is decoded once again.
+ * hold neither quotes nor braces. A node's labels are known by 48 bits of a hash of their bytes,
+ * taken whenever its event is decoded, under the decoded name (the store's own string, so the
+ * map holds no second copy of it); after a relist every node is decoded once again.
  */
 export class LabelSkipper {
-  private readonly seen = new Map<string, string>();
+  private readonly seen = new Map<string, number>();
 
   parse(line: Buffer): ParsedEvent {
     const at = locate(line);
@@ -62,13 +72,14 @@ export class LabelSkipper {
       this.seen.delete((event.object as NodeObject | undefined)?.metadata?.name ?? '');
       return event;
     }
-    const fingerprint = hash('sha1', at.labels, 'base64');
+    const fingerprint = hash('sha1', at.labels, 'buffer').readUIntBE(0, 6);
     if (line.subarray(0, MODIFIED.length).equals(MODIFIED) && this.seen.get(at.name) === fingerprint) {
       return { type: 'MODIFIED', resourceVersion: at.resourceVersion };
     }
     const event = parseEvent(line);
-    if (event.type === 'DELETED') this.seen.delete(at.name);
-    else this.seen.set(at.name, fingerprint);
+    const name = (event.object as NodeObject | undefined)?.metadata?.name ?? at.name;
+    if (event.type === 'DELETED') this.seen.delete(name);
+    else this.seen.set(name, fingerprint);
     return event;
   }
 
@@ -79,7 +90,7 @@ export class LabelSkipper {
 }
 
 export class NodeCache {
-  /** Every node, metadata only. */
+  /** Every node, as a decided node keeps it. */
   readonly all: Reflector<NodeView>;
   /** On-demand Karpenter nodes without a record, whole. */
   readonly undecided: Reflector<NodeView>;
@@ -87,20 +98,23 @@ export class NodeCache {
   private readonly metadataListeners: ((node: NodeView) => void)[] = [];
   private readonly removedListeners: ((node: NodeView) => void)[] = [];
 
-  /** `storyAnnotation`: keep the decision annotation in the metadata view (for the Events). */
-  constructor(deps: CacheDeps, influencedLabel: string, storyAnnotation?: string) {
+  constructor(deps: CacheDeps, keys: RecordKeys) {
     const keyOf = (obj: unknown) => (obj as NodeObject).metadata?.name ?? '';
     const skipper = new LabelSkipper();
+    const kept = decidedNodeLabelKeys(keys);
     this.all = cacheReflector(deps, NODES_PATH, {
       resource: 'nodes',
       keyOf,
       accept: PARTIAL_METADATA,
       listAccept: PARTIAL_METADATA_LIST,
-      slim: (obj: unknown) => toNodeView(obj as NodeObject, storyAnnotation),
+      slim: (obj: unknown) => toDecidedNodeView(obj as NodeObject, keys, kept),
       parseEvent: (line) => skipper.parse(line),
       handlers: {
-        upsert: (node) => {
-          for (const l of this.metadataListeners) l(node);
+        upsert: (node, _at, raw) => {
+          if (this.metadataListeners.length === 0) return;
+          // The kept view with every label: an instance type's labels are read from its first node.
+          const whole = { ...node, labels: (raw as NodeObject | undefined)?.metadata?.labels ?? node.labels };
+          for (const l of this.metadataListeners) l(whole);
         },
         remove: (node) => {
           for (const l of this.removedListeners) l(node);
@@ -108,7 +122,7 @@ export class NodeCache {
         listed: () => skipper.forget(),
       },
     });
-    const selector = undecidedSelector({ influenced: influencedLabel });
+    const selector = undecidedSelector(keys);
     this.undecided = cacheReflector(deps, NODES_PATH, {
       resource: 'undecided-nodes',
       keyOf,
@@ -135,7 +149,7 @@ export class NodeCache {
     this.listeners.push(listener);
   }
 
-  /** Every node whose labels are new or changed (or listed), metadata only. */
+  /** Every node whose labels are new or changed (or listed), with every label it has. */
   onMetadata(listener: (node: NodeView) => void): void {
     this.metadataListeners.push(listener);
   }
@@ -145,7 +159,7 @@ export class NodeCache {
     this.removedListeners.push(listener);
   }
 
-  /** Every node, metadata only. */
+  /** Every node, as a decided node keeps it. */
   nodes(): IterableIterator<NodeView> {
     return this.all.store.values();
   }

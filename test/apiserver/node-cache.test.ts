@@ -3,6 +3,7 @@
 // heartbeats are skipped without decoding the node.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
+import { recordKeys } from '../../src/engine/record.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { LabelSkipper, NodeCache } from '../../src/state/node-cache.ts';
@@ -55,7 +56,7 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   const metrics = createMetrics();
   const client = clientFor(kc);
   t.teardown(() => client.close());
-  const cache = new NodeCache({ client, metrics, log: createLogger('silent'), now: Date.now }, INFLUENCED);
+  const cache = new NodeCache({ client, metrics, log: createLogger('silent'), now: Date.now }, recordKeys('veneer.io'));
   const moves: string[] = [];
   cache.subscribe((node, kind) => moves.push(`${kind} ${node.name}`));
   await core.createNode({ body: realNode({ name: 'before-start', index: 1 }) });
@@ -99,8 +100,14 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   await until('five heartbeats seen', async () => (await events('nodes', 'skipped')) - skippedBefore === 5);
   t.pass('five status heartbeats of a node: five events skipped without decoding');
 
+  const told: Record<string, string>[] = [];
+  cache.onMetadata((node) => node.name === 'od' && told.push(node.labels));
   await core.patchNode({ name: 'od', body: { metadata: { labels: { team: 'payments' } } } }, merge);
-  await until('a label change applied', () => cache.all.store.get('od')?.labels.team === 'payments');
+  await until('a label change told', () => told.some((l) => l.team === 'payments'));
+  t.match(told.at(-1), { team: 'payments', 'kubernetes.io/os': 'linux' }, 'its listeners see every label of the node');
+  const kept = cache.all.store.get('od')?.labels ?? {};
+  t.notOk('team' in kept || 'kubernetes.io/os' in kept, 'the store keeps only what a decided node is read for');
+  t.equal(kept['node.kubernetes.io/instance-type'], 'm5.xlarge', 'its instance type among them');
   await core.patchNode({ name: 'od', body: { metadata: { labels: { [INFLUENCED]: 'true' } } } }, merge);
   await until('the recorded node leaves the full view', () => !cache.undecided.store.has('od'));
   // The two views are two watch streams: either may hear of the record first.

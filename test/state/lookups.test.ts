@@ -13,7 +13,7 @@ import { createMetrics } from '../../src/metrics.ts';
 import { NodeClaimCache } from '../../src/state/caches.ts';
 import { NodeClaimIndex, nodeClassZones } from '../../src/state/lookups.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { ReflectorHandlers } from '../../src/kube/reflector.ts';
+import type { ReflectorHandlers } from '../../src/kube/reflector-options.ts';
 
 const claim = (
   name: string,

@@ -12,7 +12,6 @@ import {
   disruptionReasonLabel,
   OVERLAY_STATES_AT_DISRUPTION,
   overlayStateAtDisruption,
-  readStory,
   type NodeClaimView,
   type NodeView,
   type OverlayView,
@@ -95,14 +94,10 @@ export class DisruptionCounter implements LeaderRunnable {
     const overlay = node.labels[this.o.keys.matchingOverlay];
     if (!this.leading || !mark || node.labels[this.o.keys.influenced] !== 'true' || !overlay) return;
     const current = this.o.overlay(overlay);
-    const state = overlayStateAtDisruption(
-      current,
-      current !== undefined && this.o.counts(current),
-      readStory(node.story),
-    );
+    const state = overlayStateAtDisruption(current, current !== undefined && this.o.counts(current), node.told);
     this.o.metrics.recordedDisruptions.inc({ reason: disruptionReasonLabel(mark.reason), overlay_state: state });
     if (state !== 'counting')
-      this.o.churned?.(node, current ?? { name: readStory(node.story)?.overlay ?? overlay }, state, mark.reason);
+      this.o.churned?.(node, current ?? { name: node.told?.overlay ?? overlay }, state, mark.reason);
   }
 
   lead(): void {

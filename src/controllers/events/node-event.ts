@@ -1,6 +1,6 @@
 // The events.k8s.io/v1 Event that tells a node's record in `kubectl describe node`.
 import { createHash } from 'node:crypto';
-import { readStory, type NodeView, type RecordKeys } from '../../engine/index.ts';
+import type { NodeView, RecordKeys } from '../../engine/index.ts';
 import { microTime } from '../../kube/time.ts';
 
 /** Where Kubernetes keeps Events about cluster-scoped objects (the kubelet's node Events too). */
@@ -24,7 +24,7 @@ export function eventName(node: NodeView): string {
 
 /** The record's story in one sentence, from the decision annotation (or the labels alone when it is missing). */
 function note(node: NodeView, keys: RecordKeys): string {
-  const story = readStory(node.story);
+  const story = node.told;
   const by = story ? `; recorded by the ${story.decidedBy} (basis ${story.basis})` : '';
   if (node.labels[keys.influenced] !== 'true') return `No active NodeOverlay matched this node at its launch${by}`;
   const overlay = story?.overlay ?? node.labels[keys.matchingOverlay] ?? 'unknown';

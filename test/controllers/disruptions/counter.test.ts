@@ -14,6 +14,7 @@ import {
   type NodeView,
   type OverlayView,
 } from '../../../src/engine/index.ts';
+import { toldOf } from '../../../src/engine/decided-node.ts';
 import { churnOf } from '../../../src/engine/disruption.ts';
 import { createMetrics } from '../../../src/metrics.ts';
 import { DisruptionCounter, MARK_GRACE_MS } from '../../../src/controllers/disruptions/counter.ts';
@@ -97,7 +98,9 @@ t.test("the churn a replacement's record keeps: its replaced nodes' records, by 
   const recorded = (o: { overlay?: string; influenced?: boolean; price?: string } = {}) =>
     recordAtMark(
       { [keys.influenced]: o.influenced === false ? 'false' : 'true', [keys.matchingOverlay]: o.overlay ?? RI },
-      story({ ...(o.price !== undefined ? { price: o.price } : {}), ...(o.overlay ? { overlay: o.overlay } : {}) }),
+      toldOf(
+        story({ ...(o.price !== undefined ? { price: o.price } : {}), ...(o.overlay ? { overlay: o.overlay } : {}) }),
+      ),
       keys,
     );
   const none = OverlayIndex.ofCurrent([], policy, at - 60_000);
@@ -181,7 +184,7 @@ t.test('the counter: a mark, then the removal, counted once by the leader', asyn
     labels: influenced
       ? { 'veneer.io/overlay-influenced': 'true', 'veneer.io/matching-overlay': RI }
       : { 'veneer.io/overlay-influenced': 'false' },
-    story: story(),
+    told: toldOf(story()),
   });
   const claim = (nodeName: string, reason?: string) =>
     toNodeClaimView({

@@ -1,6 +1,7 @@
 // The Event recorder with a post function of the test's own: leader only, fresh records only,
 // one per node, never in the caller's way, at the configured rate, and what it posts.
 import t from 'tap';
+import { toldOf } from '../../../src/engine/decided-node.ts';
 import { basicTimestamp } from '../../../src/engine/labels.ts';
 import { recordKeys, type NodeView } from '../../../src/engine/index.ts';
 import { createLogger } from '../../../src/log.ts';
@@ -29,6 +30,8 @@ function recorded(name: string, writtenAt = Date.now(), influenced = true): Node
     characteristicsFrom: 'node',
     labels: [],
   };
+  // What the node cache keeps of the decision annotation.
+  const told = toldOf(JSON.stringify(story));
   return {
     name,
     uid: `uid-${name}`,
@@ -42,7 +45,7 @@ function recorded(name: string, writtenAt = Date.now(), influenced = true): Node
         : {}),
       'veneer.io/labeled-at': basicTimestamp(writtenAt),
     },
-    story: JSON.stringify(story),
+    ...(told ? { told } : {}),
   };
 }
 

@@ -18,7 +18,7 @@ import { createMetrics } from '../../../src/metrics.ts';
 import { ProviderWatch } from '../../../src/controllers/gauges/providers.ts';
 import { NodeClaimCache } from '../../../src/state/caches.ts';
 import type { KubeClient } from '../../../src/kube/client.ts';
-import type { ReflectorHandlers } from '../../../src/kube/reflector.ts';
+import type { ReflectorHandlers } from '../../../src/kube/reflector-options.ts';
 
 const AWS_GROUP = 'karpenter.k8s.aws';
 const KWOK_GROUP = 'karpenter.kwok.sh';
