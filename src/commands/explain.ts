@@ -1,7 +1,8 @@
 // `veneer-node-watcher explain`: why a node got (or would get) its record, from files such as
 // `kubectl get nodes -o yaml` writes, or live from the cluster.
 import type { Config } from '../config/load.ts';
-import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
+import { claimLookup, readInputFiles, type InputFiles } from './inputs.ts';
+import { readLive } from './live.ts';
 import {
   evidenceOfReading,
   explainer,

@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import {
-  launchingReason,
   toNodeClaimView,
   toNodePoolView,
   type NodeClaimLookup,
@@ -43,7 +42,7 @@ export interface Inputs {
  * are not resolved yet says nothing about its zones (the NodeClaim's own, if any, stand), not
  * that it launches into none.
  */
-function zonesByNodeClass(objects: readonly unknown[]): Map<string, ReadonlySet<string>> {
+export function zonesByNodeClass(objects: readonly unknown[]): Map<string, ReadonlySet<string>> {
   return new Map(
     objects
       .map(nodeClassZones)
@@ -109,79 +108,4 @@ export function readInputFiles(files: InputFiles): Inputs {
 /** NodeClaims found as the watcher finds them. */
 export function claimLookup(claims: Iterable<NodeClaimView>): NodeClaimLookup {
   return NodeClaimIndex.of(claims);
-}
-
-/**
- * From the cluster `serve` would talk to, found in serve's order and with its refusals
- * (KUBECONFIG, else the pod's ServiceAccount, else ~/.kube/config): one node, or every node a
- * page at a time, with every overlay, NodePool and NodeClaim, and the EC2NodeClasses' zones.
- */
-function launchingByNodeClaim(events: unknown[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const e of events as { involvedObject?: { name?: string }; message?: string }[]) {
-    const reason = launchingReason(e.message);
-    if (e.involvedObject?.name && reason !== undefined) out.set(e.involvedObject.name, reason);
-  }
-  return out;
-}
-
-export async function readLive(nodeName?: string): Promise<Inputs> {
-  // Only commands that talk to a cluster load the HTTP client.
-  const [
-    { KubeClient },
-    { loadClusterAccess },
-    { listAll },
-    { httpStatus },
-    { OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH },
-    { EC2_NODECLASSES_PATH },
-    { LAUNCHING_EVENTS_PATH, LAUNCHING_EVENTS_SELECTOR },
-  ] = await Promise.all([
-    import('../kube/client.ts'),
-    import('../kube/kubeconfig.ts'),
-    import('../kube/list.ts'),
-    import('../kube/failures.ts'),
-    import('../state/caches.ts'),
-    import('../state/launch-caches.ts'),
-    import('../state/disruption-evidence.ts'),
-  ]);
-  const client = new KubeClient(loadClusterAccess());
-  const all = (path: string) => listAll(client, path);
-  const node = (name: string) =>
-    client.call<NodeObject>('GET', `/api/v1/nodes/${encodeURIComponent(name)}`).catch((err: unknown) => {
-      // Say which cluster was asked: a node missing from the wrong one is otherwise a puzzle.
-      if (httpStatus(err) === 404)
-        throw new Error(`node ${JSON.stringify(name)} not found at ${client.server} (${(err as Error).message})`, {
-          cause: err,
-        });
-      throw err;
-    });
-  try {
-    const [nodes, overlays, pools, claims, classes, launching] = await Promise.all([
-      nodeName ? node(nodeName).then((n) => [n]) : all('/api/v1/nodes'),
-      all(OVERLAYS_PATH),
-      all(NODEPOOLS_PATH),
-      all(NODECLAIMS_PATH),
-      // Served only where Karpenter's AWS provider is installed; readable only with the chart's rights.
-      all(EC2_NODECLASSES_PATH).catch((err: unknown) => {
-        const code = httpStatus(err);
-        if (code === 404 || code === 403) return [];
-        throw err;
-      }),
-      // Which NodeClaims Karpenter's disruption launched; without the right, the records tell.
-      listAll(client, LAUNCHING_EVENTS_PATH, { fieldSelector: LAUNCHING_EVENTS_SELECTOR }).catch((err: unknown) => {
-        if (httpStatus(err) === 403) return [];
-        throw err;
-      }),
-    ]);
-    return {
-      nodes: nodes as NodeObject[],
-      overlays: overlays as OverlayObject[],
-      nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
-      nodeClaims: claims.map((c) => toNodeClaimView(c as Parameters<typeof toNodeClaimView>[0])),
-      nodeClassZones: zonesByNodeClass(classes),
-      launching: launchingByNodeClaim(launching),
-    };
-  } finally {
-    await client.close();
-  }
 }

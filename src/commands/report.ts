@@ -2,9 +2,11 @@
 // writes or live from the cluster (read-only).
 import { stringify } from 'yaml';
 import type { Config } from '../config/load.ts';
-import { claimLookup, readInputFiles, readLive, type InputFiles } from './inputs.ts';
+import { claimLookup, readInputFiles, type InputFiles, type Inputs } from './inputs.ts';
+import { readLiveNodes } from './live.ts';
 import {
   buildReport,
+  ReportBuilder,
   toOverlayView,
   UNKNOWN_PROVIDER,
   type OverlayReport,
@@ -18,18 +20,40 @@ export interface ReportArgs extends InputFiles {
 }
 
 export async function runReport(args: ReportArgs, config: Config, now = Date.now()): Promise<string> {
-  const inputs = args.nodesFile ? readInputFiles(args) : await readLive();
-  const report = buildReport({
-    nodes: inputs.nodes,
+  const settings = engineSettings(config);
+  const context = (inputs: Omit<Inputs, 'nodes'>) => ({
     overlays: inputs.overlays.map((o) => toOverlayView(o)),
     nodePools: inputs.nodePools,
     nodeClaims: claimLookup(inputs.nodeClaims),
     now,
-    settings: engineSettings(config),
+    settings,
     policy: overlayPolicy(config),
   });
+  let report: Report;
+  if (args.nodesFile) {
+    const inputs = readInputFiles(args);
+    report = buildReport({ ...context(inputs), nodes: inputs.nodes });
+  } else {
+    let builder: ReportBuilder | undefined;
+    await readLiveNodes(
+      settings.keys,
+      (rest) => {
+        const b = new ReportBuilder(context(rest));
+        builder = b;
+        return (node) => b.add(node);
+      },
+      progress,
+    );
+    if (process.stderr.isTTY) process.stderr.write('\n');
+    report = builder!.finish();
+  }
   if (args.output === 'json') return JSON.stringify(report, null, 2);
   return args.output === 'yaml' ? stringify(report).trimEnd() : table(report);
+}
+
+/** On a terminal, a line on stderr that counts the nodes read (a large cluster takes seconds); elsewhere nothing. */
+function progress(nodes: number): void {
+  if (process.stderr.isTTY) process.stderr.write(`\rreading nodes: ${nodes}`);
 }
 
 const dash = (v: string | number | null) => (v === null ? '-' : String(v));

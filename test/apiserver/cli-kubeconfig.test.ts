@@ -181,7 +181,11 @@ t.test('every node, a page of 500 at a time; EC2NodeClasses the reader may not l
   const nodeLists = cp
     .auditEvents()
     .filter((e) => e.verb === 'list' && e.objectRef?.resource === 'nodes') as (AuditEvent & { requestURI: string })[];
-  t.equal(nodeLists.length, 2, 'two pages');
-  t.match(nodeLists[0]?.requestURI, /[?&]limit=500(&|$)/);
-  t.match(nodeLists[1]?.requestURI, /[?&]continue=[^&]+/, "the second with the first one's continue token");
+  // None has a record yet, so the recorded nodes' metadata is one empty page; the nodes that may
+  // still need a record are read whole, in two pages.
+  const undecided = nodeLists.filter((e) => e.requestURI.includes('%21veneer.io%2Foverlay-influenced'));
+  t.equal(nodeLists.length - undecided.length, 1, "one page of the recorded nodes' metadata");
+  t.equal(undecided.length, 2, 'two pages of the nodes without a record');
+  t.match(undecided[0]?.requestURI, /[?&]limit=500(&|$)/);
+  t.match(undecided[1]?.requestURI, /[?&]continue=[^&]+/, "the second with the first one's continue token");
 });

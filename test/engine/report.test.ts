@@ -11,7 +11,7 @@ import {
   type OverlayIndex,
   type OverlayObject,
 } from '../../src/engine/index.ts';
-import { NO_OVERLAY } from '../../src/engine/report.ts';
+import { NO_OVERLAY } from '../../src/engine/report-rows.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../../kit/veneer.ts';
 import { indexWith, iso, settings, T0, withCreation, withStatus } from './fixtures.ts';
 
