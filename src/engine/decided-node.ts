@@ -4,6 +4,7 @@
 // so a node's metadata (~7 KB as served, its story ~1.5 KB) is not what it keeps: the record's
 // labels and a few well-known ones, the values shared between nodes, and of the story who decided,
 // on what basis and the overlay's terms, one shared object for every node told alike.
+import { Interned } from './interned.ts';
 import type { NodeObject, NodeView } from './node.ts';
 import { NORMALIZED_LABELS } from './normalize.ts';
 import { toEpochMs } from './overlay.ts';
@@ -27,22 +28,9 @@ export function decidedNodeLabelKeys(keys: RecordKeys): readonly string[] {
   return [...new Set([...keys.ownedLabels, ...WELL_KNOWN_KEPT, ...aliases])];
 }
 
-/**
- * Label values and stories as one shared object each: thousands of nodes carry the same instance
- * types, zones, NodePools and overlays. Emptied past a bound, so that it never holds more than the
- * values the cluster's nodes carry between two fillings; a value dropped is only no longer shared.
- */
-const MAX_SHARED = 20_000;
-const SHARED_VALUES = new Map<string, string>();
-const SHARED_TOLD = new Map<string, RecordTold>();
-
-function sharedValue(value: string): string {
-  const known = SHARED_VALUES.get(value);
-  if (known !== undefined) return known;
-  if (SHARED_VALUES.size >= MAX_SHARED) SHARED_VALUES.clear();
-  SHARED_VALUES.set(value, value);
-  return value;
-}
+/** Label values and stories as one shared object each: thousands of nodes carry the same instance types, zones, NodePools and overlays. */
+const SHARED_VALUES = new Interned<string>(20_000);
+const SHARED_TOLD = new Interned<RecordTold>(20_000);
 
 /** What the cache keeps of a decision annotation, shared between the nodes it tells alike. */
 export function toldOf(annotation: string | undefined): RecordTold | undefined {
@@ -56,12 +44,7 @@ export function toldOf(annotation: string | undefined): RecordTold | undefined {
     ...(story.price !== undefined ? { price: story.price } : {}),
     ...(story.priceAdjustment !== undefined ? { priceAdjustment: story.priceAdjustment } : {}),
   };
-  const key = JSON.stringify(told);
-  const known = SHARED_TOLD.get(key);
-  if (known !== undefined) return known;
-  if (SHARED_TOLD.size >= MAX_SHARED) SHARED_TOLD.clear();
-  SHARED_TOLD.set(key, Object.freeze(told));
-  return told;
+  return SHARED_TOLD.of(JSON.stringify(told), () => Object.freeze(told));
 }
 
 /**
@@ -74,7 +57,7 @@ export function toDecidedNodeView(obj: NodeObject, keys: RecordKeys, kept: reado
   const labels: Record<string, string> = {};
   for (const key of kept) {
     const value = Object.hasOwn(all, key) ? all[key] : undefined;
-    if (value !== undefined) labels[key] = key === keys.labeledAt ? value : sharedValue(value);
+    if (value !== undefined) labels[key] = key === keys.labeledAt ? value : SHARED_VALUES.of(value, () => value);
   }
   const owner = md.ownerReferences?.find((r) => r.kind === 'NodeClaim' && r.apiVersion?.startsWith('karpenter.sh/'));
   const createdAt = toEpochMs(md.creationTimestamp);

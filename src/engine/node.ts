@@ -6,6 +6,7 @@ import type { ClaimForEffect } from './effect/types.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, ZONE } from './well-known.ts';
 import { normalizedKey } from './normalize.ts';
 import { parseQuantity } from './quantity.ts';
+import { Interned } from './interned.ts';
 import type { RecordTold } from './record.ts';
 
 type Timestamp = string | Date | undefined | null;
@@ -135,19 +136,13 @@ export function toNodeView(obj: NodeObject, storyAnnotation?: string): NodeView 
 
 /**
  * Candidate lists as one shared array each: the NodeClaims of a burst list the same hundreds of
- * instance types. Emptied when it grows past a bound, so that it never holds more than a burst's worth.
+ * instance types. Bounded so that a table never holds more than a burst's worth.
  */
-const SHARED_CANDIDATES = new Map<string, readonly string[]>();
 const MAX_SHARED_CANDIDATE_LISTS = 2000;
+const SHARED_CANDIDATES = new Interned<readonly string[]>(MAX_SHARED_CANDIDATE_LISTS);
 
 function shared(values: readonly string[]): readonly string[] {
-  const key = values.join('\u0000');
-  const known = SHARED_CANDIDATES.get(key);
-  if (known) return known;
-  if (SHARED_CANDIDATES.size >= MAX_SHARED_CANDIDATE_LISTS) SHARED_CANDIDATES.clear();
-  const frozen = Object.freeze([...values]);
-  SHARED_CANDIDATES.set(key, frozen);
-  return frozen;
+  return SHARED_CANDIDATES.of(values.join('\u0000'), () => Object.freeze([...values]));
 }
 
 const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
@@ -156,34 +151,37 @@ const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
  * Multi-valued requirements and minValues as one shared map each: a NodePool's NodeClaims all
  * carry the same, and the replacement's caches key on the map's identity.
  */
-const SHARED_ALLOWED = new Map<string, ReadonlyMap<string, ReadonlySet<string>>>();
-const SHARED_MIN_VALUES = new Map<string, ReadonlyMap<string, number>>();
-const SHARED_REQUIREMENTS = new Map<string, readonly Requirement[]>();
+const SHARED_ALLOWED = new Interned<ReadonlyMap<string, ReadonlySet<string>>>(MAX_SHARED_CANDIDATE_LISTS);
+const SHARED_MIN_VALUES = new Interned<ReadonlyMap<string, number>>(MAX_SHARED_CANDIDATE_LISTS);
+const SHARED_REQUIREMENTS = new Interned<readonly Requirement[]>(MAX_SHARED_CANDIDATE_LISTS);
+/**
+ * A NodeClaim's launch and labels as one shared object per distinct spec and label set: a
+ * cluster's NodeClaims are a few NodePools' launches, and 100,000 of them kept apart cost about
+ * 1.2 KB each.
+ */
+const SHARED_LAUNCHES = new Interned<ClaimForEffect | undefined>(MAX_SHARED_CANDIDATE_LISTS);
+const SHARED_CLAIM_LABELS = new Interned<Labels>(20_000);
 
 /** Requirements besides the instance types, combined per key, as one shared array per distinct set. */
 function sharedRequirements(reqs: readonly NodeClaimRequirement[]): readonly Requirement[] {
   const specs = reqs
     .filter((r) => normalizedKey(r.key ?? '') !== INSTANCE_TYPE)
     .map((r) => ({ key: r.key ?? '', operator: r.operator ?? '', values: r.values ?? [] }));
-  const key = JSON.stringify(specs);
-  const known = SHARED_REQUIREMENTS.get(key);
-  if (known) return known;
-  if (SHARED_REQUIREMENTS.size >= MAX_SHARED_CANDIDATE_LISTS) SHARED_REQUIREMENTS.clear();
-  const combined = combineRequirements(specs);
-  SHARED_REQUIREMENTS.set(key, combined);
-  return combined;
+  return SHARED_REQUIREMENTS.of(JSON.stringify(specs), () => combineRequirements(specs));
 }
 
-function sharedMap<V>(shared: Map<string, ReadonlyMap<string, V>>, map: Map<string, V>, key: string) {
-  const known = shared.get(key);
-  if (known) return known;
-  if (shared.size >= MAX_SHARED_CANDIDATE_LISTS) shared.clear();
-  shared.set(key, map);
-  return map;
+/** A NodeClaim's launch, shared with every NodeClaim whose requirements, requests and overlay annotation are the same. */
+function sharedLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
+  const key = JSON.stringify([
+    obj.spec?.requirements ?? [],
+    obj.spec?.resources?.requests ?? {},
+    obj.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true',
+  ]);
+  return SHARED_LAUNCHES.of(key, () => claimLaunch(obj));
 }
 
 /** What the scheduler wrote into a NodeClaim for its launch: candidates, capacity types, zones, pinned values. */
-export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
+function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   const reqs = obj.spec?.requirements ?? [];
   let candidates: readonly string[] | undefined;
   let capacityTypes: Set<string> | undefined;
@@ -219,7 +217,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
     ...(zones ? { zones } : {}),
     minValues: minValues.size > 0,
     ...(minValues.size > 0
-      ? { minValuesByKey: sharedMap(SHARED_MIN_VALUES, minValues, JSON.stringify([...minValues])) }
+      ? { minValuesByKey: SHARED_MIN_VALUES.of(JSON.stringify([...minValues]), () => minValues) }
       : {}),
     priceOverlayApplied: obj.metadata?.annotations?.[PRICE_OVERLAY_APPLIED] === 'true',
     ...(cpu !== undefined || memory !== undefined
@@ -234,7 +232,7 @@ export function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
       : {}),
     requirements: sharedRequirements(reqs),
     ...(allowed.size > 0
-      ? { allowed: sharedMap(SHARED_ALLOWED, allowed, JSON.stringify([...allowed].map(([k, v]) => [k, [...v]]))) }
+      ? { allowed: SHARED_ALLOWED.of(JSON.stringify([...allowed].map(([k, v]) => [k, [...v]])), () => allowed) }
       : {}),
   };
 }
@@ -245,17 +243,21 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
   const disruption = obj.status?.conditions?.find((c) => c.type === 'DisruptionReason' && c.status === 'True');
   return {
     name: md.name ?? '',
-    labels: md.labels ?? {},
+    labels: sharedLabels(md.labels ?? {}),
     ...optional('createdAt', toEpochMs(md.creationTimestamp)),
     ...optional('providerID', obj.status?.providerID ?? undefined),
     ...optional('nodeName', obj.status?.nodeName ?? undefined),
     ...optional('nodeClassGroup', group === undefined ? undefined : (SHARED_GROUPS.get(group) ?? group)),
     ...optional('nodeClass', obj.spec?.nodeClassRef?.name ?? undefined),
-    ...optional('launch', claimLaunch(obj)),
+    ...optional('launch', sharedLaunch(obj)),
     ...optional('disruptionReason', disruption?.reason ?? undefined),
     ...optional('disruptionMarkedAt', disruption ? toEpochMs(disruption.lastTransitionTime) : undefined),
     ...optional('allocatable', disruption ? allocatableOf(obj.status) : undefined),
   };
+}
+
+function sharedLabels(labels: Labels): Labels {
+  return SHARED_CLAIM_LABELS.of(JSON.stringify(labels), () => Object.freeze({ ...labels }));
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
