@@ -20,6 +20,11 @@ export interface ReflectorHandlers<T> {
   /** An object that went away (DELETED, or missing from a list). */
   remove(item: T, at: number): void;
   /**
+   * Before every list, paged or streaming: what was learned from the events before it may no
+   * longer hold once the list has replaced them.
+   */
+  listing?(): void;
+  /**
    * After every complete list: the store now mirrors the cluster as of `at`. `gapSince` is set
    * when the watch had broken: changes between then and `at` were seen late, timed at `at`.
    */

@@ -144,6 +144,7 @@ export class Reflector<T> {
     const seen = new Set<string>();
     let token: string | undefined;
     let rv = '';
+    this.o.handlers.listing?.();
     do {
       const page = await this.o.listPage(token);
       const at = this.now();
@@ -191,8 +192,11 @@ export class Reflector<T> {
   private async watchFrom(resourceVersion: string | undefined): Promise<'expired' | 'relist' | 'stopped'> {
     let rv = resourceVersion ?? '';
     const initial = resourceVersion === undefined ? new InitialEvents() : undefined;
-    // A streaming list is the relist asked for.
-    if (initial) this.relistDue = false;
+    if (initial) {
+      // A streaming list is the relist asked for.
+      this.relistDue = false;
+      this.o.handlers.listing?.();
+    }
     let fruitless = 0;
     for (;;) {
       const { end, lastRV, events } = await this.watchOnce(rv, initial?.done === false ? initial : undefined);

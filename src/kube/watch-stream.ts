@@ -60,13 +60,24 @@ export async function streamLines(
       };
       body.on('data', (chunk: Buffer) => {
         lastData = Date.now();
-        const data = rest ? Buffer.concat([rest, chunk]) : chunk;
         let start = 0;
-        for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
-          if (nl > start) onLine(data.subarray(start, nl));
+        if (rest) {
+          // Only the event that spans two chunks is copied, not the rest of the new chunk.
+          const nl = chunk.indexOf(10);
+          if (nl === -1) {
+            rest = Buffer.concat([rest, chunk]);
+            return;
+          }
+          const line = Buffer.concat([rest, chunk.subarray(0, nl)]);
+          rest = undefined;
+          if (line.length > 0) onLine(line);
           start = nl + 1;
         }
-        rest = start < data.length ? data.subarray(start) : undefined;
+        for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+          if (nl > start) onLine(chunk.subarray(start, nl));
+          start = nl + 1;
+        }
+        if (start < chunk.length) rest = chunk.subarray(start);
       });
       body.once('end', () => (ended = true));
       body.once('error', settle);

@@ -47,9 +47,9 @@ function locate(line: Buffer): { name: string; resourceVersion: string; labels: 
   const l = line.indexOf(LABELS);
   const end = l === -1 ? -1 : line.indexOf(CLOSE_BRACE, l);
   if (!name || !resourceVersion || end === -1) return undefined;
-  const annotations = line.indexOf(ANNOTATIONS);
-  const managed = line.indexOf(MANAGED_FIELDS);
-  if ((annotations !== -1 && annotations < end) || (managed !== -1 && managed < end)) return undefined;
+  // Searched backwards from the labels' end: forwards, managedFields is found only at the end of
+  // the event, after the whole decision annotation.
+  if (line.lastIndexOf(ANNOTATIONS, end) !== -1 || line.lastIndexOf(MANAGED_FIELDS, end) !== -1) return undefined;
   return { name, resourceVersion, labels: line.subarray(l, end + 1) };
 }
 
@@ -119,7 +119,9 @@ export class NodeCache {
         remove: (node) => {
           for (const l of this.removedListeners) l(node);
         },
-        listed: () => skipper.forget(),
+        // Forgotten when a list begins, not when it ends: a streaming list's objects arrive as
+        // events the skipper reads, and their labels are the ones to know.
+        listing: () => skipper.forget(),
       },
     });
     const selector = undecidedSelector(keys);
