@@ -15,6 +15,7 @@ import { runDecisionSuite } from './decision.ts';
 import { runKarpenterSuite } from './karpenter.ts';
 import { runReportSuite } from './report.ts';
 import { runScaleSuite } from './scale.ts';
+import { runScale100kSuite } from './scale-100k.ts';
 import { mergeSuites, type SuiteResult } from './stats.ts';
 import { cdfSvg } from './plot.ts';
 import { AB_SUITES, type AbSuite, abSection, runAb } from './ab.ts';
@@ -26,6 +27,8 @@ const suites: Record<string, (progress: (msg: string) => void) => Promise<SuiteR
   // What the node Events add is measured with the rest of the cluster figures.
   cluster: async (progress) => mergeSuites(await runClusterSuite(progress), await compareEvents(progress)),
   scale: runScaleSuite,
+  // Only when named: an hour or more, and most of this machine's memory.
+  'scale-100k': runScale100kSuite,
   report: runReportSuite,
   // Real Karpenter (KWOK provider) launching nodes for bursts of pending pods, the watcher beside it.
   karpenter: runKarpenterSuite,
@@ -67,7 +70,11 @@ for (const name of abRev === undefined ? requested : []) {
     process.exit(2);
   }
 }
-const selected = requested.length > 0 ? [...new Set(requested.flatMap((n) => aliases[n] ?? [n]))] : Object.keys(suites);
+const ON_REQUEST = ['scale-100k'];
+const selected =
+  requested.length > 0
+    ? [...new Set(requested.flatMap((n) => aliases[n] ?? [n]))]
+    : Object.keys(suites).filter((n) => !ON_REQUEST.includes(n));
 const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 const resultsPath = join(here, 'results.json');

@@ -32,6 +32,10 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** More kube-apiserver flags (for example a short --etcd-compaction-interval). */
   extraApiServerArgs?: string[];
+  /** More etcd flags (for example a larger --quota-backend-bytes for 100,000 real-size nodes). */
+  extraEtcdArgs?: string[];
+  /** More environment for kube-apiserver (a GOMEMLIMIT, say). */
+  apiServerEnv?: Record<string, string>;
   /**
    * Serve a real node (kit/node/) at this address of the test's network namespace: the apiserver
    * listens there too (pods reach it through the `kubernetes` Service, which the node's DNAT
@@ -186,6 +190,7 @@ export class ControlPlane {
         `--initial-cluster=test=http://127.0.0.1:${etcdPeer}`,
         '--unsafe-no-fsync=true',
         '--log-level=warn',
+        ...(opts.extraEtcdArgs ?? []),
       ],
       join(dir, 'etcd.log'),
     );
@@ -226,6 +231,7 @@ export class ControlPlane {
         ...(opts.extraApiServerArgs ?? []),
       ],
       join(dir, 'kube-apiserver.log'),
+      { ...process.env, ...opts.apiServerEnv },
     );
 
     const cp = new ControlPlane({
@@ -249,6 +255,11 @@ export class ControlPlane {
       throw err;
     }
     return cp;
+  }
+
+  /** The pids of kube-apiserver and etcd, while they run (0 otherwise): a benchmark reads their memory. */
+  pids(): { apiserver: number; etcd: number } {
+    return { apiserver: this.apiserver.pid ?? 0, etcd: this.etcd.pid ?? 0 };
   }
 
   async startEtcd(): Promise<void> {

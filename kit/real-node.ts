@@ -200,3 +200,84 @@ export function heartbeatPatch(at = new Date().toISOString()): object {
     status: { conditions: conditions(at).map((c) => ({ type: c.type, lastHeartbeatTime: c.lastHeartbeatTime })) },
   };
 }
+
+/** The ~60 instance types a NodeClaim's requirements name after Karpenter's cut (MaxInstanceTypes), as a launch of a general-purpose pool writes them. */
+const CANDIDATE_TYPES = ['c5', 'c5a', 'c6i', 'c6a', 'c7i', 'm5', 'm5a', 'm6i', 'm6a', 'm7i', 'r5', 'r6i'].flatMap((f) =>
+  ['large', 'xlarge', '2xlarge', '4xlarge', '8xlarge'].map((s) => `${f}.${s}`),
+);
+
+/**
+ * The NodeClaim Karpenter keeps for a node of `realNode`'s shape, as big as a real one (about 5 KB
+ * as served): the requirements its scheduling wrote (the candidate types among them), requests,
+ * the NodeClass, and a status with the instance's capacity, allocatable, image and conditions.
+ */
+export function realNodeClaim(shape: NodeShape & { index: number; claimName: string }): {
+  apiVersion: string;
+  kind: string;
+  metadata: Record<string, unknown>;
+  spec: Record<string, unknown>;
+  status: Record<string, unknown>;
+} {
+  const node = realNode(shape);
+  const at = new Date().toISOString();
+  const zone = shape.zone ?? 'us-west-2a';
+  const condition = (type: string) => ({ type, status: 'True', reason: type, message: '', lastTransitionTime: at });
+  return {
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: {
+      name: shape.claimName,
+      labels: {
+        ...instanceLabels(shape.instanceType ?? 'm5.xlarge', zone),
+        'karpenter.sh/nodepool': shape.nodepool ?? 'default',
+        'karpenter.sh/capacity-type': shape.capacityType ?? 'on-demand',
+        'karpenter.k8s.aws/ec2nodeclass': 'default',
+        'kubernetes.io/arch': 'amd64',
+        'kubernetes.io/os': 'linux',
+      },
+      annotations: {
+        'compatibility.karpenter.k8s.aws/cluster-name-tagged': 'true',
+        'karpenter.k8s.aws/ec2nodeclass-hash': '15535182697325354914',
+        'karpenter.k8s.aws/ec2nodeclass-hash-version': 'v4',
+        'karpenter.k8s.aws/tagged': 'true',
+        'karpenter.sh/nodepool-hash': '6821555240594823858',
+        'karpenter.sh/nodepool-hash-version': 'v3',
+      },
+      finalizers: ['karpenter.sh/termination'],
+      ownerReferences: [
+        {
+          apiVersion: 'karpenter.sh/v1',
+          kind: 'NodePool',
+          name: shape.nodepool ?? 'default',
+          uid: 'pool-uid',
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      expireAfter: '720h',
+      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+      requirements: [
+        { key: 'karpenter.sh/nodepool', operator: 'In', values: [shape.nodepool ?? 'default'] },
+        { key: 'karpenter.sh/capacity-type', operator: 'In', values: [shape.capacityType ?? 'on-demand'] },
+        { key: 'karpenter.k8s.aws/ec2nodeclass', operator: 'In', values: ['default'] },
+        { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+        { key: 'kubernetes.io/os', operator: 'In', values: ['linux'] },
+        { key: 'karpenter.k8s.aws/instance-category', operator: 'In', values: ['c', 'm', 'r'] },
+        { key: 'karpenter.k8s.aws/instance-generation', operator: 'Gt', values: ['4'] },
+        { key: 'topology.kubernetes.io/zone', operator: 'In', values: ['us-west-2a', 'us-west-2b', 'us-west-2c'] },
+        { key: 'node.kubernetes.io/instance-type', operator: 'In', values: CANDIDATE_TYPES },
+      ],
+      resources: { requests: { cpu: '2150m', memory: '4628Mi', pods: '9' } },
+    },
+    status: {
+      providerID: node.spec?.providerID,
+      nodeName: shape.name,
+      imageID: 'ami-0a1b2c3d4e5f60718',
+      capacity: node.status?.capacity,
+      allocatable: node.status?.allocatable,
+      conditions: ['Launched', 'Registered', 'Initialized', 'Ready', 'Consolidatable'].map(condition),
+      lastPodEventTime: at,
+    },
+  };
+}

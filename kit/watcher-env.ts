@@ -141,6 +141,8 @@ export interface WatcherEnvOptions {
   auditPolicy?: string;
   /** More kube-apiserver flags (a higher -v to see why it cut a watch, for example). */
   extraApiServerArgs?: string[];
+  extraEtcdArgs?: string[];
+  apiServerEnv?: Record<string, string>;
   /** Installs the Karpenter CRDs (default: kit/crds with the overlay-validation stand-in; kit/karpenter.ts installs real Karpenter's). */
   installCRDs?: (cp: ControlPlane) => Promise<void>;
 }
@@ -225,6 +227,8 @@ export async function startClusterEnv(opts: WatcherEnvOptions = {}): Promise<Clu
     users: [...watcherUsers.map((name) => ({ name })), ...(opts.users ?? [])],
     ...(opts.auditPolicy ? { auditPolicy: opts.auditPolicy } : {}),
     ...(opts.extraApiServerArgs ? { extraApiServerArgs: opts.extraApiServerArgs } : {}),
+    ...(opts.extraEtcdArgs ? { extraEtcdArgs: opts.extraEtcdArgs } : {}),
+    ...(opts.apiServerEnv ? { apiServerEnv: opts.apiServerEnv } : {}),
   });
   try {
     const admin = cp.adminKubeConfig();
