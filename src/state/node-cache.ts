@@ -146,6 +146,16 @@ export class NodeCache {
     return this.undecided.store.get(name) ?? this.all.store.get(name);
   }
 
+  /**
+   * The node whole, with the resourceVersion a write is guarded by, while it may still need a
+   * record; undefined once it has one, is out of scope, or before the watch of such nodes has
+   * brought it (its arrival queues it again). Never the metadata view: that keeps no
+   * resourceVersion, and may not have heard yet of a record the other watch has.
+   */
+  undecidedNode(name: string): NodeView | undefined {
+    return this.undecided.store.get(name);
+  }
+
   /** Undecided nodes as they come and go. */
   subscribe(listener: NodeListener): void {
     this.listeners.push(listener);

@@ -65,6 +65,11 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   t.teardown(() => Promise.all([cache.all.stop(), cache.undecided.stop()]));
   await Promise.all([cache.all.synced, cache.undecided.synced]);
   t.ok(cache.undecided.store.has('before-start'), 'listed: an undecided node is in the full view');
+  t.match(
+    cache.undecidedNode('before-start'),
+    { resourceVersion: /^\d+$/ },
+    'with the resourceVersion a write is guarded by',
+  );
 
   await core.createNode({ body: realNode({ name: 'od', index: 2 }) });
   await core.createNode({ body: realNode({ name: 'spot', index: 3, capacityType: 'spot' }) });
@@ -122,6 +127,12 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   // The two views are two watch streams: either may hear of the record first.
   await until('the metadata view hears of the record', () => cache.all.store.get('od')?.labels[INFLUENCED] === 'true');
   t.equal(cache.get('od')?.labels[INFLUENCED], 'true', 'and stays known by its metadata');
+  t.equal(cache.undecidedNode('od'), undefined, 'but is no node to write a record for');
+  t.equal(
+    cache.all.store.get('od')?.resourceVersion,
+    undefined,
+    'the metadata view has no resourceVersion to guard one',
+  );
   t.notOk(cache.undecided.store.has('od'), 'from the metadata view alone');
   await core.patchNode({ name: 'od', body: { metadata: { labels: { [INFLUENCED]: null } } } }, merge);
   await until('a removed record brings it back', () => cache.undecided.store.has('od'));

@@ -116,7 +116,10 @@ export class Reconciler implements LeaderRunnable {
   private async reconcile(name: string): Promise<ProcessResult> {
     const { caches, settings, metrics, log } = this.o;
     if (!caches.ready) return { kind: 'after', ms: 1000 };
-    const node = caches.nodes.get(name);
+    // Only a node that may still need a record is written, and only from the view whose
+    // resourceVersion guards the write: from the metadata view, a record the reconciler had just
+    // written but that view had not heard of yet was written a second time.
+    const node = caches.nodes.undecidedNode(name);
     if (!node) return { kind: 'done' };
     const now = this.o.now();
     if (
