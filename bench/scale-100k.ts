@@ -17,9 +17,9 @@ import { clientFor } from '../kit/control-plane.ts';
 import { RUNTIME_NODE_FLAGS } from '../kit/node-flags.ts';
 import { recordKeys, undecidedSelector } from '../src/engine/index.ts';
 import { PARTIAL_METADATA_LIST } from '../src/kube/watch-stream.ts';
-import { heartbeatPatch, realNode, realNodeClaim } from '../kit/real-node.ts';
-import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
+import { heartbeatPatch } from '../kit/real-node.ts';
 import { startClusterEnv, WATCHER_USER } from '../kit/watcher-env.ts';
+import { nodeAndClaim, OVERLAYS } from './scale-100k-cluster.ts';
 import { proc, startReference, workers } from './scale.ts';
 import type { SuiteResult } from './stats.ts';
 
@@ -38,106 +38,6 @@ const GB = 2 ** 30;
  * machine can hold. The watcher's figures do not depend on it.
  */
 const APISERVER_MEMORY_LIMIT_GB = Math.floor(totalmem() / GB - 9);
-
-const TYPES = [
-  'm5.large',
-  'm5.xlarge',
-  'm5.2xlarge',
-  'c6i.large',
-  'c6i.xlarge',
-  'c6i.2xlarge',
-  'r6i.large',
-  'r6i.xlarge',
-];
-const ZONES = ['us-west-2a', 'us-west-2b', 'us-west-2c'];
-const OVERLAYS = [
-  computeSavingsPlan(),
-  ...['m5', 'c6i', 'r6i'].map((family) => ec2InstanceSavingsPlan(family, 'us-west-2')),
-  ...TYPES.map((type) => reservedInstance(type, 'us-west-2')),
-];
-
-/** A record as the watcher writes it: the labels and a decision annotation with its effect (about 1.2 KB). */
-function record(type: string, i: number, at: string): { labels: Record<string, string>; story: string } {
-  const overlay = `cost-aware-ri-${type}-us-west-2`;
-  const labeledAt = `${at.slice(0, 19).replaceAll('-', '').replaceAll(':', '')}Z`;
-  const story = {
-    influenced: true,
-    overlay,
-    weight: 30,
-    price: '0.00',
-    decidedBy: i % 10 === 0 ? 'reconciler' : 'webhook',
-    evaluatedAt: at,
-    labeledAt: at,
-    basis: 'exact',
-    characteristicsFrom: 'node+nodeclaim',
-    nodeClaim: `claim-${i}`,
-    provider: 'aws',
-    providerFrom: 'nodeclaim',
-    effect: {
-      verdict: 'capacity-type',
-      overlays: [overlay],
-      prices: { source: 'aws', asOf: at },
-      launched: { listPrice: 0.192, price: 0 },
-      with: { capacityType: 'on-demand', strategy: 'prioritized', instanceTypes: [type], listPrice: 0.192 },
-      without: { capacityType: 'spot', strategy: 'price-capacity-optimized', instanceTypes: TYPES },
-    },
-    labels: [
-      'veneer.io/overlay-influenced',
-      'veneer.io/matching-overlay',
-      'veneer.io/capacity-type',
-      'veneer.io/instance-family',
-      'veneer.io/instance-type',
-      'veneer.io/region',
-      'veneer.io/overlay-effect',
-      'veneer.io/labeled-at',
-    ],
-  };
-  return {
-    labels: {
-      'veneer.io/overlay-influenced': 'true',
-      'veneer.io/matching-overlay': overlay,
-      'veneer.io/capacity-type': 'reserved-instance',
-      'veneer.io/instance-family': type.split('.')[0]!,
-      'veneer.io/instance-type': type,
-      'veneer.io/region': 'us-west-2',
-      'veneer.io/overlay-effect': 'capacity-type',
-      'veneer.io/labeled-at': labeledAt,
-    },
-    story: JSON.stringify(story),
-  };
-}
-
-/** Node i and its NodeClaim, as Karpenter and the watcher leave them. */
-export function nodeAndClaim(i: number) {
-  const type = TYPES[i % TYPES.length]!;
-  const zone = ZONES[i % ZONES.length]!;
-  const spot = i % 5 === 4;
-  const shape = {
-    name: `ip-10-${(i >> 16) & 255}-${(i >> 8) & 255}-${i & 255}.us-west-2.compute.internal`,
-    index: i,
-    instanceType: type,
-    zone,
-    capacityType: spot ? 'spot' : 'on-demand',
-    claimName: `claim-${i}`,
-  } as const;
-  const node = realNode(shape);
-  const claim = realNodeClaim(shape);
-  node.metadata!.ownerReferences = [
-    {
-      apiVersion: 'karpenter.sh/v1',
-      kind: 'NodeClaim',
-      name: shape.claimName,
-      uid: `claim-uid-${i}`,
-      blockOwnerDeletion: true,
-    },
-  ];
-  if (!spot) {
-    const r = record(type, i, new Date().toISOString());
-    Object.assign(node.metadata!.labels!, r.labels);
-    node.metadata!.annotations = { ...node.metadata!.annotations, 'veneer.io/overlay-decision': r.story };
-  }
-  return { node, claim, influenced: !spot };
-}
 
 interface Sample {
   size: number;

@@ -3,7 +3,7 @@
 // allocatable, nodeInfo, addresses, and the labels and annotations kubelet, the cloud provider
 // and Karpenter write. Status churn patches what kubelets patch: condition heartbeats.
 import type * as k8s from '@kubernetes/client-node';
-import { instanceLabels, type NodeShape } from './veneer.ts';
+import { instanceLabels, nodeClaimFor, type NodeShape } from './veneer.ts';
 
 const IMAGE_REPOS = [
   'amazon/aws-node',
@@ -208,29 +208,22 @@ const CANDIDATE_TYPES = ['c5', 'c5a', 'c6i', 'c6a', 'c7i', 'm5', 'm5a', 'm6i', '
 
 /**
  * The NodeClaim Karpenter keeps for a node of `realNode`'s shape, as big as a real one (about 5 KB
- * as served): the requirements its scheduling wrote (the candidate types among them), requests,
- * the NodeClass, and a status with the instance's capacity, allocatable, image and conditions.
+ * as served): `nodeClaimFor`'s, with the requirements its scheduling wrote (the candidate types
+ * among them), requests, the NodeClass, and a status with the instance's capacity, allocatable,
+ * image and conditions.
  */
-export function realNodeClaim(shape: NodeShape & { index: number; claimName: string }): {
-  apiVersion: string;
-  kind: string;
-  metadata: Record<string, unknown>;
-  spec: Record<string, unknown>;
-  status: Record<string, unknown>;
-} {
+export function realNodeClaim(shape: NodeShape & { index: number; claimName: string }) {
   const node = realNode(shape);
   const at = new Date().toISOString();
-  const zone = shape.zone ?? 'us-west-2a';
+  const pool = shape.nodepool ?? 'default';
+  const base = nodeClaimFor({ ...shape, providerID: node.spec?.providerID ?? undefined });
   const condition = (type: string) => ({ type, status: 'True', reason: type, message: '', lastTransitionTime: at });
   return {
-    apiVersion: 'karpenter.sh/v1',
-    kind: 'NodeClaim',
+    ...base,
     metadata: {
-      name: shape.claimName,
+      ...base.metadata,
       labels: {
-        ...instanceLabels(shape.instanceType ?? 'm5.xlarge', zone),
-        'karpenter.sh/nodepool': shape.nodepool ?? 'default',
-        'karpenter.sh/capacity-type': shape.capacityType ?? 'on-demand',
+        ...base.metadata?.labels,
         'karpenter.k8s.aws/ec2nodeclass': 'default',
         'kubernetes.io/arch': 'amd64',
         'kubernetes.io/os': 'linux',
@@ -245,20 +238,14 @@ export function realNodeClaim(shape: NodeShape & { index: number; claimName: str
       },
       finalizers: ['karpenter.sh/termination'],
       ownerReferences: [
-        {
-          apiVersion: 'karpenter.sh/v1',
-          kind: 'NodePool',
-          name: shape.nodepool ?? 'default',
-          uid: 'pool-uid',
-          blockOwnerDeletion: true,
-        },
+        { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: pool, uid: 'pool-uid', blockOwnerDeletion: true },
       ],
     },
     spec: {
       expireAfter: '720h',
       nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
       requirements: [
-        { key: 'karpenter.sh/nodepool', operator: 'In', values: [shape.nodepool ?? 'default'] },
+        { key: 'karpenter.sh/nodepool', operator: 'In', values: [pool] },
         { key: 'karpenter.sh/capacity-type', operator: 'In', values: [shape.capacityType ?? 'on-demand'] },
         { key: 'karpenter.k8s.aws/ec2nodeclass', operator: 'In', values: ['default'] },
         { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
@@ -271,8 +258,7 @@ export function realNodeClaim(shape: NodeShape & { index: number; claimName: str
       resources: { requests: { cpu: '2150m', memory: '4628Mi', pods: '9' } },
     },
     status: {
-      providerID: node.spec?.providerID,
-      nodeName: shape.name,
+      ...base.status,
       imageID: 'ami-0a1b2c3d4e5f60718',
       capacity: node.status?.capacity,
       allocatable: node.status?.allocatable,
