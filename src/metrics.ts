@@ -1,7 +1,15 @@
 // Every metric the watcher exports, on one registry per process (and per test).
 // Label values are bounded sets: never a node name; overlay names only in overlay_nodes_current,
 // overlay_dollars_per_hour and launches_total, each capped by metrics.maxOverlaySeries; providers by name (aws, kwok) or `unknown`, never a group.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  type CounterConfiguration,
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  type LabelValues,
+  Registry,
+} from 'prom-client';
 import type { RecordTally } from './engine/index.ts';
 
 const PREFIX = 'veneer_nodewatcher_';
@@ -44,6 +52,34 @@ export function countRecord(
   if (!effect) return;
   metrics.effects.inc({ effect: effect.verdict });
   if (effect.reasonCode !== undefined) metrics.effectUnknown.inc({ reason: effect.reasonCode });
+}
+
+/**
+ * A counter whose children count in plain numbers, added to it when it is scraped: prom-client
+ * hashes and checks the labels on every inc(), and per watch event, at kubelet heartbeat rates,
+ * that showed in profiles. `tally(labels)` gives the one child of those labels.
+ */
+function talliedCounter<L extends string>(config: CounterConfiguration<L>) {
+  const children = new Map<string, { labels: LabelValues<L>; count: number }>();
+  const counter = new Counter<L>({
+    ...config,
+    collect: () => {
+      for (const child of children.values()) {
+        if (child.count === 0) continue;
+        counter.inc(child.labels, child.count);
+        child.count = 0;
+      }
+    },
+  });
+  return Object.assign(counter, {
+    tally(labels: LabelValues<L>): { inc(): void } {
+      const key = JSON.stringify(labels);
+      let child = children.get(key);
+      if (!child) children.set(key, (child = { labels, count: 0 }));
+      const counted = child;
+      return { inc: () => void counted.count++ };
+    },
+  });
 }
 
 export function createMetrics(registry: Registry = new Registry()) {
@@ -184,7 +220,7 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['resource', 'reason'] as const,
       registers: r,
     }),
-    watchEvents: new Counter({
+    watchEvents: talliedCounter({
       name: `${PREFIX}watch_events_total`,
       help: 'Watch events received, by resource and handling: applied (decoded into the cache) or skipped (a node metadata event whose labels did not change, such as a status heartbeat).',
       labelNames: ['resource', 'handling'] as const,

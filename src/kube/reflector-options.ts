@@ -10,7 +10,8 @@ import type { ParsedEvent } from './watch-stream.ts';
  * metrics satisfy it; the generic layer does not know them.
  */
 export interface WatchMetrics {
-  watchEvents: { labels(labels: { resource: string; handling: 'applied' | 'skipped' }): { inc(): void } };
+  /** The counter of one resource and handling, called per event: it must cost no more than an addition. */
+  watchEvents: { tally(labels: { resource: string; handling: 'applied' | 'skipped' }): { inc(): void } };
   watchRestarts: { inc(labels: { resource: string; reason: 'error' | 'expired' | 'idle' | 'closed' }): void };
 }
 

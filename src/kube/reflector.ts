@@ -37,8 +37,8 @@ export class Reflector<T> {
   constructor(opts: ReflectorOptions<T>) {
     this.o = opts;
     this.counted = {
-      applied: opts.metrics.watchEvents.labels({ resource: opts.resource, handling: 'applied' }),
-      skipped: opts.metrics.watchEvents.labels({ resource: opts.resource, handling: 'skipped' }),
+      applied: opts.metrics.watchEvents.tally({ resource: opts.resource, handling: 'applied' }),
+      skipped: opts.metrics.watchEvents.tally({ resource: opts.resource, handling: 'skipped' }),
     };
     this.now = opts.now ?? Date.now;
     this.streaming = opts.streamingList === true;

@@ -45,7 +45,7 @@ export async function streamLines(
   try {
     const body = await client.stream(req.path, req.query, req.accept ?? 'application/json', signal);
     await new Promise<void>((resolve, reject) => {
-      let rest: Buffer | undefined;
+      const lines = new LineSplitter();
       let ended = false;
       const onAbort = () => body.destroy(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
@@ -60,24 +60,7 @@ export async function streamLines(
       };
       body.on('data', (chunk: Buffer) => {
         lastData = Date.now();
-        let start = 0;
-        if (rest) {
-          // Only the event that spans two chunks is copied, not the rest of the new chunk.
-          const nl = chunk.indexOf(10);
-          if (nl === -1) {
-            rest = Buffer.concat([rest, chunk]);
-            return;
-          }
-          const line = Buffer.concat([rest, chunk.subarray(0, nl)]);
-          rest = undefined;
-          if (line.length > 0) onLine(line);
-          start = nl + 1;
-        }
-        for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
-          if (nl > start) onLine(chunk.subarray(start, nl));
-          start = nl + 1;
-        }
-        if (start < chunk.length) rest = chunk.subarray(start);
+        lines.push(chunk, onLine);
       });
       body.once('end', () => (ended = true));
       body.once('error', settle);
@@ -89,6 +72,50 @@ export async function streamLines(
     throw err;
   } finally {
     clearInterval(check);
+  }
+}
+
+/**
+ * Cuts a stream's chunks into newline-delimited lines, each handed over as a view valid only
+ * during the call. An event that spans chunks is gathered in one buffer kept from event to event:
+ * a new buffer for each such event was garbage the size of the event, at heartbeat rates.
+ */
+export class LineSplitter {
+  private static readonly KEPT_BYTES = 256 * 1024;
+  private pending = Buffer.allocUnsafe(0);
+  private pendingLength = 0;
+
+  push(chunk: Buffer, onLine: (line: Buffer) => void): void {
+    let start = 0;
+    if (this.pendingLength > 0) {
+      const nl = chunk.indexOf(10);
+      if (nl === -1) {
+        this.gather(chunk, 0, chunk.length);
+        return;
+      }
+      this.gather(chunk, 0, nl);
+      onLine(this.pending.subarray(0, this.pendingLength));
+      this.pendingLength = 0;
+      // One outsized event (a node with thousands of images) does not keep its buffer for good.
+      if (this.pending.length > LineSplitter.KEPT_BYTES) this.pending = Buffer.allocUnsafe(0);
+      start = nl + 1;
+    }
+    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+      if (nl > start) onLine(chunk.subarray(start, nl));
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.gather(chunk, start, chunk.length);
+  }
+
+  private gather(chunk: Buffer, from: number, to: number): void {
+    const needed = this.pendingLength + (to - from);
+    if (needed > this.pending.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, 2 * this.pending.length, 16 * 1024));
+      this.pending.copy(grown, 0, 0, this.pendingLength);
+      this.pending = grown;
+    }
+    chunk.copy(this.pending, this.pendingLength, from, to);
+    this.pendingLength = needed;
   }
 }
 

@@ -35,21 +35,24 @@ const MANAGED_FIELDS = Buffer.from('"managedFields":');
 const QUOTE = 0x22;
 const CLOSE_BRACE = 0x7d;
 
+/** The string value after `key`, read from a metadata event's bytes. */
+function valueOf(line: Buffer, key: Buffer): string | undefined {
+  const i = line.indexOf(key);
+  const j = i === -1 ? -1 : line.indexOf(QUOTE, i + key.length);
+  return j === -1 ? undefined : line.toString('latin1', i + key.length, j);
+}
+
 /** Where the name, the resourceVersion and the labels object are in a metadata event's bytes. */
 function locate(line: Buffer): { name: string; resourceVersion: string; labels: Buffer } | undefined {
-  const value = (key: Buffer): string | undefined => {
-    const i = line.indexOf(key);
-    const j = i === -1 ? -1 : line.indexOf(QUOTE, i + key.length);
-    return j === -1 ? undefined : line.toString('latin1', i + key.length, j);
-  };
-  const name = value(NAME);
-  const resourceVersion = value(RESOURCE_VERSION);
+  const name = valueOf(line, NAME);
+  const resourceVersion = valueOf(line, RESOURCE_VERSION);
   const l = line.indexOf(LABELS);
   const end = l === -1 ? -1 : line.indexOf(CLOSE_BRACE, l);
   if (!name || !resourceVersion || end === -1) return undefined;
-  // Searched backwards from the labels' end: forwards, managedFields is found only at the end of
-  // the event, after the whole decision annotation.
-  if (line.lastIndexOf(ANNOTATIONS, end) !== -1 || line.lastIndexOf(MANAGED_FIELDS, end) !== -1) return undefined;
+  // Labels come before annotations and managedFields: only the few bytes before them are searched
+  // (a label holds no quote, so neither key can be inside the labels).
+  const before = line.subarray(0, l);
+  if (before.indexOf(ANNOTATIONS) !== -1 || before.indexOf(MANAGED_FIELDS) !== -1) return undefined;
   return { name, resourceVersion, labels: line.subarray(l, end + 1) };
 }
 
@@ -72,8 +75,12 @@ export class LabelSkipper {
       this.seen.delete((event.object as NodeObject | undefined)?.metadata?.name ?? '');
       return event;
     }
-    const fingerprint = hash('sha1', at.labels, 'buffer').readUIntBE(0, 6);
-    if (line.subarray(0, MODIFIED.length).equals(MODIFIED) && this.seen.get(at.name) === fingerprint) {
+    // Read from hex: a Buffer digest costs as much again as the hash, for its allocation.
+    const fingerprint = Number.parseInt(hash('sha1', at.labels, 'hex').slice(0, 12), 16);
+    if (
+      line.compare(MODIFIED, 0, MODIFIED.length, 0, MODIFIED.length) === 0 &&
+      this.seen.get(at.name) === fingerprint
+    ) {
       return { type: 'MODIFIED', resourceVersion: at.resourceVersion };
     }
     const event = parseEvent(line);
