@@ -74,10 +74,9 @@ function talliedCounter<L extends string>(config: CounterConfiguration<L>) {
   return Object.assign(counter, {
     tally(labels: LabelValues<L>): { inc(): void } {
       const key = JSON.stringify(labels);
-      let child = children.get(key);
-      if (!child) children.set(key, (child = { labels, count: 0 }));
-      const counted = child;
-      return { inc: () => void counted.count++ };
+      const child = children.get(key) ?? { labels, count: 0 };
+      children.set(key, child);
+      return { inc: () => void child.count++ };
     },
   });
 }

@@ -36,7 +36,7 @@ const QUOTE = 0x22;
 const CLOSE_BRACE = 0x7d;
 
 /** The string value after `key`, read from a metadata event's bytes. */
-function valueOf(line: Buffer, key: Buffer): string | undefined {
+function stringAfter(line: Buffer, key: Buffer): string | undefined {
   const i = line.indexOf(key);
   const j = i === -1 ? -1 : line.indexOf(QUOTE, i + key.length);
   return j === -1 ? undefined : line.toString('latin1', i + key.length, j);
@@ -44,8 +44,8 @@ function valueOf(line: Buffer, key: Buffer): string | undefined {
 
 /** Where the name, the resourceVersion and the labels object are in a metadata event's bytes. */
 function locate(line: Buffer): { name: string; resourceVersion: string; labels: Buffer } | undefined {
-  const name = valueOf(line, NAME);
-  const resourceVersion = valueOf(line, RESOURCE_VERSION);
+  const name = stringAfter(line, NAME);
+  const resourceVersion = stringAfter(line, RESOURCE_VERSION);
   const l = line.indexOf(LABELS);
   const end = l === -1 ? -1 : line.indexOf(CLOSE_BRACE, l);
   if (!name || !resourceVersion || end === -1) return undefined;
