@@ -9,7 +9,7 @@
 // record's labels and a few well-known ones, a few hundred bytes however large the node), and a
 // metadata event whose labels did not change is skipped without parsing the object: that is
 // every status heartbeat. Listeners of a label change still see every label of the node.
-import { hash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import {
   decidedNodeLabelKeys,
   toDecidedNodeView,
@@ -57,17 +57,37 @@ function locate(line: Buffer): { name: string; resourceVersion: string; labels: 
 }
 
 /**
+ * How long a fingerprint is trusted before the node's next event is decoded anyway: a checksum
+ * can be made to collide, and this bounds how long such a change goes unseen.
+ */
+export const FINGERPRINT_TRUST_MS = 10 * 60_000;
+
+/**
  * Skips metadata events that cannot change a node's labels, without decoding them. Safe to read
  * by position: Go encodes ObjectMeta in field order (name, uid, resourceVersion, ..., labels,
  * annotations, ..., managedFields), and names, resourceVersions, label keys and label values
- * hold neither quotes nor braces. A node's labels are known by 48 bits of a hash of their bytes,
- * taken whenever its event is decoded, under the decoded name (the store's own string, so the
- * map holds no second copy of it); after a relist every node is decoded once again.
+ * hold neither quotes nor braces. A node's labels are known by the CRC-32 and the length of their
+ * bytes, taken whenever its event is decoded, under the decoded name (the store's own string, so
+ * the map holds no second copy of it); after a relist every node is decoded once again.
+ *
+ * A CRC, not a cryptographic hash: side by side under heartbeats, SHA-1 cost 5-8 µs more per event
+ * (bench/results.md, the CPU per update). By chance two label sets of one length share a CRC once
+ * in 4 billion changes; on purpose, only one who may write the node's labels anyway can make
+ * them collide, and every fingerprint is dropped after FINGERPRINT_TRUST_MS, so a change that
+ * collides is seen within that time.
  */
 export class LabelSkipper {
   private readonly seen = new Map<string, number>();
+  private readonly now: () => number;
+  private trustedSince: number;
+
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+    this.trustedSince = now();
+  }
 
   parse(line: Buffer): ParsedEvent {
+    if (this.now() - this.trustedSince >= FINGERPRINT_TRUST_MS) this.forget();
     const at = locate(line);
     if (!at) {
       // Decoded without a fingerprint: whatever was seen of this node no longer describes it.
@@ -75,8 +95,7 @@ export class LabelSkipper {
       this.seen.delete((event.object as NodeObject | undefined)?.metadata?.name ?? '');
       return event;
     }
-    // Read from hex: a Buffer digest costs as much again as the hash, for its allocation.
-    const fingerprint = Number.parseInt(hash('sha1', at.labels, 'hex').slice(0, 12), 16);
+    const fingerprint = crc32(at.labels) + at.labels.length * 2 ** 32;
     if (
       line.compare(MODIFIED, 0, MODIFIED.length, 0, MODIFIED.length) === 0 &&
       this.seen.get(at.name) === fingerprint
@@ -90,9 +109,10 @@ export class LabelSkipper {
     return event;
   }
 
-  /** The store was replaced by a list: what was seen before may no longer be what it holds. */
+  /** The store was replaced by a list, or the fingerprints are due: every node is decoded once again. */
   forget(): void {
     this.seen.clear();
+    this.trustedSince = this.now();
   }
 }
 
@@ -107,7 +127,7 @@ export class NodeCache {
 
   constructor(deps: CacheDeps, keys: RecordKeys) {
     const keyOf = (obj: unknown) => (obj as NodeObject).metadata?.name ?? '';
-    const skipper = new LabelSkipper();
+    const skipper = new LabelSkipper(deps.now);
     const kept = decidedNodeLabelKeys(keys);
     this.all = cacheReflector(deps, NODES_PATH, {
       resource: 'nodes',
