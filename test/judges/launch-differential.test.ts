@@ -27,6 +27,7 @@ import { KarpenterJudge, type LaunchAnswer } from '../support/karpenter-oracle.t
 import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { generateLaunchCase, nodeLabelsOfType, type LaunchCase } from './launch-cases.ts';
+import { logAnswer } from '../support/answer-log.ts';
 import { expected, worldDiffers } from './launch-verdict.ts';
 
 const CLAIMS_PER_CASE = 8;
@@ -141,6 +142,7 @@ t.test(
       const answer = await pending;
       if (answer.error) throw new Error(`case ${n}: Karpenter's Reconcile failed: ${answer.error}`);
       const effects = engineEffects(c, answer);
+      effects.forEach((byPick, i) => byPick.forEach((e, k) => logAnswer('launch', `${n}/${i}/${k}`, e)));
       for (const [i, claim] of c.request.claims.entries()) {
         stats.claims++;
         const { with: w, without: wo } = answer.claims[i]!;

@@ -46,6 +46,7 @@ import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';
 import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
 import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
+import { logAnswer } from '../support/answer-log.ts';
 import { expected, worldDiffers } from './launch-verdict.ts';
 
 const CASES = Number(process.env.VENEER_REPLACEMENT_ORACLE_CASES ?? 1000);
@@ -258,6 +259,7 @@ t.test(
           launched,
           launch?.with.priceOverlayApplied === true,
         );
+        logAnswer('replacement', `${n}/${i}`, e ?? outcome);
         const fail = (why: string) =>
           t.fail(
             `cluster ${n} (VENEER_REPLACEMENT_ORACLE_SEED=${SEED} VENEER_REPLACEMENT_ORACLE_CASE=${n}), set ${set.join('+')}: ${why}`,
