@@ -5,7 +5,7 @@
 // place of the kubelet), and the watcher runs with both webhooks. Every node version and NodeClaim
 // is recorded from a watch (kit/node-history.ts); each on-demand node's record is checked
 // against the overlay Karpenter's own code applies to its offering (the judge,
-// test/support/karpenter-oracle.ts, with test/support/aws-judge.ts's case).
+// test/judges/karpenter-oracle.ts, with test/judges/aws-judge.ts's case).
 //
 // Everything that speaks an AWS API must run in a network namespace with only loopback: the suite
 // (runAwsSuite, in bench/run.ts's process) re-runs this file in one (kit/netns.ts), where the body
@@ -33,8 +33,8 @@ import { sleep, type ServeProcess } from '../kit/fleet.ts';
 import { burstPods, type PendingPod, podObject, usageOf } from '../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace, POD_IP, runInOwnNetworkNamespace } from '../kit/netns.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
-import { awsJudgeCase } from '../test/support/aws-judge.ts';
-import { KarpenterJudge } from '../test/support/karpenter-oracle.ts';
+import { awsJudgeCase } from '../test/judges/aws-judge.ts';
+import { KarpenterJudge } from '../test/judges/karpenter-oracle.ts';
 import { History, storyOf } from '../kit/node-history.ts';
 import { type BurstTally, isRegistered, tallyBurst, watcherCountingOverlays } from './burst-tally.ts';
 

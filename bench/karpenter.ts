@@ -4,7 +4,7 @@
 // KWOKNodeClass's nodeRegistrationDelay, as a booting kubelet's), and the watcher with both
 // webhooks registered. Every node version and NodeClaim is recorded from a watch
 // (kit/node-history.ts); each on-demand node's record is checked against the overlay
-// Karpenter's own code applies to its offering (the judge, test/support/karpenter-oracle.ts).
+// Karpenter's own code applies to its offering (the judge, test/judges/karpenter-oracle.ts).
 //
 // The watcher runs as its own process (the compiled CLI, as bench/cluster.ts runs it), so that
 // its RSS is its own and not this harness's (which holds every node version it saw).
@@ -35,8 +35,8 @@ import {
   type KarpenterEnv,
 } from '../kit/karpenter.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
-import { KarpenterJudge, type JudgeLaunch } from '../test/support/karpenter-oracle.ts';
-import { kwokJudgeCase } from '../test/support/kwok-judge.ts';
+import { KarpenterJudge, type JudgeLaunch } from '../test/judges/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../test/judges/kwok-judge.ts';
 import { History, storyOf } from '../kit/node-history.ts';
 import { type BurstTally, isRegistered, tallyBurst, watcherCountingOverlays } from './burst-tally.ts';
 

@@ -29,9 +29,9 @@ const BINARIES = {
   prometheusOperatorCrds: 'VENEER_PROMETHEUS_OPERATOR_CRDS',
   /** Lints the GitHub Actions workflows (.github/workflows/release.yml): test/packaging/release.test.ts. */
   actionlint: 'VENEER_ACTIONLINT',
-  /** test/aws-instance-keys: the label keys karpenter-provider-aws's own code defines. */
+  /** test/judges/aws-instance-keys: the label keys karpenter-provider-aws's own code defines. */
   awsInstanceKeys: 'VENEER_AWS_INSTANCE_KEYS',
-  /** test/karpenter-oracle built on sigs.k8s.io/karpenter v1.14.3: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
+  /** test/judges/oracle built on sigs.k8s.io/karpenter v1.14.3: Karpenter's own NodeOverlay controller and store, the decision engine's judge. */
   karpenterOracleV1_14_3: 'VENEER_KARPENTER_ORACLE_V1_14_3',
   /** The same judge built on sigs.k8s.io/karpenter v1.15.0. */
   karpenterOracleV1_15_0: 'VENEER_KARPENTER_ORACLE_V1_15_0',

@@ -29,7 +29,7 @@ import {
 } from './karpenter-controller.ts';
 import { startClusterEnvWith, withWatcher, type ClusterEnv, type WatcherEnvOptions } from './watcher-env.ts';
 import type { RunningWatcher } from '../src/commands/serve.ts';
-import type { JudgeVersion } from '../test/support/karpenter-oracle.ts';
+import type { JudgeVersion } from '../test/judges/karpenter-oracle.ts';
 
 export {
   BURST_TYPES,

@@ -1,13 +1,13 @@
 # Karpenter's programs, one Go module per Karpenter version (kit/karpenter-build/<version>: go.mod,
 # go.sum, tools.go, committed and tidy), built by one `go build` so that the packages they share
 # (most of Karpenter, the AWS SDK, client-go) compile once:
-#   judge       test/karpenter-oracle: Karpenter's own NodeOverlay controller and store, the decision
+#   judge       test/judges/oracle: Karpenter's own NodeOverlay controller and store, the decision
 #               engine's judge (with the AWS provider's apis init); in a module with the AWS
 #               provider also the effect's judge, its launch path (launch_aws.go, -tags veneer_aws)
-#   keys        test/aws-instance-keys: the label keys the AWS provider's own instance-type code defines
+#   keys        test/judges/aws-instance-keys: the label keys the AWS provider's own instance-type code defines
 #   controller  github.com/aws/karpenter-provider-aws/cmd/controller: real Karpenter on AWS (kit/aws)
 #   kwok        sigs.k8s.io/karpenter/kwok: real Karpenter with its KWOK cloud provider (kit/karpenter.ts)
-# The judge also gets one file of ours inside Karpenter's own disruption package (test/karpenter-oracle/shim:
+# The judge also gets one file of ours inside Karpenter's own disruption package (test/judges/oracle/shim:
 # exported wrappers of computeConsolidation and sumCandidatePrices, for the consolidation judge). The go
 # command refuses an -overlay of a file beneath GOMODCACHE, so the judge's build uses a byte-for-byte
 # copy of the sigs.k8s.io/karpenter module from the cache (a go.work `replace` of the build's own; the
@@ -22,12 +22,12 @@
 KARPENTER_BUILD="$REPO_ROOT/kit/karpenter-build"
 # The KWOK controller `npm test` runs; the matrix runs the others.
 KARPENTER_KWOK_VERSION="${VENEER_KARPENTER_KWOK_VERSION:-v1.15.0}"
-declare -A KARPENTER_DIR_OF=() KARPENTER_SRC_OF=([judge]="$REPO_ROOT/test/karpenter-oracle" [keys]="$REPO_ROOT/test/aws-instance-keys")
+declare -A KARPENTER_DIR_OF=() KARPENTER_SRC_OF=([judge]="$REPO_ROOT/test/judges/oracle" [keys]="$REPO_ROOT/test/judges/aws-instance-keys")
 # Build tags per module: the AWS provider's launch code joins the judge where the module has it.
 declare -A KARPENTER_TAGS_OF=([v1.14.3]=veneer_aws)
 # A file of ours added to a package of sigs.k8s.io/karpenter (its directory in the module) for one
 # program's build only.
-declare -A KARPENTER_SHIM_OF=([judge]="$REPO_ROOT/test/karpenter-oracle/shim/zz_veneer_judge.go")
+declare -A KARPENTER_SHIM_OF=([judge]="$REPO_ROOT/test/judges/oracle/shim/zz_veneer_judge.go")
 declare -A KARPENTER_SHIM_PKG_OF=([judge]=pkg/controllers/disruption)
 declare -A KARPENTER_PKG_OF=([judge]=./judge [keys]=./keys [controller]=github.com/aws/karpenter-provider-aws/cmd/controller [kwok]=sigs.k8s.io/karpenter/kwok)
 

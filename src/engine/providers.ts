@@ -31,7 +31,7 @@ export interface ProviderKeys {
 // karpenter-provider-aws v1.14.1 (paired with core v1.14.1), pkg/providers/instancetype
 // (types.go computeRequirements; offering/ base, reserved-capacity and placement-group
 // resolvers). test/judges/provider-keys.test.ts checks both sets against what the provider's own
-// code builds (test/aws-instance-keys). Most keys are on every instance type (DoesNotExist when
+// code builds (test/judges/aws-instance-keys). Most keys are on every instance type (DoesNotExist when
 // the type lacks the attribute); conditional ones: topology.k8s.aws/zone-id (subnets with zone
 // IDs in the type's zones) and karpenter.k8s.aws/placement-group-* (an EC2NodeClass with a
 // placement group; -partition only for a partition group). Every offering key is also an

@@ -1,10 +1,10 @@
-// The consolidation judge's store cross-checked: the judge (test/karpenter-oracle consolidate.go)
+// The consolidation judge's store cross-checked: the judge (test/judges/oracle consolidate.go)
 // keeps each world's cluster in a controller-runtime fake client, as it must to answer the
 // thousands of cases `npm test` asks (test/judges/replacement-differential.test.ts). Here the same
 // generated clusters (test/judges/replacement-cases.ts) are asked of it twice: once over the fake
 // client, once with its worlds written to the kit's real kube-apiserver and etcd with Karpenter's
 // CRDs installed and read back through a cache with the field indexes Karpenter's operator
-// registers (test/karpenter-oracle/apiserver_store.go), as Karpenter's envtest-based tests do. Every
+// registers (test/judges/oracle/apiserver_store.go), as Karpenter's envtest-based tests do. Every
 // answer must be the same: each command's decision, candidate price, reason, error, replacement
 // (NodePool, requirements, instance types) in both worlds, and the overlays' statuses.
 //
@@ -14,7 +14,7 @@ import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { ControlPlane } from '../../kit/control-plane.ts';
 import { installAwsCRDs } from '../../kit/aws/karpenter.ts';
-import { type ConsolidateAnswer, KarpenterJudge, type WorldCommand } from '../support/karpenter-oracle.ts';
+import { type ConsolidateAnswer, KarpenterJudge, type WorldCommand } from './karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
 import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
 

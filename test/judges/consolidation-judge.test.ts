@@ -1,4 +1,4 @@
-// The consolidation judge (test/karpenter-oracle consolidate.go: Karpenter's own computeConsolidation,
+// The consolidation judge (test/judges/oracle consolidate.go: Karpenter's own computeConsolidation,
 // SimulateScheduling, provisioner and scheduler, candidates from GetCandidates, prices from its
 // NodeOverlay store through the overlay decorator) on small hand-made cases that pin down what the
 // watcher relies on, for every Karpenter version the judge is built for. If one of these fails after
@@ -16,7 +16,7 @@ import {
   type JudgeNodePoolRequirement,
   type JudgeOverlay,
   type WorldCommand,
-} from '../support/karpenter-oracle.ts';
+} from './karpenter-oracle.ts';
 
 const req = (key: string, operator: string, ...values: string[]) =>
   values.length > 0 ? { key, operator, values } : { key, operator };

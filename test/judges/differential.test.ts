@@ -1,5 +1,5 @@
 // Karpenter's own NodeOverlay controller judges the decision engine. Each generated cluster
-// (test/judges/karpenter-cluster.ts) goes to test/karpenter-oracle, which runs Karpenter's
+// (test/judges/karpenter-cluster.ts) goes to test/judges/oracle, which runs Karpenter's
 // controller and store (nodeoverlay.NewController, Reconcile, InstanceTypeStore.ApplyAll) over a
 // fake API client and answers, per launch, whose price the store applied, with the statuses the
 // controller wrote. The engine gets what the watcher gets live (the registered node, its
@@ -22,7 +22,7 @@ import {
 } from '../../src/engine/index.ts';
 import { AWS_KEYS } from '../../src/engine/providers.ts';
 import { NORMALIZED_LABEL_VALUES, NORMALIZED_LABELS } from '../../src/engine/normalize.ts';
-import { JUDGE_VERSIONS, KarpenterJudge, type JudgeAnswer } from '../support/karpenter-oracle.ts';
+import { JUDGE_VERSIONS, KarpenterJudge, type JudgeAnswer } from './karpenter-oracle.ts';
 import {
   Choices,
   generateCluster,

@@ -8,7 +8,7 @@ import {
   toNodePoolView,
   toOverlayView,
 } from '../../src/engine/index.ts';
-import type { JudgeCondition, JudgeNodePool, JudgeOverlay } from '../support/karpenter-oracle.ts';
+import type { JudgeCondition, JudgeNodePool, JudgeOverlay } from './karpenter-oracle.ts';
 import { type CatalogType, LAUNCH_REGION, overlayLabels } from './launch-cases.ts';
 
 /** The generated catalog as the watcher's price source: on-demand, spot by zone, where each type is offered, every type. */

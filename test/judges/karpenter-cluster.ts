@@ -9,7 +9,7 @@ import type {
   JudgeInstanceType,
   JudgeNodePool,
   JudgeOverlay,
-} from '../support/karpenter-oracle.ts';
+} from './karpenter-oracle.ts';
 import type { NodeObject, NodePoolObject, OverlayObject } from '../../src/engine/index.ts';
 import type { NodeClaimObject } from '../../src/engine/node.ts';
 import type { RequirementSpec } from '../../src/engine/requirements.ts';

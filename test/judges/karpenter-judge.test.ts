@@ -1,4 +1,4 @@
-// The judge itself (test/karpenter-oracle, Karpenter's own NodeOverlay controller and store), on
+// The judge itself (test/judges/oracle, Karpenter's own NodeOverlay controller and store), on
 // small hand-made cases that pin down the behaviour the decision engine relies on, for every
 // Karpenter version it is built for. If one of these fails after a Karpenter upgrade, Karpenter
 // changed, and the engine's rules (and the notes they came from) need another look.
@@ -12,7 +12,7 @@ import {
   type JudgeInstanceType,
   type JudgeNodePool,
   type JudgeOverlay,
-} from '../support/karpenter-oracle.ts';
+} from './karpenter-oracle.ts';
 
 const req = (key: string, operator: string, ...values: string[]) =>
   values.length > 0 ? { key, operator, values } : { key, operator };

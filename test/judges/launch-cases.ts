@@ -4,8 +4,8 @@
 // NodePools with and without spot, Veneer's overlay kinds and others (price and priceAdjustment,
 // selected or not, equal weights), and NodeClaims as Karpenter's scheduler writes them: candidate
 // instance types that the NodeClaim's requirements allow, the capacity types they offer.
-import type { JudgeInstanceType, JudgeNodePool, JudgeOverlay, JudgeRequirement } from '../support/karpenter-oracle.ts';
-import type { LaunchClaim, LaunchRequest } from '../support/karpenter-oracle.ts';
+import type { JudgeInstanceType, JudgeNodePool, JudgeOverlay, JudgeRequirement } from './karpenter-oracle.ts';
+import type { LaunchClaim, LaunchRequest } from './karpenter-oracle.ts';
 import type { Choices } from './karpenter-cluster.ts';
 
 export const LAUNCH_REGION = 'us-east-1';

@@ -1,5 +1,5 @@
 // Karpenter's AWS provider's own launch code judges the effect. Each generated case
-// (test/judges/launch-cases.ts) goes to the v1.14.3 judge (test/karpenter-oracle, launch_aws.go),
+// (test/judges/launch-cases.ts) goes to the v1.14.3 judge (test/judges/oracle, launch_aws.go),
 // which prices the catalog with Karpenter's NodeOverlay controller and store in two worlds (every
 // overlay; only those not selected), and runs the AWS provider's instance provider Create for each
 // NodeClaim over its fake EC2 API, capturing CreateFleet: capacity type, allocation strategy,
@@ -23,7 +23,7 @@ import {
   type EngineSettings,
 } from '../../src/engine/index.ts';
 import type { LaunchKnowledge } from '../../src/engine/decide.ts';
-import { KarpenterJudge, type LaunchAnswer } from '../support/karpenter-oracle.ts';
+import { KarpenterJudge, type LaunchAnswer } from './karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { generateLaunchCase, nodeLabelsOfType, type LaunchCase } from './launch-cases.ts';

@@ -1,9 +1,9 @@
-// What the launch judge's two launches (test/karpenter-oracle launch_aws.go: Karpenter's AWS launch
+// What the launch judge's two launches (test/judges/oracle launch_aws.go: Karpenter's AWS launch
 // code, one per world) say the effect is, and whether the engine built a world's launch as Karpenter
 // did: shared by the launch differential and the replacement differential, which judges the launch
 // of a replacement made anyway on the NodeClaims Karpenter's consolidation writes in each world.
 import type { Effect } from '../../src/engine/index.ts';
-import type { WorldLaunchAnswer } from '../support/karpenter-oracle.ts';
+import type { WorldLaunchAnswer } from './karpenter-oracle.ts';
 
 /** What the judge says of one launch: a verdict it decides, or what decides instead. */
 type Expected = 'capacity-type' | 'instance-type' | 'none' | 'tie' | 'order';

@@ -1,4 +1,4 @@
-// AWS_KEYS and KWOK_KEYS against the providers' own code: test/aws-instance-keys builds instance
+// AWS_KEYS and KWOK_KEYS against the providers' own code: test/judges/aws-instance-keys builds instance
 // types and offerings with karpenter-provider-aws's instancetype provider (and Karpenter's KWOK
 // provider) and prints the keys of their requirements. scripts/control-plane.sh builds it into
 // the cache, keyed by the hash of its sources, like the judges.

@@ -16,7 +16,7 @@ import type {
   ConsolidateRequest,
   JudgeNodePoolRequirement,
   JudgeOverlay,
-} from '../support/karpenter-oracle.ts';
+} from './karpenter-oracle.ts';
 import type { Choices } from './karpenter-cluster.ts';
 import {
   ALL_ZONES,

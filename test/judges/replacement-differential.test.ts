@@ -1,5 +1,5 @@
 // Karpenter's own consolidation judges the effect of a replacement. Each generated cluster
-// (test/judges/replacement-cases.ts) goes to the judge (test/karpenter-oracle consolidate.go:
+// (test/judges/replacement-cases.ts) goes to the judge (test/judges/oracle consolidate.go:
 // computeConsolidation with Karpenter's provisioner, scheduler and candidates, its NodeOverlay store
 // pricing both worlds), which says for each candidate set whether consolidation replaces it with
 // every overlay, and whether it would without the selected ones. Where it replaces with them by an
@@ -40,7 +40,7 @@ import {
   type JudgeVersion,
   KarpenterJudge,
   type WorldCommand,
-} from '../support/karpenter-oracle.ts';
+} from './karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';

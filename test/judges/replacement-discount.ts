@@ -2,7 +2,7 @@
 // already runs), and a type of another family its pods fit, cheaper than the node at list price:
 // with the overlay consolidation's replacement NodeClaim lists only types under the discounted
 // price, so that type is cut; without it, it is an option, and the launch may be another.
-import type { ConsolidateNode, ConsolidateNodePool, JudgeOverlay } from '../support/karpenter-oracle.ts';
+import type { ConsolidateNode, ConsolidateNodePool, JudgeOverlay } from './karpenter-oracle.ts';
 import type { Choices } from './karpenter-cluster.ts';
 import { type CatalogType, catalogType, FAMILIES, SIZES } from './launch-cases.ts';
 

@@ -1,9 +1,9 @@
 // The launch of a replacement Karpenter's consolidation makes in both worlds, as its AWS launch code
-// (test/karpenter-oracle launch_aws.go) makes it: with the overlays on the NodeClaim consolidation
+// (test/judges/oracle launch_aws.go) makes it: with the overlays on the NodeClaim consolidation
 // wrote with them, and without the selected ones on the NodeClaim it writes without them, whose
 // options are the types that undercut the replaced nodes in that world. The engine's effect of a
 // replacement made anyway is the one these two launches give (test/judges/launch-verdict.ts).
-import type { ConsolidateAnswer, KarpenterJudge, WorldLaunchAnswer } from '../support/karpenter-oracle.ts';
+import type { ConsolidateAnswer, KarpenterJudge, WorldLaunchAnswer } from './karpenter-oracle.ts';
 import type { ConsolidationCase } from './replacement-cases.ts';
 
 export interface ReplacementLaunches {

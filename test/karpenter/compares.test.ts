@@ -19,8 +19,8 @@ import {
   KARPENTER_VERSION,
 } from '../../kit/karpenter.ts';
 import type { VeneerOverlay } from '../../kit/veneer.ts';
-import { KarpenterJudge } from '../support/karpenter-oracle.ts';
-import { kwokJudgeCase } from '../support/kwok-judge.ts';
+import { KarpenterJudge } from '../judges/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../judges/kwok-judge.ts';
 
 t.setTimeout(240_000);
 const started = Date.now();

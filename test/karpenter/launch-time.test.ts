@@ -17,8 +17,8 @@ import type { DecisionStory } from '../../src/engine/record.ts';
 import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
 import { createPendingPods, REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
-import { KarpenterJudge } from '../support/karpenter-oracle.ts';
-import { kwokJudgeCase } from '../support/kwok-judge.ts';
+import { KarpenterJudge } from '../judges/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../judges/kwok-judge.ts';
 
 t.setTimeout(240_000);
 const PER_POOL = 20;

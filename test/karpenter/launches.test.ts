@@ -37,8 +37,8 @@ import {
   type VeneerOverlay,
 } from '../../kit/veneer.ts';
 import { launchWatcher, pauseMutatingWebhook, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
-import { KarpenterJudge, type JudgeLaunch } from '../support/karpenter-oracle.ts';
-import { kwokJudgeCase } from '../support/kwok-judge.ts';
+import { KarpenterJudge, type JudgeLaunch } from '../judges/karpenter-oracle.ts';
+import { kwokJudgeCase } from '../judges/kwok-judge.ts';
 import {
   againstJudge,
   type AuditEntry,

@@ -4,7 +4,7 @@
 // nodes: test/karpenter/compares.test.ts.)
 import t from 'tap';
 import { KARPENTER_VERSION, REGION, startKarpenterWithWatcher } from '../../kit/karpenter.ts';
-import { kwokJudgeCase } from '../support/kwok-judge.ts';
+import { kwokJudgeCase } from '../judges/kwok-judge.ts';
 import { overlayStatuses } from '../support/overlay-statuses.ts';
 
 t.setTimeout(240_000);

@@ -4,7 +4,7 @@
 // refuses and one that changes only capacity. The watcher (karpenterProvider auto) counts exactly the
 // ones Karpenter validated, by the statuses Karpenter itself wrote, and `report` names each
 // rejected overlay with Karpenter's reason. Karpenter's own NodeOverlay controller as the judge
-// (test/karpenter-oracle) gets the same instance types, NodePools and overlays and must write the
+// (test/judges/oracle) gets the same instance types, NodePools and overlays and must write the
 // same verdicts, except where the cloud provider's registered label domains differ.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import {
   reservedInstance,
   type VeneerOverlay,
 } from '../../kit/veneer.ts';
-import { type JudgeCase, KarpenterJudge, type JudgeVersion } from './karpenter-oracle.ts';
+import { type JudgeCase, KarpenterJudge, type JudgeVersion } from '../judges/karpenter-oracle.ts';
 
 const cli = join(import.meta.dirname, '..', '..', 'src', 'cli.ts');
 

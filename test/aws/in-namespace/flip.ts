@@ -40,8 +40,8 @@ import { mutatingWebhookConfiguration } from '../../../kit/webhook-registration.
 import type { FleetRequest } from '../../../kit/aws/moto.ts';
 import { type PendingPod, PRICE_OVERLAY_APPLIED } from '../../../kit/karpenter-controller.ts';
 import { computeSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
-import { awsJudgeCase } from '../../support/aws-judge.ts';
-import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
+import { awsJudgeCase } from '../../judges/aws-judge.ts';
+import { KarpenterJudge } from '../../judges/karpenter-oracle.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf } from '../../../kit/node-history.ts';
 import { EFFECTS, readStory, recordKeys } from '../../../src/engine/index.ts';

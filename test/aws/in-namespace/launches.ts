@@ -21,8 +21,8 @@ import { NODE_MAKER_USER } from '../../../kit/aws/node-maker.ts';
 import { burstPods, KARPENTER_USER } from '../../../kit/karpenter-controller.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 import { WATCHER_USER } from '../../../kit/watcher-env.ts';
-import { awsJudgeCase } from '../../support/aws-judge.ts';
-import { KarpenterJudge } from '../../support/karpenter-oracle.ts';
+import { awsJudgeCase } from '../../judges/aws-judge.ts';
+import { KarpenterJudge } from '../../judges/karpenter-oracle.ts';
 import {
   againstJudge,
   type AuditEntry,

@@ -6,7 +6,7 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
-import { awsJudgeCase } from '../../support/aws-judge.ts';
+import { awsJudgeCase } from '../../judges/aws-judge.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { overlayStatuses } from '../../support/overlay-statuses.ts';
 

@@ -1,6 +1,6 @@
 // The consolidation judge's second store: a real kube-apiserver and etcd (the kit's), named by the
 // judge process's environment variable VENEER_JUDGE_KUBECONFIG (a kubeconfig file, admin). Used by
-// test/karpenter-consolidation-envtest.test.ts to cross-check the fake-client store
+// test/judges/consolidation-envtest.test.ts to cross-check the fake-client store
 // (consolidate.go, newConsolidationWorld) on a sample of cases; see the header of consolidate.go.
 //
 // Per world: the world's objects are written as Karpenter's envtest-based tests write them

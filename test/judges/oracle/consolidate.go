@@ -47,7 +47,7 @@
 // VENEER_JUDGE_KUBECONFIG naming a kubeconfig, the judge stores each world in that kube-apiserver
 // instead, one world at a time (apiserver_store.go: written as Karpenter's envtest tests write
 // objects, read through an informer cache with the operator's field indexes, deleted afterwards),
-// and test/karpenter-consolidation-envtest.test.ts asks a seeded sample of the differential's
+// and test/judges/consolidation-envtest.test.ts asks a seeded sample of the differential's
 // generated clusters of both and requires identical answers (every command in both worlds:
 // decision, candidatePrice, reason, error, replacement; and the statuses). What that proves: on
 // these clusters the real apiserver's UIDs, creation timestamps (its now, not the judge's clock),

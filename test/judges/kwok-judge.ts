@@ -1,5 +1,5 @@
 // What real Karpenter with its KWOK provider (kit/karpenter.ts) was given, as a case for the judge
-// (test/karpenter-oracle): the instance types exactly as KWOK builds them from its catalog file
+// (test/judges/oracle): the instance types exactly as KWOK builds them from its catalog file
 // (kwok/cloudprovider/helpers.go newInstanceType), the NodePools, the overlays, and per launched
 // node its (NodePool, instance type, offering).
 import type { KwokInstanceType, KwokNodePool } from '../../kit/karpenter.ts';

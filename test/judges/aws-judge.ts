@@ -1,6 +1,6 @@
 // What real Karpenter with its AWS provider (kit/aws/karpenter.ts) launched, as a case for the judge
-// (test/karpenter-oracle): each launched instance type with the requirements the AWS provider gave
-// it, read back from a node of that type (the provider's instance-type keys, test/aws-instance-keys
+// (test/judges/oracle): each launched instance type with the requirements the AWS provider gave
+// it, read back from a node of that type (the provider's instance-type keys, test/judges/aws-instance-keys
 // checks the set; a key the type lacks is DoesNotExist, as the provider defines it), its offerings
 // per zone and capacity type as the local EC2 priced them, the NodePools and the overlays.
 import type * as k8s from '@kubernetes/client-node';

@@ -1,4 +1,4 @@
-// A client for test/karpenter-oracle, the judge of the decision engine: Karpenter's own NodeOverlay
+// A client for test/judges/oracle, the judge of the decision engine: Karpenter's own NodeOverlay
 // controller (Reconcile: validation, conflicts, statuses) and instance-type store (ApplyAll: the
 // price each NodePool's offerings get), built per Karpenter version from the Go module proxy by
 // scripts/control-plane.sh and asked one JSON line at a time.
