@@ -17,7 +17,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, symlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { decisionsPerBatch, type DecisionEngine } from './decision.ts';
+import { decisionsPerBatch, type DecisionEngine, effectPerNode } from './decision.ts';
+import { type ReplacementPath, replacementPerNode } from './replacement.ts';
 import { explainInput, runScaleSuite, spread, timeCommand } from './scale.ts';
 import { median, type SuiteResult } from './stats.ts';
 
@@ -101,6 +102,30 @@ export async function runAb(
       }
     }
     progress(`ab decision: ${summary(figures.decision_p50_us_1000!)}`);
+    // The effect's replays: a burst from one NodeClaim, NodeClaims each their own, and each path of
+    // a consolidation's replacement; a round's types are its own, so no arm finds the other
+    // rounds' work kept.
+    const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)] ?? Number.NaN;
+    const PATHS: ReplacementPath[] = ['anyway', 'caused', 'multi', 'balanced'];
+    for (const arm of ['base', 'head'] as const) {
+      effectPerNode(599, 100, 300, 'distinct', `w${arm}`, engines[arm]);
+      for (const path of PATHS) replacementPerNode(599, 100, 100, path, engines[arm], `w${arm}`);
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const arm of order(r)) {
+        const shared = effectPerNode(599, 100, 3000, 'shared', `s${r}${arm}`, engines[arm]);
+        add('effect_p50_us_599_candidates_100_overlays', arm, round(median(shared), 3));
+        add('effect_p99_us_599_candidates_100_overlays', arm, round(p99(shared), 3));
+        const distinct = effectPerNode(599, 100, 600, 'distinct', `d${r}${arm}`, engines[arm]);
+        add('effect_distinct_claims_p50_us', arm, round(median(distinct), 3));
+        for (const path of PATHS) {
+          const times = replacementPerNode(599, 100, 1000, path, engines[arm], `${r}${arm}`);
+          add(`replacement_effect_p50_us_${path}`, arm, round(median(times), 3));
+          add(`replacement_effect_p99_us_${path}`, arm, round(p99(times), 3));
+        }
+      }
+    }
+    progress(`ab decision: effect ${summary(figures.effect_p99_us_599_candidates_100_overlays!)}`);
   }
   if (suites.includes('scale')) {
     for (let r = 0; r < rounds; r++) {

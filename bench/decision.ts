@@ -1,17 +1,6 @@
 // The decision engine's cost at 10..10,000 Veneer-like overlays: one Compute SP (weight 10),
 // EC2 Instance SPs per family and region (20) and RIs per instance type and region (30).
-import {
-  decide,
-  OverlayIndex,
-  parseSelector,
-  recordKeys,
-  toNodeClaimView,
-  toNodePoolView,
-  toNodeView,
-  toOverlayView,
-  type OverlayObject,
-  type PriceBook,
-} from '../src/engine/index.ts';
+import type { OverlayObject, PriceBook } from '../src/engine/index.ts';
 import { AWS_KEYS } from '../src/engine/providers.ts';
 import * as engine from '../src/engine/index.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, karpenterNode, reservedInstance } from '../kit/veneer.ts';
@@ -85,11 +74,12 @@ export type DecisionEngine = Pick<
   | 'OverlayIndex'
   | 'parseSelector'
   | 'recordKeys'
+  | 'toNodeClaimView'
   | 'toNodePoolView'
   | 'toNodeView'
   | 'toOverlayView'
 >;
-const THIS_ENGINE: DecisionEngine = { ...engine, AWS_KEYS };
+export const THIS_ENGINE: DecisionEngine = { ...engine, AWS_KEYS };
 
 /** Microseconds per decision in each of `batches` batches of `batchSize` decisions, at about `total` overlays. */
 export function decisionsPerBatch(
@@ -161,6 +151,7 @@ export function effectFixture(
   family: string,
   overlaysOf: (veneer: OverlayObject[]) => OverlayObject[] = (veneer) => veneer,
   consolidationPolicy?: string,
+  e: DecisionEngine = THIS_ENGINE,
 ) {
   const overlays = overlaysOf(veneerOverlaySet(total).overlays);
   const pool = Array.from(
@@ -183,33 +174,38 @@ export function effectFixture(
     instanceTypes: () => catalog,
   };
   const now = Date.parse('2026-06-01T00:00:00Z');
-  const index = new OverlayIndex({
-    policy: { selector: parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
+  const index = new e.OverlayIndex({
+    policy: { selector: e.parseSelector('app.kubernetes.io/managed-by=veneer'), requireOverlayReady: false },
     retentionMs: 3_600_000,
   });
   index.replaceAll(
     overlays.map((o) =>
-      toOverlayView({ ...o, metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() } }),
+      e.toOverlayView({
+        ...o,
+        metadata: { ...o.metadata, creationTimestamp: new Date(now - 3_600_000).toISOString() },
+      }),
     ),
     now - 1000,
   );
   index.markSynced(now - 1000);
   index.nodePools.observe(
-    toNodePoolView({
+    e.toNodePoolView({
       metadata: { name: 'default', creationTimestamp: new Date(now - 86_400_000).toISOString() },
       ...(consolidationPolicy ? { spec: { disruption: { consolidationPolicy } } } : {}),
     }),
     now - 1000,
   );
-  const settings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS };
-  const launch = { prices, zonesOf: () => new Set(zones) };
+  const settings = { keys: e.recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: e.AWS_KEYS };
+  // The zones of one EC2NodeClass, one set as the cache hands it out.
+  const nodeClassZones = new Set(zones);
+  const launch = { prices, zonesOf: () => nodeClassZones };
   const requirements = (types: string[], capacityTypes = ['on-demand', 'spot']) => [
     { key: 'karpenter.sh/nodepool', operator: 'In', values: ['default'] },
     { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
     { key: 'karpenter.sh/capacity-type', operator: 'In', values: capacityTypes },
     { key: 'node.kubernetes.io/instance-type', operator: 'In', values: types },
   ];
-  return { pool, names, od, zones, prices, now, index, settings, launch, requirements };
+  return { e, pool, names, od, zones, prices, now, index, settings, launch, requirements };
 }
 
 /**
@@ -230,18 +226,26 @@ export function effectPerNode(
   nodes: number,
   claims: 'shared' | 'distinct',
   family = 'f',
+  e: DecisionEngine = THIS_ENGINE,
 ): number[] {
-  const { pool, names, now, index, settings, launch, requirements } = effectFixture(candidates, total, family);
+  const { pool, names, now, index, settings, launch, requirements } = effectFixture(
+    candidates,
+    total,
+    family,
+    undefined,
+    undefined,
+    e,
+  );
   const out: number[] = [];
   let effects = 0;
   let firstUndecided: unknown;
   for (let i = 0; i < nodes; i++) {
     const types = claims === 'shared' ? names : pool.filter((_, k) => k !== i % pool.length);
     const type = types[(i * 7919) % types.length]!;
-    const node = toNodeView(
+    const node = e.toNodeView(
       karpenterNode({ name: `n${i}`, instanceType: type, createdAt: new Date(now - 5000).toISOString() }),
     );
-    const claim = toNodeClaimView({
+    const claim = e.toNodeClaimView({
       metadata: {
         name: `c${i}`,
         labels: { 'karpenter.sh/nodepool': 'default' },
@@ -255,7 +259,7 @@ export function effectPerNode(
       status: { providerID: `aws:///us-east-1a/i-${i}` },
     });
     const start = process.hrtime.bigint();
-    const d = decide({ node, nodeClaim: claim, now, decidedBy: 'webhook', launch }, index, settings);
+    const d = e.decide({ node, nodeClaim: claim, now, decidedBy: 'webhook', launch }, index, settings);
     out.push(Number(process.hrtime.bigint() - start) / 1000);
     if ((d.outcome === 'influenced' || d.outcome === 'not-influenced') && d.effect.verdict !== 'unknown') effects++;
     else firstUndecided ??= d;

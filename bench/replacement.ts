@@ -6,14 +6,22 @@
 // the pods' requests read too), or the `anyway` path in a Balanced pool (`balanced`: its score
 // without the overlays, from Karpenter's ConsolidationApproved Event, before the launch replay). A burst: every node from one NodeClaim's options, as a multi-node
 // consolidation's or a drift wave's replacements share them.
-import { decide, type DisruptionEvidence, toNodeClaimView, toNodeView } from '../src/engine/index.ts';
+import type { DisruptionEvidence } from '../src/engine/index.ts';
 import { karpenterNode } from '../kit/veneer.ts';
-import { effectFixture } from './decision.ts';
+import { type DecisionEngine, effectFixture, THIS_ENGINE } from './decision.ts';
 
 export type ReplacementPath = 'anyway' | 'caused' | 'multi' | 'balanced';
 
-export function replacementPerNode(candidates: number, total: number, nodes: number, path: ReplacementPath): number[] {
-  const family = { anyway: 'ra', caused: 'rc', multi: 'rm', balanced: 'rb' }[path];
+/** `round` names the types apart, so that each call starts with no work of an earlier one kept (bench/ab.ts runs several). */
+export function replacementPerNode(
+  candidates: number,
+  total: number,
+  nodes: number,
+  path: ReplacementPath,
+  e: DecisionEngine = THIS_ENGINE,
+  round = '',
+): number[] {
+  const family = `${{ anyway: 'ra', caused: 'rc', multi: 'rm', balanced: 'rb' }[path]}${round}`;
   const caused = path === 'caused' || path === 'multi';
   const options = effectFixture(candidates, 0, family).names;
   // `caused`: a selected overlay prices every option on-demand at 0.00; the replaced node lists
@@ -37,6 +45,7 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
     family,
     (veneer) => [...veneer.filter((o) => !o.metadata?.name?.includes('compute-sp')), ...(caused ? [free] : [])],
     path === 'balanced' ? 'Balanced' : undefined,
+    e,
   );
   const names = f.names;
   // The replaced node's type: below every option's list price (`caused`, `multi`), or far above (`anyway`).
@@ -78,8 +87,11 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
   // `multi`: the pods ask for more than a replaced node's type holds, as a seen node of it tells, so
   // that type was no option and filterOutSameInstanceType has nothing to take.
   const replacedLabels = { ...marks[0]!.labels, 'karpenter.k8s.aws/instance-cpu': '2' };
-  const nodeLabelsOf = (x: string) => (x === replacedType ? replacedLabels : undefined);
-  const launch = { ...f.launch, prices, disruption: evidence, nodeLabelsOf, poolOfferings };
+  const instanceLabels = new Map([[replacedType, replacedLabels]]);
+  // nodeLabelsOf: the same, as engines before the labels were handed over as one map read them
+  // (bench/ab.ts runs this input on another commit's engine too).
+  const nodeLabelsOf = (x: string) => instanceLabels.get(x);
+  const launch = { ...f.launch, prices, disruption: evidence, instanceLabels, nodeLabelsOf, poolOfferings };
   // On-demand: the watcher records on-demand nodes only.
   const capacityTypes = ['on-demand'];
   const out: number[] = [];
@@ -88,7 +100,7 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
   for (let i = 0; i < nodes; i++) {
     // `anyway`, `balanced`: the launch replay predicts the cheapest option, which no overlay prices.
     const type = caused ? names[(i * 7919) % names.length]! : names[0]!;
-    const node = toNodeView(
+    const node = e.toNodeView(
       karpenterNode({
         name: `n${i}`,
         instanceType: type,
@@ -97,7 +109,7 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
         createdAt: new Date(f.now - 5000).toISOString(),
       }),
     );
-    const claim = toNodeClaimView({
+    const claim = e.toNodeClaimView({
       metadata: {
         name: `c${i}`,
         labels: { 'karpenter.sh/nodepool': 'default' },
@@ -112,7 +124,7 @@ export function replacementPerNode(candidates: number, total: number, nodes: num
       status: { providerID: `aws:///us-east-1a/i-${i}` },
     });
     const start = process.hrtime.bigint();
-    const d = decide({ node, nodeClaim: claim, now: f.now, decidedBy: 'webhook', launch }, f.index, f.settings);
+    const d = e.decide({ node, nodeClaim: claim, now: f.now, decidedBy: 'webhook', launch }, f.index, f.settings);
     out.push(Number(process.hrtime.bigint() - start) / 1000);
     const expected = caused ? 'replacement' : undefined;
     if (

@@ -60,7 +60,7 @@ async function readRest(kube: Kube): Promise<Omit<Inputs, 'nodes'>> {
   const [{ OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH }, { EC2_NODECLASSES_PATH }, events] = await Promise.all([
     import('../state/caches.ts'),
     import('../state/launch-caches.ts'),
-    import('../state/disruption-evidence.ts'),
+    import('../state/disruption/watch.ts'),
   ]);
   const optional = (code: number | undefined, ...allowed: number[]) => code !== undefined && allowed.includes(code);
   const nodeClaims: Inputs['nodeClaims'] = [];

@@ -5,25 +5,18 @@ import { KarpenterView } from './karpenter-view.ts';
 import { chooseProvider, type ProviderChoice, type ProviderSetting } from './provider-choice.ts';
 import { KNOWN_PROVIDERS, type ProviderKeys } from './providers.ts';
 import { nodeClaimFor, type NodeClaimLookup, type NodeClaimView, type NodeView } from './node.ts';
-import type { Match, OverlayIndex, OverlayVersion } from './overlay-index.ts';
+import type { Match, OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
 import { launchEffect } from './effect/effect.ts';
-import { type ReplacedNode, replacementEffect } from './effect/replacement.ts';
-import type { Effect, EffectInput } from './effect/types.ts';
-import { unknown } from './effect/verdict.ts';
-import {
-  type DisruptionEvidence,
-  type DisruptionMark,
-  isConsolidation,
-  type LaunchOrigin,
-  launchOrigin,
-} from './launch-origin.ts';
-import { balancedEvidence, countedOf, decisionWindow, effectAtDecision, momentsWithin } from './decision-moment.ts';
-import { churnOf } from './disruption.ts';
+import { countedOf, verdictsInDoubt } from './effect/moment.ts';
+import type { Effect, EffectInput, InstanceLabels } from './effect/types.ts';
+import { disruptionEffect } from './disruption/controller.ts';
+import type { DisruptionEvidence } from './disruption/evidence.ts';
+import type { PoolOffering } from './disruption/types.ts';
+import { type LaunchOrigin, launchOrigin } from './disruption/queue.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { type PricesDue, pricesAwaitedUntil } from './effect/prices-due.ts';
-import type { PoolOffering } from './effect/pool-cost.ts';
 import { characteristics, scope } from './scope.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, REGISTERED_LABEL } from './well-known.ts';
 
@@ -31,7 +24,7 @@ import { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, REGISTERED_LABEL } from '
  * How long before its Node a launch can have been decided: Karpenter deletes a NodeClaim whose
  * node has not registered within 15 minutes (nodeclaim/lifecycle, registrationTimeout).
  */
-export const LAUNCH_BEFORE_NODE_MS = 15 * 60_000;
+const LAUNCH_BEFORE_NODE_MS = 15 * 60_000;
 
 export interface EngineSettings {
   keys: RecordKeys;
@@ -58,7 +51,7 @@ export interface DecisionInput {
 }
 
 /** What a decision reads besides the node: the NodeClaims (the caches', or those of files) and the launch's knowledge. */
-export interface DecisionKnowledge {
+interface DecisionKnowledge {
   nodeClaims: NodeClaimLookup;
   launch?: LaunchKnowledge | undefined;
 }
@@ -87,8 +80,8 @@ export interface LaunchKnowledge {
   pricesDue?: PricesDue | undefined;
   /** The zones a NodeClass (by name) launches into: its subnets'. */
   zonesOf?(nodeClass: string): ReadonlySet<string> | undefined;
-  /** The labels of a node of this instance type, if one was seen. */
-  nodeLabelsOf?(instanceType: string): Labels | undefined;
+  /** The labels of a node of each instance type seen: an immutable map, a new one when a type is added. */
+  instanceLabels?: InstanceLabels | undefined;
   /** What was seen of Karpenter's disruption: whether a launch replaced nodes, and which. Undefined: every launch is taken for provisioning. */
   disruption?: DisruptionEvidence | undefined;
   /** A NodePool's NodeClaims created by `createdBefore`, counted by offering: what Balanced consolidation's pool cost sums. */
@@ -162,15 +155,17 @@ function launchUncertain(
   return changes.length > 0 && [from, ...changes].some((t) => index.match(view, t).version !== winner);
 }
 
-function readiness(
-  input: DecisionInput,
-  view: KarpenterView,
-  at: number,
-  index: OverlayIndex,
-  grace: number,
-  launchUnknown: boolean,
-  provider: ProviderChoice,
-): string | undefined {
+/** A launch as a decision sees it: the node and what else it reads, Karpenter's view of it, when it was decided, whose keys judge it. */
+interface LaunchSeen {
+  readonly input: DecisionInput;
+  readonly view: KarpenterView;
+  readonly at: number;
+  readonly index: OverlayIndex;
+  readonly provider: ProviderChoice;
+}
+
+function readiness(launch: LaunchSeen, grace: number, launchUnknown: boolean): string | undefined {
+  const { input, view, at, index, provider } = launch;
   if (input.nodeClaim) return undefined;
   if (view.labels[REGISTERED_LABEL] === 'true') return undefined;
   const createdAt = input.node.createdAt ?? input.now;
@@ -185,108 +180,50 @@ function readiness(
   return undefined;
 }
 
-/**
- * The overlays not selected whose verdict Karpenter could give differently without the selected
- * ones. Its NodeOverlay controller validates overlays one by one in its order (weight, then the
- * name that sorts later) against those it accepted before, refusing one that prices an offering
- * differently from an accepted one of its weight. So where a selected overlay shares a weight
- * with a refused one, that one may be accepted without the selected overlays, and then refuse any
- * overlay of that weight that comes after it.
- */
-function verdictsInDoubt(active: readonly OverlayVersion[]): OverlayView[] {
-  const doubt: OverlayView[] = [];
-  for (const weight of new Set(active.filter((v) => v.selected).map((v) => v.overlay.weight))) {
-    const atWeight = active.filter((v) => !v.selected && v.overlay.weight === weight);
-    const refused = atWeight.filter((v) => v.overlay.validation?.reason === 'Conflict').map((v) => v.overlay.name);
-    if (refused.length === 0) continue;
-    // biome-ignore lint/complexity/useMathMinMax: names, compared as strings; Math.max would make them NaN.
-    const first = refused.reduce((a, b) => (a > b ? a : b));
-    for (const v of atWeight) if (v.overlay.name <= first) doubt.push(v.overlay);
-  }
-  return doubt;
-}
-
-/** What the selected overlays changed about this launch: Karpenter's launch (or its replacement's price test) replayed without them. */
-export function effectOf(
-  input: DecisionInput,
-  view: KarpenterView,
-  at: number,
-  index: OverlayIndex,
-  provider: ProviderChoice,
-  origin: LaunchOrigin = { kind: 'provisioned' },
-): Effect {
-  if (origin.kind === 'unclear' || origin.kind === 'awaiting') return unknown('replaced-set', origin.reason);
+/** What the selected overlays changed about this launch: Karpenter's launch (or the disruption command that made it) replayed without them. */
+function effectOf(launch: LaunchSeen, origin: Exclude<LaunchOrigin, { kind: 'awaiting' }>): Effect {
+  const { input, view, at, index, provider } = launch;
   const claim = input.nodeClaim;
-  // A consolidation priced its replacement with the overlays of its decision, before the marks.
-  const evidence = input.launch?.disruption;
-  const consolidation = origin.kind === 'replacement' && isConsolidation(origin.reason) ? origin : undefined;
-  const window = consolidation && decisionWindow(consolidation.replaced, evidence?.candidateAt?.bind(evidence));
-  const balanced =
-    window && balancedEvidence(window, consolidation!.replaced, evidence, index, input.launch?.poolOfferings);
   const keys = provider.warning === undefined ? provider.keys : undefined;
   const launched = { instanceType: view.labels[INSTANCE_TYPE], capacityType: view.labels[CAPACITY_TYPE] };
-  const replay = (e: EffectInput) => {
-    if (origin.kind !== 'replacement') return launchEffect(e);
-    const effect = replacementEffect({
-      ...e,
-      reason: origin.reason,
-      replaced: origin.replaced.map((m) => replacedNode(m, index)),
-      ...(balanced ? { balanced } : {}),
-      churn: churnOf(
-        origin.replaced.map((m) => m.record),
-        index,
-        at,
-      ),
-    });
-    return origin.replacedUnclear === undefined || effect.disruption === undefined
-      ? effect
-      : { ...effect, disruption: { ...effect.disruption, replacedUnclear: origin.replacedUnclear } };
-  };
   // The overlays in force are read only for a launch that can be replayed: every decision pays for the rest.
-  if (keys?.name !== 'aws' || claim?.launch === undefined) {
-    return replay({
-      provider: keys,
-      launched,
-      claim: claim?.launch,
-      nodeClaimFound: claim !== undefined,
-      pool: view.pool,
-      counted: [],
-      conflicted: [],
-      prices: undefined,
-      zones: undefined,
-    });
-  }
-  const launch = claim.launch;
-  const replayAt = (t: number) => {
+  const replayable = keys?.name === 'aws' && claim?.launch !== undefined;
+  const unreplayed: EffectInput = {
+    provider: keys,
+    launched,
+    claim: claim?.launch,
+    nodeClaimFound: claim !== undefined,
+    pool: view.pool,
+    counted: [],
+    conflicted: [],
+    prices: undefined,
+    zones: undefined,
+  };
+  const inputAt = (t: number): EffectInput => {
+    if (!replayable) return unreplayed;
     const active = index.activeVersionsAt(t);
-    return replay({
+    return {
       provider: keys,
       launched,
-      claim: launch,
+      claim: claim!.launch,
       pool: view.pool,
       counted: countedOf(active),
       conflicted: verdictsInDoubt(active),
       prices: input.launch?.prices,
-      zones: claim.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim.nodeClass),
-      ...(input.launch?.nodeLabelsOf ? { nodeLabelsOf: input.launch.nodeLabelsOf } : {}),
-    });
+      zones: claim!.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim!.nodeClass),
+      ...(input.launch?.instanceLabels ? { instanceLabels: input.launch.instanceLabels } : {}),
+    };
   };
-  if (window === undefined) return replayAt(at);
-  return effectAtDecision(
-    window,
-    momentsWithin(index, window, launch.priceOverlayApplied).map((t) => ({ at: t, effect: replayAt(t) })),
-  );
-}
-
-/** A replaced node as Karpenter priced it: its NodeClaim's labels, its NodePool as of the mark. */
-function replacedNode(m: DisruptionMark, index: OverlayIndex): ReplacedNode {
-  return {
-    nodeClaim: m.nodeClaim,
-    ...(m.node !== undefined ? { node: m.node } : {}),
-    labels: m.labels,
-    pool: index.nodePools.at(m.labels[NODEPOOL_LABEL], m.markedAt),
-    ...(m.allocatable !== undefined ? { allocatable: m.allocatable } : {}),
-  };
+  if (origin.kind === 'provisioned') return launchEffect(inputAt(at));
+  return disruptionEffect(origin, {
+    index,
+    at,
+    evidence: input.launch?.disruption,
+    poolOfferings: input.launch?.poolOfferings,
+    inputAt,
+    replayable,
+    annotated: claim?.launch?.priceOverlayApplied === true,
+  });
 }
 
 export function decide(input: DecisionInput, index: OverlayIndex, settings: EngineSettings): Decision {
@@ -299,7 +236,8 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   const view = karpenterView(characteristics(node, nodeClaim), evaluatedAt, index, provider);
   const match = index.match(view, evaluatedAt);
   const launchUnknown = launchUncertain(input, view, index, match.version);
-  const waiting = readiness(input, view, evaluatedAt, index, settings.gracePeriodMs, launchUnknown, provider);
+  const launch: LaunchSeen = { input, view, at: evaluatedAt, index, provider };
+  const waiting = readiness(launch, settings.gracePeriodMs, launchUnknown);
   if (waiting !== undefined) {
     return {
       outcome: 'undetermined',
@@ -320,7 +258,7 @@ export function decide(input: DecisionInput, index: OverlayIndex, settings: Engi
   // Without its NodePool, the node's labels stand in for what Karpenter compared; without its
   // NodeClaim, the node's creation for the launch; with a provider in doubt, maybe not its keys.
   const basis = view.pool && !launchUnknown && provider.warning === undefined ? match.basis : 'approximate';
-  const effect = effectOf(input, view, evaluatedAt, index, provider, origin);
+  const effect = effectOf(launch, origin);
   const awaited = pricesAwaitedUntil(effect, input.launch?.pricesDue, node.createdAt ?? now, now);
   if (awaited !== undefined)
     return { outcome: 'undetermined', reason: `prices on their way: ${effect.reason}`, retryAt: awaited, provider };

@@ -23,7 +23,7 @@ import { combinedOperator, type CombinedOperator, type Requirement, type Require
 import { labelValue } from './normalize.ts';
 
 /** One requirement as Karpenter compares it: combined per normalized key. */
-export interface RequirementExplanation {
+interface RequirementExplanation {
   key: string;
   operator: CombinedOperator;
   values: string[];
@@ -42,9 +42,9 @@ export interface RequirementExplanation {
 }
 
 /** What explain says of a key the node carries but Karpenter leaves undefined. */
-export const NOT_COMPARED = 'not an instance-type, offering or NodePool template key: undefined for Karpenter';
+const NOT_COMPARED = 'not an instance-type, offering or NodePool template key: undefined for Karpenter';
 
-export interface OverlayExplanation {
+interface OverlayExplanation {
   name: string;
   weight: number;
   active: boolean;

@@ -30,18 +30,22 @@ export { recordKeys, readStory, recordTally, recordedEffect, type RecordKeys, ty
 export { jsonPatch, mergePatch } from './patch.ts';
 export { parseSelector } from './selector.ts';
 export { explainer, type Explanation, type ProviderExplanation } from './explain.ts';
-export { type DisruptionEvidence, type DisruptionMark, evidenceOfReading, launchingReason } from './launch-origin.ts';
-export { type ApprovalFigures, type ConsolidationApproval, parseApproval } from './effect/balanced.ts';
-export type { PoolOffering } from './effect/pool-cost.ts';
+export { type DisruptionEvidence, type DisruptionMark, evidenceOfReading } from './disruption/evidence.ts';
 export {
-  DISRUPTION_REASONS,
-  disruptionReasonLabel,
+  type ApprovalFigures,
+  type ConsolidationApproval,
+  launchingReason,
+  parseApproval,
+} from './disruption/events.ts';
+export type { PoolOffering } from './disruption/types.ts';
+export { DISRUPTION_REASONS, reasonOf } from './disruption/reasons.ts';
+export {
   OVERLAY_STATES_AT_DISRUPTION,
   overlayStateAtDisruption,
   type RecordAtMark,
   recordAtMark,
-} from './disruption.ts';
-export { EFFECTS, type Effect } from './effect/types.ts';
+} from './disruption/churn.ts';
+export { EFFECTS, type Effect, type InstanceLabels } from './effect/types.ts';
 export { onDemandListPrice, type PriceBook } from './effect/prices.ts';
 export type { PricesDue } from './effect/prices-due.ts';
 export type { Labels } from './requirements.ts';

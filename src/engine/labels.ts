@@ -1,7 +1,7 @@
 // Kubernetes label rules and the encodings that keep every value we write valid.
 import { createHash } from 'node:crypto';
 
-export const MAX_LABEL_VALUE_LENGTH = 63;
+const MAX_LABEL_VALUE_LENGTH = 63;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

@@ -11,7 +11,7 @@ import type { RecordTold } from './record.ts';
 
 type Timestamp = string | Date | undefined | null;
 
-export interface OwnerReference {
+interface OwnerReference {
   apiVersion?: string;
   kind?: string;
   name?: string;
@@ -31,7 +31,7 @@ export interface NodeObject {
   spec?: { providerID?: string | null } | null;
 }
 
-export interface NodeClaimRequirement {
+interface NodeClaimRequirement {
   key?: string;
   operator?: string;
   values?: string[] | null;
@@ -92,7 +92,7 @@ export interface NodeClaimView {
   /**
    * Kept while it is marked: status.allocatable, what Karpenter's scheduling holds its instance type
    * to hold (the cloud provider's figure, written at launch). Whether a replacement's pods fit the
-   * type of the nodes it replaced is told by it (engine/effect/replacement-fit.ts).
+   * type of the nodes it replaced is told by it (engine/disruption/fit.ts).
    */
   readonly allocatable?: Allocatable;
 }
@@ -154,6 +154,8 @@ const PRICE_OVERLAY_APPLIED = 'karpenter.sh/price-overlay-applied';
 const SHARED_ALLOWED = new Interned<ReadonlyMap<string, ReadonlySet<string>>>(MAX_SHARED_CANDIDATE_LISTS);
 const SHARED_MIN_VALUES = new Interned<ReadonlyMap<string, number>>(MAX_SHARED_CANDIDATE_LISTS);
 const SHARED_REQUIREMENTS = new Interned<readonly Requirement[]>(MAX_SHARED_CANDIDATE_LISTS);
+/** Values every candidate shares, as one shared object per distinct set: the candidate types key on it. */
+const SHARED_PINNED = new Interned<Labels>(MAX_SHARED_CANDIDATE_LISTS);
 /**
  * A NodeClaim's launch and labels as one shared object per distinct spec and label set: a
  * cluster's NodeClaims are a few NodePools' launches, and 100,000 of them kept apart cost about
@@ -212,7 +214,7 @@ function claimLaunch(obj: NodeClaimObject): ClaimForEffect | undefined {
   const other = Object.keys(requested).some((r) => r !== 'cpu' && r !== 'memory' && r !== 'pods');
   return {
     candidates,
-    pinned,
+    pinned: SHARED_PINNED.of(JSON.stringify(pinned), () => Object.freeze(pinned)),
     capacityTypes: capacityTypes ?? new Set(['on-demand', 'spot']),
     ...(zones ? { zones } : {}),
     minValues: minValues.size > 0,

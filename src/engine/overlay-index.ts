@@ -21,7 +21,7 @@ export interface Match {
   basis: 'exact' | 'approximate';
 }
 
-export interface OverlayIndexOptions {
+interface OverlayIndexOptions {
   policy: OverlayPolicy;
   /** How long closed versions are kept, so that late decisions can look back. */
   retentionMs: number;

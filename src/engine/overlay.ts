@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 
 type Timestamp = string | Date | undefined | null;
 
-export interface ConditionObject {
+interface ConditionObject {
   type?: string;
   status?: string;
   reason?: string;
@@ -16,7 +16,7 @@ export interface ConditionObject {
 }
 
 /** A status condition as Karpenter wrote it. */
-export interface Condition {
+interface Condition {
   readonly status: string;
   readonly reason?: string;
   /** The generation Karpenter judged when it wrote the condition. */
@@ -153,7 +153,7 @@ export function unapplied(view: OverlayView, policy: OverlayPolicy): string | un
  * first, then the store that prices offerings is swapped in), so one it has not validated in
  * its current generation counts for nothing yet.
  */
-export function awaitingValidation(view: OverlayView): string | undefined {
+function awaitingValidation(view: OverlayView): string | undefined {
   const ready = view.ready;
   if (ready === undefined) return `${NOT_VALIDATED}: is its NodeOverlay feature gate on?`;
   if (ready.status !== 'True') return `${NOT_VALIDATED} yet (Ready=${ready.status})`;
@@ -182,7 +182,7 @@ export const OVERLAY_STATES = [
   'capacity_only',
   'deleting',
 ] as const;
-export type OverlayState = (typeof OVERLAY_STATES)[number];
+type OverlayState = (typeof OVERLAY_STATES)[number];
 
 /**
  * `counted`: Karpenter validated it and it prices offerings; the rest count for nothing:

@@ -2,7 +2,7 @@
 import { escapeJsonPointer } from './labels.ts';
 import type { NodeRecord } from './record.ts';
 
-export interface JsonPatchOp {
+interface JsonPatchOp {
   op: 'add';
   path: string;
   value: unknown;

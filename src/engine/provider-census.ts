@@ -5,7 +5,7 @@ import type { ProviderKeys } from './providers.ts';
 /** How many distinct unknown groups are named, at most (their names are unbounded). */
 export const MAX_UNKNOWN_GROUPS = 10;
 
-export interface ProviderCount {
+interface ProviderCount {
   /** A known provider's name or `unknown`: bounded, a metric's label. */
   provider: string;
   nodeClaims: number;

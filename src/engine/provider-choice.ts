@@ -31,7 +31,7 @@ export interface ProviderChoice {
   readonly guessed: boolean;
 }
 
-export interface ProviderEvidence {
+interface ProviderEvidence {
   /** The node's labels with its NodeClaim's on top. */
   labels: Labels;
   nodeClaim?: { readonly name: string; readonly nodeClassGroup?: string } | undefined;
@@ -45,7 +45,7 @@ export type ProviderSetting = ProviderKeys | 'auto';
 export const knownList = (known: readonly ProviderKeys[]) => known.map((p) => `${p.name}: ${p.group}`).join(', ');
 
 /** The known providers whose label domain (`<group>/...`) the labels use. */
-export function providersInLabels(labels: Labels, known: readonly ProviderKeys[]): ProviderKeys[] {
+function providersInLabels(labels: Labels, known: readonly ProviderKeys[]): ProviderKeys[] {
   const keys = Object.keys(labels);
   return known.filter((p) => keys.some((k) => k.startsWith(`${p.group}/`)));
 }

@@ -4,6 +4,7 @@
 // with the node's labels: any other key on a node is undefined for it.
 
 import type { Labels } from './requirements.ts';
+import { CAPACITY_TYPE, INSTANCE_TYPE, REGION, ZONE, ZONE_ID } from './well-known.ts';
 
 export interface ProviderKeys {
   readonly name: string;
@@ -39,30 +40,44 @@ export interface ProviderKeys {
 // reservation, partition), the offering one. karpenter.k8s.aws/instance-tenancy is
 // `In [default, dedicated]` on every type and in no offering, so an overlay's tenancy
 // requirement is judged against both values, never against the node's tenancy.
+/** The AWS provider's instance-type labels the engine reads by name (a type's name, size, devices). */
+export const AWS_LABEL = {
+  category: 'karpenter.k8s.aws/instance-category',
+  family: 'karpenter.k8s.aws/instance-family',
+  generation: 'karpenter.k8s.aws/instance-generation',
+  size: 'karpenter.k8s.aws/instance-size',
+  flex: 'karpenter.k8s.aws/instance-capability-flex',
+  cpu: 'karpenter.k8s.aws/instance-cpu',
+  /** In MiB. */
+  memory: 'karpenter.k8s.aws/instance-memory',
+  gpuCount: 'karpenter.k8s.aws/instance-gpu-count',
+  acceleratorCount: 'karpenter.k8s.aws/instance-accelerator-count',
+} as const;
+
 export const AWS_KEYS: ProviderKeys = {
   name: 'aws',
   group: 'karpenter.k8s.aws',
   instanceTypeKeys: new Set([
-    'node.kubernetes.io/instance-type',
+    INSTANCE_TYPE,
     'kubernetes.io/arch',
     'kubernetes.io/os',
     'node.kubernetes.io/windows-build',
-    'topology.kubernetes.io/zone',
-    'topology.kubernetes.io/region',
-    'topology.k8s.aws/zone-id',
-    'karpenter.sh/capacity-type',
+    ZONE,
+    REGION,
+    ZONE_ID,
+    CAPACITY_TYPE,
     'karpenter.k8s.aws/capacity-reservation-id',
     'karpenter.k8s.aws/capacity-reservation-type',
     'karpenter.k8s.aws/capacity-reservation-interruptible',
-    'karpenter.k8s.aws/instance-category',
-    'karpenter.k8s.aws/instance-family',
-    'karpenter.k8s.aws/instance-generation',
-    'karpenter.k8s.aws/instance-size',
-    'karpenter.k8s.aws/instance-capability-flex',
-    'karpenter.k8s.aws/instance-cpu',
+    AWS_LABEL.category,
+    AWS_LABEL.family,
+    AWS_LABEL.generation,
+    AWS_LABEL.size,
+    AWS_LABEL.flex,
+    AWS_LABEL.cpu,
     'karpenter.k8s.aws/instance-cpu-manufacturer',
     'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz',
-    'karpenter.k8s.aws/instance-memory',
+    AWS_LABEL.memory,
     'karpenter.k8s.aws/instance-ebs-bandwidth',
     'karpenter.k8s.aws/instance-network-bandwidth',
     'karpenter.k8s.aws/instance-hypervisor',
@@ -71,18 +86,18 @@ export const AWS_KEYS: ProviderKeys = {
     'karpenter.k8s.aws/instance-local-nvme',
     'karpenter.k8s.aws/instance-gpu-name',
     'karpenter.k8s.aws/instance-gpu-manufacturer',
-    'karpenter.k8s.aws/instance-gpu-count',
+    AWS_LABEL.gpuCount,
     'karpenter.k8s.aws/instance-gpu-memory',
     'karpenter.k8s.aws/instance-accelerator-name',
     'karpenter.k8s.aws/instance-accelerator-manufacturer',
-    'karpenter.k8s.aws/instance-accelerator-count',
+    AWS_LABEL.acceleratorCount,
     'karpenter.k8s.aws/placement-group-id',
     'karpenter.k8s.aws/placement-group-partition',
   ]),
   offeringKeys: new Set([
-    'karpenter.sh/capacity-type',
-    'topology.kubernetes.io/zone',
-    'topology.k8s.aws/zone-id',
+    CAPACITY_TYPE,
+    ZONE,
+    ZONE_ID,
     'karpenter.k8s.aws/capacity-reservation-id',
     'karpenter.k8s.aws/capacity-reservation-type',
     'karpenter.k8s.aws/capacity-reservation-interruptible',
@@ -100,25 +115,23 @@ export const KWOK_KEYS: ProviderKeys = {
   name: 'kwok',
   group: 'karpenter.kwok.sh',
   instanceTypeKeys: new Set([
-    'node.kubernetes.io/instance-type',
+    INSTANCE_TYPE,
     'kubernetes.io/arch',
     'kubernetes.io/os',
-    'topology.kubernetes.io/zone',
-    'karpenter.sh/capacity-type',
+    ZONE,
+    CAPACITY_TYPE,
     'karpenter.kwok.sh/instance-size',
     'karpenter.kwok.sh/instance-family',
     'karpenter.kwok.sh/instance-cpu',
     'karpenter.kwok.sh/instance-memory',
   ]),
-  offeringKeys: new Set(['karpenter.sh/capacity-type', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region']),
+  offeringKeys: new Set([CAPACITY_TYPE, ZONE, REGION]),
   // KWOK creates the Node itself, before the NodeClaim shows its providerID: a `kwok://` node
   // carries the NodeClaim's labels, whose kubernetes.io/hostname is the NodeClaim's name
   // (kwok/cloudprovider toNode), so the launch is known at CREATE.
   nodeClaimNameOf: (node) =>
     node.providerID?.startsWith('kwok://') ? node.labels['kubernetes.io/hostname'] : undefined,
 };
-
-export const PROVIDERS: Readonly<Record<string, ProviderKeys>> = { aws: AWS_KEYS, kwok: KWOK_KEYS };
 
 /** The providers the watcher knows the keys of, found by their NodeClass group. */
 export const KNOWN_PROVIDERS: readonly ProviderKeys[] = [AWS_KEYS, KWOK_KEYS];

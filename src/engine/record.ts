@@ -43,7 +43,7 @@ export function recordKeys(ns: string): RecordKeys {
 export type DecidedBy = 'webhook' | 'reconciler' | 'cli';
 export type Basis = 'exact' | 'approximate';
 
-export interface RecordInput {
+interface RecordInput {
   keys: RecordKeys;
   overlay: OverlayView | undefined;
   decidedBy: DecidedBy;

@@ -11,15 +11,7 @@ import type { RecordKeys } from './record.ts';
  * selected overlays; `rejected`: Karpenter's validation failed (its reason in the note);
  * `unvalidated`: Karpenter has not validated it.
  */
-export type Verdict =
-  | 'steering'
-  | 'no-effect'
-  | 'outranked'
-  | 'idle'
-  | 'rejected'
-  | 'unvalidated'
-  | 'inactive'
-  | 'gone';
+type Verdict = 'steering' | 'no-effect' | 'outranked' | 'idle' | 'rejected' | 'unvalidated' | 'inactive' | 'gone';
 
 /** Recorded nodes by what the selected overlays changed about their launch (a record's effect). */
 export interface EffectCounts {

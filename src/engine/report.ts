@@ -34,7 +34,7 @@ export interface Report {
   provider: ProviderReport;
 }
 
-export interface ReportInput {
+interface ReportInput {
   nodes: Iterable<NodeObject>;
   overlays: readonly OverlayView[];
   nodePools: readonly NodePoolView[];
@@ -66,7 +66,7 @@ function countEffect(c: EffectCounts, effect: EffectStory): void {
 }
 
 /** What a report is built from besides the nodes. */
-export type ReportContext = Omit<ReportInput, 'nodes'>;
+type ReportContext = Omit<ReportInput, 'nodes'>;
 
 /**
  * A report built a node at a time, so that the nodes of a cluster need not be held at once: a

@@ -8,8 +8,8 @@
 // - a value that is not an integer fails every bound (`withinBounds`, strconv.Atoi).
 import { labelValue, normalizedKey, normalizedValue } from './normalize.ts';
 
-export const OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Gte', 'Lte'] as const;
-export type Operator = (typeof OPERATORS)[number];
+const OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Gte', 'Lte'] as const;
+type Operator = (typeof OPERATORS)[number];
 /** What a combined requirement reads as (`Requirement.Operator()`); bounds ride along. */
 export type CombinedOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 

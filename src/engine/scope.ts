@@ -9,7 +9,7 @@ import type { Labels } from './requirements.ts';
 
 /** Every karpenter.sh/capacity-type value Karpenter launches with. */
 export const CAPACITY_TYPES = ['on-demand', 'spot', 'reserved'] as const;
-export type CapacityType = (typeof CAPACITY_TYPES)[number];
+type CapacityType = (typeof CAPACITY_TYPES)[number];
 
 /**
  * The rule: a node of a NodePool, launched at this capacity type (on the node, or on its
@@ -25,7 +25,7 @@ export const SCOPE = {
   capacityType: CapacityType;
 };
 
-export type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
+type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
 
 /** Karpenter nodes that run on-demand are ours to decide; a record, once written, is final. */
 export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): Scope {

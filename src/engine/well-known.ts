@@ -1,6 +1,6 @@
 // The well-known label keys of Kubernetes and Karpenter the engine reads, each spelled once (as
 // Karpenter's pkg/apis/v1/labels.go spells its own); the provider key tables (providers.ts) list
-// them as plain data for the configuration.
+// them with the provider's own keys.
 export const INSTANCE_TYPE = 'node.kubernetes.io/instance-type';
 export const ZONE = 'topology.kubernetes.io/zone';
 export const ZONE_ID = 'topology.k8s.aws/zone-id';

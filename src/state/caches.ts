@@ -23,8 +23,8 @@ import type { Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
 import { NodeClaimIndex } from './lookups.ts';
-import { DisruptionWatch } from './disruption-evidence.ts';
-import { PoolOfferings } from './pool-offerings.ts';
+import { DisruptionWatch } from './disruption/watch.ts';
+import { PoolOfferings } from './disruption/pool-offerings.ts';
 
 export const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
 export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
@@ -254,6 +254,7 @@ export class ClusterCaches {
 
   /** What a launch's replay reads from the caches, with what `prices` holds and expects at the time of each read. */
   launchKnowledge(prices: { current(): PriceBook | undefined; due(): PricesDue | undefined }): LaunchKnowledge {
+    const instanceTypes = this.instanceTypes;
     return {
       get prices() {
         return prices.current();
@@ -262,7 +263,9 @@ export class ClusterCaches {
         return prices.due();
       },
       zonesOf: (nodeClass) => this.nodeClasses.zonesOf(nodeClass),
-      nodeLabelsOf: (instanceType) => this.instanceTypes.get(instanceType),
+      get instanceLabels() {
+        return instanceTypes.current;
+      },
       disruption: this.disruption,
       poolOfferings: (pool, createdBefore) => this.poolOfferings.offerings(pool, createdBefore),
     };

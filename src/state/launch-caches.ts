@@ -1,7 +1,7 @@
 // What the effect's replay of a launch reads from the cluster besides the NodeClaim: the zones
 // each EC2NodeClass launches into (its status' subnets), and the labels of a registered node of
 // each instance type (every instance-type key Karpenter gave it, GPU and accelerator counts too).
-import { INSTANCE_TYPE, type Labels, type NodeView, REGISTERED_LABEL } from '../engine/index.ts';
+import { INSTANCE_TYPE, type InstanceLabels, type Labels, type NodeView, REGISTERED_LABEL } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { nodeClassZones, type NodeClassZones } from './lookups.ts';
@@ -29,17 +29,21 @@ export class NodeClassCache {
   }
 }
 
-/** The labels of one registered node per instance type (Karpenter copies every NodeClaim label at registration). */
+/**
+ * The labels of one registered node per instance type (Karpenter copies every NodeClaim label at
+ * registration). Handed out as one immutable map, replaced when a type is first seen (a cluster
+ * runs a few hundred types at most): the engine's memos key on the map's identity.
+ */
 export class InstanceTypeLabels {
-  private readonly byType = new Map<string, Labels>();
+  private byType: ReadonlyMap<string, Labels> = new Map();
 
   seen(node: NodeView): void {
     const type = node.labels[INSTANCE_TYPE];
     if (type !== undefined && node.labels[REGISTERED_LABEL] === 'true' && !this.byType.has(type))
-      this.byType.set(type, node.labels);
+      this.byType = new Map([...this.byType, [type, node.labels]]);
   }
 
-  get(instanceType: string): Labels | undefined {
-    return this.byType.get(instanceType);
+  get current(): InstanceLabels {
+    return this.byType;
   }
 }

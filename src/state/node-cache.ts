@@ -23,7 +23,7 @@ import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { PARTIAL_METADATA, PARTIAL_METADATA_LIST, parseEvent, type ParsedEvent } from '../kube/watch-stream.ts';
 
-export type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
+type NodeListener = (node: NodeView, kind: 'upsert' | 'remove') => void;
 
 const NODES_PATH = '/api/v1/nodes';
 const MODIFIED = Buffer.from('{"type":"MODIFIED"');

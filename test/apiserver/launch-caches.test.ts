@@ -106,7 +106,8 @@ t.test('instance-type labels: the first registered node of each type', async (t)
   labels.seen(
     node('booting', { 'node.kubernetes.io/instance-type': 'm5.large', 'karpenter.k8s.aws/instance-gpu-count': '1' }),
   );
-  t.equal(labels.get('m5.large'), undefined, 'not registered yet: its labels may not be final');
+  t.equal(labels.current.get('m5.large'), undefined, 'not registered yet: its labels may not be final');
+  const before = labels.current;
   labels.seen(
     node('a', {
       'node.kubernetes.io/instance-type': 'm5.large',
@@ -122,6 +123,10 @@ t.test('instance-type labels: the first registered node of each type', async (t)
     }),
   );
   labels.seen(node('untyped', { 'karpenter.sh/registered': 'true' }));
-  t.match(labels.get('m5.large'), { 'karpenter.k8s.aws/instance-cpu': '2' });
-  t.equal(labels.get('c5.large'), undefined);
+  t.match(labels.current.get('m5.large'), { 'karpenter.k8s.aws/instance-cpu': '2' });
+  t.equal(labels.current.get('c5.large'), undefined);
+  t.not(labels.current, before, 'a type seen first is a new map: the replay keys on it');
+  const after = labels.current;
+  labels.seen(node('c', { 'node.kubernetes.io/instance-type': 'm5.large', 'karpenter.sh/registered': 'true' }));
+  t.equal(labels.current, after, 'a type seen again leaves the map as it is');
 });

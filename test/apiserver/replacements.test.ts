@@ -9,7 +9,7 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { RunningWatcher } from '../../src/commands/serve.ts';
-import { LAUNCHING_EVENT_WAIT_MS, MARK_WINDOW_MS } from '../../src/engine/launch-origin.ts';
+import { LAUNCHING_EVENT_WAIT_MS, MARK_WINDOW_MS } from '../../src/engine/disruption/queue.ts';
 import { createLogger } from '../../src/log.ts';
 import { reservedInstance } from '../../kit/veneer.ts';
 import { KarpenterSim, mergePatch } from '../../kit/karpenter-sim.ts';

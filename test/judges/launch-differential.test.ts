@@ -49,7 +49,7 @@ function engineEffects(c: LaunchCase, answer: LaunchAnswer): (Effect | undefined
   const launch: LaunchKnowledge = {
     prices: catalogPrices(c.catalog, T0),
     zonesOf: () => new Set(c.zones),
-    nodeLabelsOf: (x) => types.get(x),
+    instanceLabels: types,
   };
   return c.request.claims.map((claim, i) => {
     const w = answer.claims[i]!.with;
@@ -142,7 +142,8 @@ t.test(
       const answer = await pending;
       if (answer.error) throw new Error(`case ${n}: Karpenter's Reconcile failed: ${answer.error}`);
       const effects = engineEffects(c, answer);
-      effects.forEach((byPick, i) => byPick.forEach((e, k) => logAnswer('launch', `${n}/${i}/${k}`, e)));
+      for (const [i, byPick] of effects.entries())
+        for (const [k, e] of byPick.entries()) logAnswer('launch', `${n}/${i}/${k}`, e);
       for (const [i, claim] of c.request.claims.entries()) {
         stats.claims++;
         const { with: w, without: wo } = answer.claims[i]!;

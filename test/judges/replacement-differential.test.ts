@@ -132,7 +132,7 @@ function engineEffect(
   const launch: LaunchKnowledge = {
     prices: catalogPrices(c.catalog, T0),
     zonesOf: () => new Set(c.zones),
-    nodeLabelsOf: (x) => types.get(x),
+    instanceLabels: types,
     disruption: evidence,
     poolOfferings: (pool) => offerings.get(pool),
   };

@@ -1,6 +1,6 @@
 // veneer_nodewatcher_recorded_disruptions_total{reason, overlay_state}: a recorded node that
 // Karpenter's disruption removed, counted when the node goes, by the reason on its NodeClaim and
-// by what has become of the overlay its record names (engine/disruption.ts).
+// by what has become of the overlay its record names (engine/disruption/churn.ts).
 //
 // Karpenter marks the candidates (the NodeClaim's DisruptionReason condition) before it launches
 // their replacement, and deletes the Node before the NodeClaim; the two watches may deliver those
@@ -9,9 +9,9 @@
 // counts; every replica keeps the marks, so a new leader counts the removals it sees.
 import {
   DISRUPTION_REASONS,
-  disruptionReasonLabel,
   OVERLAY_STATES_AT_DISRUPTION,
   overlayStateAtDisruption,
+  reasonOf,
   type NodeClaimView,
   type NodeView,
   type OverlayView,
@@ -24,7 +24,7 @@ import type { ControllerContext } from '../context.ts';
 /** How long a mark outlives its NodeClaim, for a Node removal the watch delivers late. */
 export const MARK_GRACE_MS = 10 * 60_000;
 
-export interface DisruptionCounterOptions {
+interface DisruptionCounterOptions {
   metrics: Metrics;
   keys: RecordKeys;
   /** The overlay a record names (by its label value), as the cluster has it now. */
@@ -95,7 +95,7 @@ export class DisruptionCounter implements LeaderRunnable {
     if (!this.leading || !mark || node.labels[this.o.keys.influenced] !== 'true' || !overlay) return;
     const current = this.o.overlay(overlay);
     const state = overlayStateAtDisruption(current, current !== undefined && this.o.counts(current), node.told);
-    this.o.metrics.recordedDisruptions.inc({ reason: disruptionReasonLabel(mark.reason), overlay_state: state });
+    this.o.metrics.recordedDisruptions.inc({ reason: reasonOf(mark.reason).label, overlay_state: state });
     if (state !== 'counting')
       this.o.churned?.(node, current ?? { name: node.told?.overlay ?? overlay }, state, mark.reason);
   }

@@ -1,22 +1,16 @@
 // What Karpenter's AWS provider launches for a NodeClaim, given each candidate offering's price in
 // one world: its launch path (karpenter-provider-aws v1.14.3, pkg/providers/instance: Create,
 // filterInstanceTypes, getCapacityType, getOverrides, CreateFleetInputBuilder), then EC2's
-// documented choice among the overrides. The judge (test/aws-launch-oracle) runs that very code.
+// documented choice among the overrides. Its judge (test/judges/launch-differential.test.ts) runs
+// that very code.
+import { type Abstain, abstain } from './abstain.ts';
+import type { ClaimLaunchFacts } from './types.ts';
 import type { PricedCandidate, PricedOffering } from './worlds.ts';
 
 /** `maxInstanceTypes`: a CreateFleet request names at most this many instance types. */
 export const MAX_LAUNCH_TYPES = 60;
 
-export interface ClaimLaunchFacts {
-  /** The NodeClaim's `karpenter.sh/capacity-type In` values. */
-  readonly capacityTypes: ReadonlySet<string>;
-  /** Its `topology.kubernetes.io/zone In` values, when it has that requirement. */
-  readonly zones?: ReadonlySet<string>;
-  /** A requirement with minValues: the exotic and spot filters stand aside. */
-  readonly minValues: boolean;
-}
-
-export interface Override {
+interface Override {
   readonly instanceType: string;
   readonly zone: string;
   readonly priority: number;
@@ -43,9 +37,11 @@ export interface Launch {
  * lists is Go's unstable sort's choice (its tail may differ from world to world); `cutAmbiguous`:
  * and that choice changes the launch. `launch` is then the launch with all of them.
  */
-export type LaunchOutcome =
-  | { launch: Launch; cutStraddled?: true; cutAmbiguous?: string }
-  | { unknown: string; code: 'reserved' | 'exotic' | 'no-offering' };
+export interface LaunchChosen {
+  readonly launch: Launch;
+  readonly cutStraddled?: true;
+  readonly cutAmbiguous?: string;
+}
 
 const compatible = (o: PricedOffering, claim: ClaimLaunchFacts, capacityType?: string) =>
   (capacityType === undefined ? claim.capacityTypes.has(o.capacityType) : o.capacityType === capacityType) &&
@@ -66,28 +62,25 @@ export function awsLaunch(
   candidates: readonly PricedCandidate[],
   claim: ClaimLaunchFacts,
   priceOverlayApplied: boolean,
-): LaunchOutcome {
+): LaunchChosen | Abstain {
   // Capacity reservations are not modelled: a NodeClaim that lists `reserved` had one available.
   if (claim.capacityTypes.has('reserved'))
-    return {
-      unknown: 'the NodeClaim allows reserved capacity, whose reservations the watcher does not see',
-      code: 'reserved',
-    };
+    return abstain('reserved', 'the NodeClaim allows reserved capacity, whose reservations the watcher does not see');
   let types = candidates.filter((c) => c.offerings.some((o) => compatible(o, claim)));
   if (types.length === 0)
-    return { unknown: 'no candidate has an offering the NodeClaim allows, at the prices known', code: 'no-offering' };
+    return abstain('no-offering', 'no candidate has an offering the NodeClaim allows, at the prices known');
 
   if (!claim.minValues) {
     // ExoticInstanceTypeFilter: GPUs, accelerators and metal only if nothing else is left.
     if (types.some((c) => c.type.exotic === undefined) && !types.every((c) => c.type.exotic === undefined)) {
-      return {
-        unknown: `whether ${types
+      return abstain(
+        'exotic',
+        `whether ${types
           .filter((c) => c.type.exotic === undefined)
           .map((c) => c.type.name)
           .slice(0, 3)
           .join(', ')} has GPUs or accelerators is not known`,
-        code: 'exotic',
-      };
+      );
     }
     const generic = types.filter((c) => c.type.exotic === false);
     if (generic.length > 0) types = generic;
@@ -166,7 +159,7 @@ function sameLaunch(a: Launch, b: Launch): boolean {
  * partitions), each at Priority = its price. Built only when two requests are compared: a
  * launch of hundreds of types is otherwise decided from its offerings directly.
  */
-export function overridesOf(l: Launch, claim: ClaimLaunchFacts): Override[] {
+function overridesOf(l: Launch, claim: ClaimLaunchFacts): Override[] {
   const overrides: Override[] = [];
   for (const c of l.types)
     eachOverride(c, claim, l.capacityType, (o) =>

@@ -1,18 +1,9 @@
 // The instance types a NodeClaim could have launched (its `node.kubernetes.io/instance-type In`
 // list), described as Karpenter's cloud provider describes them: the label values an overlay's
 // requirements are compared with, and whether the provider's launch treats the type as exotic.
+import { AWS_LABEL } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
 import { INSTANCE_TYPE } from '../well-known.ts';
-export const AWS_FAMILY = 'karpenter.k8s.aws/instance-family';
-export const AWS_SIZE = 'karpenter.k8s.aws/instance-size';
-export const AWS_CATEGORY = 'karpenter.k8s.aws/instance-category';
-export const AWS_GENERATION = 'karpenter.k8s.aws/instance-generation';
-export const AWS_FLEX = 'karpenter.k8s.aws/instance-capability-flex';
-export const AWS_CPU = 'karpenter.k8s.aws/instance-cpu';
-/** In MiB. */
-export const AWS_MEMORY = 'karpenter.k8s.aws/instance-memory';
-export const AWS_GPU_COUNT = 'karpenter.k8s.aws/instance-gpu-count';
-export const AWS_ACCELERATOR_COUNT = 'karpenter.k8s.aws/instance-accelerator-count';
 
 export interface CandidateType {
   readonly name: string;
@@ -30,29 +21,29 @@ export interface CandidateType {
 // pkg/providers/instancetype/types.go (v1.14.3), computeRequirements: the labels an AWS instance
 // type's name alone defines.
 const AWS_NAME_SCHEME = /^([a-z]+)(-[0-9]+tb)?([0-9]+).*\./;
-export const AWS_NAME_KEYS: ReadonlySet<string> = new Set([
+const AWS_NAME_KEYS: ReadonlySet<string> = new Set([
   INSTANCE_TYPE,
-  AWS_FAMILY,
-  AWS_SIZE,
-  AWS_CATEGORY,
-  AWS_GENERATION,
-  AWS_FLEX,
+  AWS_LABEL.family,
+  AWS_LABEL.size,
+  AWS_LABEL.category,
+  AWS_LABEL.generation,
+  AWS_LABEL.flex,
 ]);
 
 /** What an AWS instance type's name says of it, as Karpenter's AWS provider reads the name. */
-export function awsNameLabels(name: string): Record<string, string> {
+function awsNameLabels(name: string): Record<string, string> {
   const labels: Record<string, string> = { [INSTANCE_TYPE]: name };
   const scheme = AWS_NAME_SCHEME.exec(name);
   if (scheme) {
-    labels[AWS_CATEGORY] = scheme[1]!;
-    labels[AWS_GENERATION] = scheme[3]!;
+    labels[AWS_LABEL.category] = scheme[1]!;
+    labels[AWS_LABEL.generation] = scheme[3]!;
   }
   const parts = name.split('.');
   if (parts.length === 2) {
-    labels[AWS_FAMILY] = parts[0]!;
-    labels[AWS_SIZE] = parts[1]!;
+    labels[AWS_LABEL.family] = parts[0]!;
+    labels[AWS_LABEL.size] = parts[1]!;
   }
-  labels[AWS_FLEX] = String(parts[0]!.includes('-flex'));
+  labels[AWS_LABEL.flex] = String(parts[0]!.includes('-flex'));
   return labels;
 }
 
@@ -70,10 +61,11 @@ const AWS_MIXED_CATEGORIES: ReadonlySet<string> = new Set(['dl']);
  * type as exotic: a metal size, or GPUs or accelerators (NVIDIA, AMD, Neuron, Habana). From the
  * device counts among its labels when `knowsDevices`, else from its category.
  */
-export function awsExotic(labels: Labels, knowsDevices: boolean): boolean | undefined {
-  if ((labels[AWS_SIZE] ?? '').includes('metal')) return true;
-  if (knowsDevices) return Number(labels[AWS_GPU_COUNT] ?? 0) > 0 || Number(labels[AWS_ACCELERATOR_COUNT] ?? 0) > 0;
-  const category = labels[AWS_CATEGORY];
+function awsExotic(labels: Labels, knowsDevices: boolean): boolean | undefined {
+  if ((labels[AWS_LABEL.size] ?? '').includes('metal')) return true;
+  if (knowsDevices)
+    return Number(labels[AWS_LABEL.gpuCount] ?? 0) > 0 || Number(labels[AWS_LABEL.acceleratorCount] ?? 0) > 0;
+  const category = labels[AWS_LABEL.category];
   if (category === undefined || AWS_MIXED_CATEGORIES.has(category)) return undefined;
   return AWS_DEVICE_CATEGORIES.has(category);
 }
@@ -83,7 +75,7 @@ export function awsExotic(labels: Labels, knowsDevices: boolean): boolean | unde
  * NodeClaim pins them with `In [one value]`), and the labels of a node of that type if one was
  * seen (every instance-type key Karpenter defines, the GPU and accelerator counts among them).
  */
-export function awsCandidate(
+function awsCandidate(
   name: string,
   pinned: Labels,
   nodeLabels: Labels | undefined,
@@ -99,39 +91,39 @@ export function awsCandidate(
 }
 
 /**
- * Candidate types are shared between decisions (one object per name, pinned values and node
- * labels), so that what is worked out per type, its pricing in a world above all, is kept.
+ * Candidate types are shared between decisions, one object per provider's keys, pinned values
+ * (one shared object per distinct set: node.ts), name and node labels (one object per instance
+ * type seen), so that what is worked out per type, its pricing in a world above all, is kept. The
+ * key is every argument, each by identity or value; past the bound the table starts again.
  */
 const candidateTypes = new WeakMap<
   ReadonlySet<string>,
-  Map<string, Map<string, Map<Labels | undefined, CandidateType>>>
+  WeakMap<Labels, Map<string, Map<Labels | undefined, CandidateType>>>
 >();
 let candidateTypeCount = 0;
 const MAX_CANDIDATE_TYPES = 20_000;
 
-/** The candidate, made once by the provider's keys, the name, the pinned values and the node labels: no key strings built per decision. */
 export function internedCandidate(
   name: string,
   pinned: Labels,
-  pinnedKey: string,
   nodeLabels: Labels | undefined,
   instanceTypeKeys: ReadonlySet<string>,
 ): CandidateType {
-  let byName = candidateTypes.get(instanceTypeKeys);
-  if (!byName || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
-    byName = new Map();
-    candidateTypes.set(instanceTypeKeys, byName);
+  let byPinned = candidateTypes.get(instanceTypeKeys);
+  if (!byPinned || candidateTypeCount >= MAX_CANDIDATE_TYPES) {
+    byPinned = new WeakMap();
+    candidateTypes.set(instanceTypeKeys, byPinned);
     candidateTypeCount = 0;
   }
-  let byPinned = byName.get(name);
-  if (!byPinned) {
-    byPinned = new Map();
-    byName.set(name, byPinned);
+  let byName = byPinned.get(pinned);
+  if (!byName) {
+    byName = new Map();
+    byPinned.set(pinned, byName);
   }
-  let byLabels = byPinned.get(pinnedKey);
+  let byLabels = byName.get(name);
   if (!byLabels) {
     byLabels = new Map();
-    byPinned.set(pinnedKey, byLabels);
+    byName.set(name, byLabels);
   }
   let type = byLabels.get(nodeLabels);
   if (!type) {

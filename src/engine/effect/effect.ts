@@ -2,39 +2,83 @@
 // the overlays as they were and the same without those the watcher's selector picks (any other
 // overlay stays in both), and the two launches compared. Pure: the caller passes the NodeClaim,
 // the overlays in force at the launch, the prices and what is known of the candidates.
+import { Memo } from '../memo.ts';
 import type { NodePoolView } from '../nodepool.ts';
+import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
+import type { Labels } from '../requirements.ts';
+import { ZONE, ZONE_ID } from '../well-known.ts';
+import { Abstain, abstain } from './abstain.ts';
 import { awsLaunch, sameRequest } from './aws-launch.ts';
 import { type CandidateType, internedCandidate } from './candidates.ts';
-import { ZONE, ZONE_ID } from '../well-known.ts';
+import { alone, worldsOf } from './moment.ts';
 import type { PriceBook } from './prices.ts';
-import { idOf } from './identity.ts';
-import { type Offering, priceWorld, type PricedCandidate, type World } from './worlds.ts';
-import { type ClaimForEffect, type Effect, type EffectInput, MAX_CANDIDATES } from './types.ts';
-import { type Replay, unknown, verdictFor, worldLaunch } from './verdict.ts';
+import {
+  type ClaimForEffect,
+  type CountedOverlay,
+  type Effect,
+  type EffectInput,
+  type InstanceLabels,
+  MAX_CANDIDATES,
+} from './types.ts';
+import { type Replay, verdictFor, worldLaunch } from './verdict.ts';
+import { priceWorld, type PricedCandidate, type PricedWorld, type WorldInput } from './worlds.ts';
 
-/**
- * A candidate's offerings at list prices: on-demand and spot in every zone the NodeClass launches
- * into and EC2 offers the type in (a spot offering only where it has a spot price).
- */
-export function listOfferings(name: string, prices: PriceBook, zones: ReadonlySet<string>): Offering[] {
-  const out: Offering[] = [];
-  const onDemand = prices.onDemand(name);
-  const offered = prices.offeredZones?.(name);
-  for (const zone of zones) {
-    if (offered !== undefined && !offered.has(zone)) continue;
-    if (onDemand !== undefined) out.push({ capacityType: 'on-demand', zone, list: onDemand });
-    const spot = prices.spot(name, zone);
-    if (spot !== undefined) out.push({ capacityType: 'spot', zone, list: spot });
-  }
-  return out;
+/** The zones the launch could go to: the NodeClaim's, among those its NodeClass launches into. */
+export function launchZones(
+  claim: ClaimForEffect,
+  nodeClassZones: ReadonlySet<string> | undefined,
+): ReadonlySet<string> | undefined {
+  if (claim.zones !== undefined && nodeClassZones !== undefined)
+    return new Set([...nodeClassZones].filter((z) => claim.zones!.has(z)));
+  return claim.zones ?? nodeClassZones;
+}
+
+/** The candidates as the AWS provider describes them, from their names, the values the NodeClaim pins and a node of each type seen. */
+export function candidateTypes(
+  names: readonly string[],
+  pinned: Labels,
+  provider: ProviderKeys,
+  instanceLabels: InstanceLabels | undefined,
+): CandidateType[] {
+  return names.map((name) => internedCandidate(name, pinned, instanceLabels?.get(name), provider.instanceTypeKeys));
 }
 
 const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.overlays.length > 0);
 
 export function launchEffect(input: EffectInput): Effect {
-  const r = replayOf(input);
-  return 'effect' in r ? r.effect : verdictFor(r, input.launched);
+  const answered = answerWithoutReplay(input);
+  if (answered !== undefined) return answered;
+  const claim = input.claim!;
+  const replayInput: ReplayInput = {
+    provider: input.provider!,
+    claim,
+    pool: input.pool!,
+    prices: input.prices!,
+    zones: launchZones(claim, input.zones)!,
+    nodeClassZones: input.zones,
+    counted: input.counted,
+    conflicted: input.conflicted,
+    instanceLabels: input.instanceLabels,
+    withoutCandidates: input.withoutCandidates,
+  };
+  return verdictFor(REPLAYS.of(claim.candidates, replayInput), input.launched);
+}
+
+/** What the replay reads: every field is in its memo's key. */
+interface ReplayInput {
+  readonly provider: ProviderKeys;
+  readonly claim: ClaimForEffect;
+  readonly pool: NodePoolView;
+  readonly prices: PriceBook;
+  /** The zones the launch could go to. */
+  readonly zones: ReadonlySet<string>;
+  /** Those its NodeClass launches into, where known: every offering Karpenter holds for a type. */
+  readonly nodeClassZones: ReadonlySet<string> | undefined;
+  readonly counted: readonly CountedOverlay[];
+  readonly conflicted: readonly OverlayView[];
+  readonly instanceLabels: InstanceLabels | undefined;
+  readonly withoutCandidates: readonly string[] | undefined;
 }
 
 /**
@@ -42,258 +86,184 @@ export function launchEffect(input: EffectInput): Effect {
  * they read: the nodes of one NodePool's burst are launched from the same list, prices and
  * overlays, and are replayed once.
  */
-const replays = new WeakMap<readonly string[], Map<string, Replay>>();
-const MAX_REPLAYS_PER_LIST = 16;
+const REPLAYS = new Memo<readonly string[], ReplayInput, Replay>((_, input) => replay(input), 16);
 
-export function replayKey(input: EffectInput, claim: ClaimForEffect, pool: NodePoolView): string {
-  const known = input.nodeLabelsOf ? claim.candidates.reduce((n, c) => (input.nodeLabelsOf!(c) ? n + 1 : n), 0) : -1;
-  return [
-    idOf(pool),
-    input.prices ? idOf(input.prices) : '-',
-    [...(input.zones ?? [])].join(','),
-    [...(claim.zones ?? [])].join(','),
-    [...claim.capacityTypes].join(','),
-    claim.minValues,
-    claim.priceOverlayApplied,
-    Object.entries(claim.pinned).join(';'),
-    known,
-    input.counted.map((c) => `${idOf(c.overlay)}${c.selected ? 's' : ''}`).join(','),
-    input.conflicted.map((o) => idOf(o)).join(','),
-    input.withoutCandidates ? idOf(input.withoutCandidates) : '-',
-  ].join('|');
-}
-
-function replayOf(input: EffectInput): { effect: Effect } | Replay {
-  const { provider, claim, pool } = input;
-  if (provider?.name === 'kwok') {
-    // kwok/cloudprovider toNode: the cheapest candidate offering by its catalog's own price, never
-    // an overlaid one: no overlay changes a KWOK launch.
-    return { effect: { verdict: 'none', reason: "the KWOK provider launches by its catalog's raw prices" } };
-  }
+/** The answers given before any replay: a provider, a NodeClaim, zones or prices the replay would need and lacks. */
+function answerWithoutReplay(input: EffectInput): Effect | undefined {
+  const { provider, claim, pool, prices } = input;
+  // kwok/cloudprovider toNode: the cheapest candidate offering by its catalog's own price, never
+  // an overlaid one: no overlay changes a KWOK launch.
+  if (provider?.name === 'kwok')
+    return { verdict: 'none', reason: "the KWOK provider launches by its catalog's raw prices" };
   if (provider?.name !== 'aws')
-    return {
-      effect: unknown(
-        'provider',
-        `the launch code of provider ${provider?.name ?? 'unknown'} is not known to the watcher`,
-      ),
-    };
+    return abstain(
+      'provider',
+      `the launch code of provider ${provider?.name ?? 'unknown'} is not known to the watcher`,
+    ).effect();
   if (claim === undefined && input.nodeClaimFound)
-    return {
-      effect: unknown(
-        'no-nodeclaim',
-        'its NodeClaim has no node.kubernetes.io/instance-type In requirement: the candidates Karpenter chose among are not known',
-      ),
-    };
+    return abstain(
+      'no-nodeclaim',
+      'its NodeClaim has no node.kubernetes.io/instance-type In requirement: the candidates Karpenter chose among are not known',
+    ).effect();
   if (claim === undefined || pool === undefined)
-    return {
-      effect: unknown('no-nodeclaim', `the node's ${claim === undefined ? 'NodeClaim' : 'NodePool'} is not known`),
-    };
-  if (claim.candidates.length >= MAX_CANDIDATES) {
-    return {
-      effect: unknown(
-        'candidates-cut',
-        `the NodeClaim lists Karpenter's maximum of ${MAX_CANDIDATES} instance types: without the overlays, others cut by price might have been candidates`,
-      ),
-    };
-  }
+    return abstain(
+      'no-nodeclaim',
+      `the node's ${claim === undefined ? 'NodeClaim' : 'NodePool'} is not known`,
+    ).effect();
+  if (claim.candidates.length >= MAX_CANDIDATES)
+    return abstain(
+      'candidates-cut',
+      `the NodeClaim lists Karpenter's maximum of ${MAX_CANDIDATES} instance types: without the overlays, others cut by price might have been candidates`,
+    ).effect();
   if ((input.withoutCandidates?.length ?? 0) > MAX_CANDIDATES)
-    return {
-      effect: unknown(
-        'candidates-cut',
-        `without the selected overlays more than ${MAX_CANDIDATES} instance types would be options, and Karpenter's NodeClaim lists the ${MAX_CANDIDATES} cheapest`,
-      ),
-    };
-  let byList = replays.get(claim.candidates);
-  if (!byList) {
-    byList = new Map();
-    replays.set(claim.candidates, byList);
-  }
-  const key = replayKey(input, claim, pool);
-  const known = byList.get(key);
-  if (known) return known;
-  const r = replay(input, provider, claim, pool);
-  if ('effect' in r) return r;
-  if (byList.size >= MAX_REPLAYS_PER_LIST) byList.clear();
-  byList.set(key, r);
-  return r;
-}
-
-function replay(
-  input: EffectInput,
-  provider: ProviderKeys,
-  claim: ClaimForEffect,
-  pool: NodePoolView,
-): { effect: Effect } | Replay {
-  const { prices } = input;
-  const zones =
-    claim.zones !== undefined && input.zones !== undefined
-      ? new Set([...input.zones].filter((z) => claim.zones!.has(z)))
-      : (claim.zones ?? input.zones);
-  if (zones === undefined)
-    return { effect: unknown('zones', 'the zones its EC2NodeClass launches into are not known') };
-  const pinnedKey = Object.entries(claim.pinned).join(';');
-  const typesOf = (names: readonly string[]) =>
-    names.map((name) =>
-      internedCandidate(name, claim.pinned, pinnedKey, input.nodeLabelsOf?.(name), provider.instanceTypeKeys),
-    );
-  const candidates = typesOf(claim.candidates);
-  // A replacement made anyway: without the selected overlays its NodeClaim would list other options.
-  const withoutCandidates = input.withoutCandidates ? typesOf(input.withoutCandidates) : candidates;
-  const withOverlays = input.counted.map((c) => c.overlay);
-  const withoutOverlays = input.counted.filter((c) => !c.selected).map((c) => c.overlay);
-  const selected = input.counted.filter((c) => c.selected).map((c) => c.overlay);
-
-  if (prices === undefined) {
-    // Without prices only one question is answered: did a selected overlay touch the launch at all?
-    const zeroPriced: PriceBook = {
-      source: 'none',
-      asOf: undefined,
-      region: undefined,
-      hasSpot: true,
-      onDemand: () => 0,
-      spot: () => 0,
-    };
-    const world = priceWorld(
-      {
-        candidates,
-        offeringsOf: (type) => listOfferings(type.name, zeroPriced, zones),
-        offeringsKey: `zero|${[...zones].join(',')}`,
-        pool,
-        provider,
-        region: undefined,
-      },
-      withOverlays,
-    );
-    if ('priced' in world && !world.priced.some((c) => c.overlays.some((o) => !withoutOverlays.includes(o)))) {
-      return {
-        effect: {
-          verdict: 'none',
-          reason: 'no selected overlay priced any candidate offering (no price source: nothing else was compared)',
-        },
-      };
-    }
-    return {
-      effect: unknown('no-prices', 'no price source: the launch without the selected overlays cannot be replayed'),
-    };
-  }
+    return abstain(
+      'candidates-cut',
+      `without the selected overlays more than ${MAX_CANDIDATES} instance types would be options, and Karpenter's NodeClaim lists the ${MAX_CANDIDATES} cheapest`,
+    ).effect();
+  const zones = launchZones(claim, input.zones);
+  if (zones === undefined) return abstain('zones', 'the zones its EC2NodeClass launches into are not known').effect();
+  if (prices === undefined) return unpricedAnswer(input, provider, claim, pool, zones);
   if (!prices.hasSpot && claim.capacityTypes.has('spot'))
-    return {
-      effect: unknown(
-        'no-spot-prices',
-        `the NodeClaim allows spot, and the price source (${prices.source}) has no spot prices`,
-      ),
-    };
+    return abstain(
+      'no-spot-prices',
+      `the NodeClaim allows spot, and the price source (${prices.source}) has no spot prices`,
+    ).effect();
   if (prices.offeredZones === undefined) {
     // Which zones each type is offered in is not known: an overlay that prices by zone could then price an offering that does not exist.
     const byZone = input.counted.find((c) => c.overlay.requirements.some((r) => r.key === ZONE || r.key === ZONE_ID));
     if (byZone)
-      return {
-        effect: unknown(
-          'zones',
-          `overlay ${byZone.overlay.name} prices by zone, and the price source (${prices.source}) does not say which zones each type is offered in`,
-        ),
-      };
+      return abstain(
+        'zones',
+        `overlay ${byZone.overlay.name} prices by zone, and the price source (${prices.source}) does not say which zones each type is offered in`,
+      ).effect();
   }
+  return undefined;
+}
 
-  const worldInput = {
+/** Without prices only one question is answered: did a selected overlay touch the launch at all? */
+function unpricedAnswer(
+  input: EffectInput,
+  provider: ProviderKeys,
+  claim: ClaimForEffect,
+  pool: NodePoolView,
+  zones: ReadonlySet<string>,
+): Effect {
+  const worlds = worldsOf(input.counted);
+  const world = priceWorld(
+    {
+      offerings: 'unpriced',
+      zones,
+      candidates: candidateTypes(claim.candidates, claim.pinned, provider, input.instanceLabels),
+      pool,
+      provider,
+      region: undefined,
+    },
+    worlds.with,
+  );
+  if (!(world instanceof Abstain) && !world.some((c) => c.overlays.some((o) => !worlds.without.includes(o))))
+    return {
+      verdict: 'none',
+      reason: 'no selected overlay priced any candidate offering (no price source: nothing else was compared)',
+    };
+  return abstain('no-prices', 'no price source: the launch without the selected overlays cannot be replayed').effect();
+}
+
+function replay(input: ReplayInput): Replay {
+  const { provider, claim, prices } = input;
+  const candidates = candidateTypes(claim.candidates, claim.pinned, provider, input.instanceLabels);
+  // A replacement made anyway: without the selected overlays its NodeClaim would list other options.
+  const withoutCandidates = input.withoutCandidates
+    ? candidateTypes(input.withoutCandidates, claim.pinned, provider, input.instanceLabels)
+    : candidates;
+  const worlds = worldsOf(input.counted);
+  const listed: WorldInput = {
+    offerings: 'listed',
+    prices,
+    zones: input.zones,
     candidates,
-    offeringsOf: (type: CandidateType) => listOfferings(type.name, prices, zones),
-    offeringsKey: `list|${idOf(prices)}|${[...zones].join(',')}`,
-    pool,
+    pool: input.pool,
     provider,
     region: prices.region,
   };
-  const withWorld: World = priceWorld(worldInput, withOverlays);
-  if ('unknown' in withWorld) return { effect: unknown('attributes', withWorld.unknown) };
-  const { priced } = withWorld;
-  const isSelected = new Set(selected);
-  const steeringNames = new Set<string>();
-  for (const c of priced) for (const o of c.overlays) if (isSelected.has(o)) steeringNames.add(o.name);
-  const steering = [...steeringNames].sort();
+  const withWorld = priceWorld(listed, worlds.with);
+  if (withWorld instanceof Abstain) return { priced: [], context: {}, abstained: withWorld };
+  const selected = new Set(input.counted.filter((c) => c.selected).map((c) => c.overlay));
+  const steering = new Set<string>();
+  for (const c of withWorld) for (const o of c.overlays) if (selected.has(o)) steering.add(o.name);
   const context = {
-    overlays: steering,
+    overlays: [...steering].sort(),
     prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: prices.asOf } : {}) },
   };
-
   // Every offering Karpenter holds for the type: both capacity types in each zone the NodeClass launches into and EC2 offers the type in.
-  const nodeClassZones = [...(input.zones ?? zones)];
-  const everyOffering = {
-    ...worldInput,
-    offeringsOf: (type: CandidateType) => {
-      const offered = prices.offeredZones?.(type.name);
-      return nodeClassZones
-        .filter((z) => offered === undefined || offered.has(z))
-        .flatMap((zone) => ['on-demand', 'spot'].map((capacityType) => ({ capacityType, zone, list: 0 })));
-    },
-    offeringsKey: `every|${idOf(prices)}|${nodeClassZones.join(',')}`,
-  };
-  const everyOfferingWithout = { ...everyOffering, candidates: withoutCandidates };
+  const every: WorldInput = { ...listed, offerings: 'every', zones: input.nodeClassZones ?? input.zones };
+  const everyWithout: WorldInput = { ...every, candidates: withoutCandidates };
   // Counted by what it could price anywhere: the annotation reads every offering.
   const conflicted = input.conflicted.find(
-    (o) => touches(priceWorld(everyOffering, [o])) || touches(priceWorld(everyOfferingWithout, [o])),
+    (o) => touches(priceWorld(every, alone(o))) || touches(priceWorld(everyWithout, alone(o))),
   );
   if (conflicted)
     return {
-      priced,
+      priced: withWorld,
       context,
-      stop: {
-        code: 'conflict',
-        reason: `Karpenter refused an overlay of ${conflicted.name}'s weight as a Conflict: without the selected overlays it would judge ${conflicted.name} again, maybe differently`,
-      },
+      abstained: abstain(
+        'conflict',
+        `Karpenter refused an overlay of ${conflicted.name}'s weight as a Conflict: without the selected overlays it would judge ${conflicted.name} again, maybe differently`,
+      ),
     };
-
-  const withLaunch = awsLaunch(priced, claim, claim.priceOverlayApplied);
-  if ('unknown' in withLaunch) return { priced, context, stop: { code: withLaunch.code, reason: withLaunch.unknown } };
-  const predicted = worldLaunch(withLaunch.launch, prices, withLaunch.cutAmbiguous !== undefined);
-
+  const withLaunch = awsLaunch(withWorld, claim, claim.priceOverlayApplied);
+  if (withLaunch instanceof Abstain) return { priced: withWorld, context, abstained: withLaunch };
+  const before: Replay = {
+    priced: withWorld,
+    context,
+    withLaunch,
+    predicted: worldLaunch(withLaunch.launch, prices, withLaunch.cutAmbiguous !== undefined),
+  };
   // Without a selected overlay among them, and over the same candidates, the world without them is this one.
   const withoutWorld =
-    selected.length === 0 && withoutCandidates === candidates
+    selected.size === 0 && withoutCandidates === candidates
       ? withWorld
-      : priceWorld({ ...worldInput, candidates: withoutCandidates }, withoutOverlays);
-  if ('unknown' in withoutWorld)
-    return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: withoutWorld.unknown } };
+      : priceWorld({ ...listed, candidates: withoutCandidates }, worlds.without);
+  return {
+    ...before,
+    without: launchWithout(withoutWorld, before, { everyWithout, overlays: worlds.without, claim, prices }),
+  };
+}
+
+/** The launch without the selected overlays (`world`, priced with `overlays`), compared with the one with them. */
+function launchWithout(
+  world: PricedWorld,
+  withThem: Replay,
+  o: {
+    /** Every offering Karpenter holds for the candidates: what the price-overlay-applied annotation reads. */
+    readonly everyWithout: WorldInput;
+    readonly overlays: readonly OverlayView[];
+    readonly claim: ClaimForEffect;
+    readonly prices: PriceBook;
+  },
+): Replay['without'] {
+  const { overlays, claim, prices } = o;
+  if (world instanceof Abstain) return world;
   // The scheduler sets the annotation when any offering of any candidate had an overlaid price
   // (offered or not, allowed by the NodeClaim or not): without the selected overlays, only if
   // another overlay priced one.
   let annotated = false;
-  if (withoutOverlays.length > 0) {
-    const allPriced = priceWorld(everyOfferingWithout, withoutOverlays);
-    if ('unknown' in allPriced)
-      return { priced, context, withLaunch, predicted, without: { code: 'attributes', reason: allPriced.unknown } };
-    annotated = overlaid(allPriced.priced);
+  if (overlays.length > 0) {
+    const allPriced = priceWorld(o.everyWithout, overlays);
+    if (allPriced instanceof Abstain) return allPriced;
+    annotated = overlaid(allPriced);
   }
-  const withoutLaunch = awsLaunch(withoutWorld.priced, claim, annotated);
-  if ('unknown' in withoutLaunch)
-    return {
-      priced,
-      context,
-      withLaunch,
-      predicted,
-      without: { code: withoutLaunch.code, reason: withoutLaunch.unknown },
-    };
-  if (withoutLaunch.cutAmbiguous !== undefined)
-    return {
-      priced,
-      context,
-      withLaunch,
-      predicted,
-      without: { code: 'truncation', reason: withoutLaunch.cutAmbiguous },
-    };
-  const requestsKnown = withLaunch.cutStraddled === undefined && withoutLaunch.cutStraddled === undefined;
+  const without = awsLaunch(world, claim, annotated);
+  if (without instanceof Abstain) return without;
+  if (without.cutAmbiguous !== undefined) return abstain('truncation', without.cutAmbiguous);
+  const withLaunch = withThem.withLaunch!;
+  const requestsKnown = withLaunch.cutStraddled === undefined && without.cutStraddled === undefined;
   return {
-    priced,
-    context,
-    withLaunch,
-    predicted,
-    without: {
-      launch: withoutLaunch.launch,
-      world: worldLaunch(withoutLaunch.launch, prices, false),
-      sameRequest: requestsKnown ? sameRequest(withLaunch.launch, withoutLaunch.launch, claim) : undefined,
-    },
+    launch: without.launch,
+    world: worldLaunch(without.launch, prices, false),
+    sameRequest: requestsKnown ? sameRequest(withLaunch.launch, without.launch, claim) : undefined,
   };
 }
 
-function touches(world: World): boolean {
-  return 'unknown' in world || overlaid(world.priced);
+function touches(world: PricedWorld): boolean {
+  return world instanceof Abstain || overlaid(world);
 }

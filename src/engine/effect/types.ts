@@ -1,18 +1,18 @@
 // The effect's vocabulary: what a record says the selected overlays changed about a launch, what
-// a launch replay is given, and the bounded reasons an effect stays unknown. The replay that
-// fills it in is effect.ts.
+// a launch replay is given, and the bounded reasons an effect stays unknown (abstain.ts). The
+// launch replay that fills it in is effect.ts; a launch of Karpenter's disruption is judged by
+// ../disruption/, which adds its story.
 import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels, Requirement } from '../requirements.ts';
-import type { ClaimLaunchFacts } from './aws-launch.ts';
 import type { PriceBook } from './prices.ts';
 
 export const EFFECTS = ['capacity-type', 'instance-type', 'replacement', 'none', 'unknown'] as const;
 export type EffectVerdict = (typeof EFFECTS)[number];
 
 /** Why an effect is unknown, as a bounded code (a metric's label) beside the reason in words. */
-export const UNKNOWN_REASONS = [
+const UNKNOWN_REASONS = [
   'provider',
   'no-nodeclaim',
   'candidates-cut',
@@ -35,6 +35,16 @@ export const UNKNOWN_REASONS = [
   'balanced',
 ] as const;
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
+
+/** What the AWS provider's launch reads of a NodeClaim besides its candidates (aws-launch.ts). */
+export interface ClaimLaunchFacts {
+  /** The NodeClaim's `karpenter.sh/capacity-type In` values. */
+  readonly capacityTypes: ReadonlySet<string>;
+  /** Its `topology.kubernetes.io/zone In` values, when it has that requirement. */
+  readonly zones?: ReadonlySet<string>;
+  /** A requirement with minValues: the exotic and spot filters stand aside. */
+  readonly minValues: boolean;
+}
 
 /** `MaxInstanceTypes`: the scheduler cuts a NodeClaim's candidates to the 600 cheapest (by overlaid prices). */
 export const MAX_CANDIDATES = 600;
@@ -72,6 +82,9 @@ export interface ClaimForEffect extends ClaimLaunchFacts {
   readonly requirements?: readonly Requirement[];
 }
 
+/** The labels of a registered node per instance type: what a type's name does not tell of it. */
+export type InstanceLabels = ReadonlyMap<string, Labels>;
+
 export interface CountedOverlay {
   readonly overlay: OverlayView;
   /** Picked by the watcher's overlaySelector: left out of the world without them. */
@@ -86,15 +99,18 @@ export interface EffectInput {
   /** A NodeClaim was found, `claim` undefined all the same: it has no instance-type requirement to replay. */
   readonly nodeClaimFound?: boolean;
   readonly pool: NodePoolView | undefined;
-  /** The overlays Karpenter applied at the launch (validated, not deleted), selected or not. */
+  /** The overlays Karpenter applied at the launch (validated, not deleted), selected or not: one shared list per distinct set (moment.ts). */
   readonly counted: readonly CountedOverlay[];
   /** Overlays not selected whose verdict Karpenter could give differently without the selected ones (a Conflict at a selected overlay's weight): where one prices a candidate, the effect is unknown. */
   readonly conflicted: readonly OverlayView[];
   readonly prices: PriceBook | undefined;
   /** The zones the NodeClaim's NodeClass launches into (its subnets); undefined: not known. */
   readonly zones: ReadonlySet<string> | undefined;
-  /** The labels of a node of this instance type, if one was seen (every instance-type key it has). */
-  readonly nodeLabelsOf?: (instanceType: string) => Labels | undefined;
+  /**
+   * The labels of a node of each instance type seen (every instance-type key it has): one
+   * immutable map, a new one whenever a type is added, so that the replay's memos key on it.
+   */
+  readonly instanceLabels?: InstanceLabels | undefined;
   /**
    * The instance types the NodeClaim would list without the selected overlays, where they differ
    * from its own (a replacement, whose options consolidation cut by overlaid prices): the launch
@@ -103,7 +119,8 @@ export interface EffectInput {
   readonly withoutCandidates?: readonly string[];
 }
 
-export interface WorldLaunch {
+/** A launch as the replay predicts it in one world: what a record tells of each world. */
+export interface LaunchStory {
   readonly capacityType: 'spot' | 'on-demand';
   readonly strategy: string;
   /**
@@ -126,9 +143,9 @@ export interface Effect {
   readonly reasonCode?: UnknownReason;
   readonly reason?: string;
   /** The launch in the world without the selected overlays. */
-  readonly without?: WorldLaunch;
+  readonly without?: LaunchStory;
   /** The launch as Karpenter's prices predict it, with the overlays. */
-  readonly with?: WorldLaunch;
+  readonly with?: LaunchStory;
   /** The launched offering's list price and the price Karpenter compared. */
   readonly launched?: { readonly listPrice: number; readonly price: number };
   /** Selected overlays that priced a candidate offering at the launch: those the effect is owed to. */

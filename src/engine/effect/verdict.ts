@@ -1,16 +1,10 @@
 // The verdict: what the selected overlays changed about the offering that was launched, read from
 // the replay of its NodeClaim in both worlds (effect.ts).
-import { type Launch, MAX_LAUNCH_TYPES } from './aws-launch.ts';
+import { Abstain, abstain } from './abstain.ts';
+import { type Launch, type LaunchChosen, MAX_LAUNCH_TYPES } from './aws-launch.ts';
 import type { PriceBook } from './prices.ts';
-import { type Effect, type EffectInput, MAX_TYPES_SHOWN, type UnknownReason, type WorldLaunch } from './types.ts';
+import { type Effect, type EffectInput, type LaunchStory, MAX_TYPES_SHOWN } from './types.ts';
 import type { PricedCandidate } from './worlds.ts';
-
-export const unknown = (reasonCode: UnknownReason, reason: string, extra: Partial<Effect> = {}): Effect => ({
-  verdict: 'unknown',
-  reasonCode,
-  reason,
-  ...extra,
-});
 
 /** The first `n` of `names` in sorted order, without sorting all of them (a tie can hold hundreds). */
 function firstSorted(names: readonly string[], n: number): string[] {
@@ -25,7 +19,7 @@ function firstSorted(names: readonly string[], n: number): string[] {
   return out;
 }
 
-export function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): WorldLaunch {
+export function worldLaunch(l: Launch, prices: PriceBook, atCut: boolean): LaunchStory {
   const single = l.picks.length === 1 && l.capacityType === 'on-demand' ? prices.onDemand(l.picks[0]!) : undefined;
   return {
     capacityType: l.capacityType,
@@ -43,13 +37,11 @@ export interface Replay {
   readonly priced: readonly PricedCandidate[];
   readonly context: Pick<Effect, 'overlays' | 'prices'>;
   /** Set when the replay stopped early: an unknown that holds whatever was launched. */
-  readonly stop?: { code: UnknownReason; reason: string };
-  readonly withLaunch?: { launch: Launch; cutAmbiguous?: string };
-  readonly predicted?: WorldLaunch;
+  readonly abstained?: Abstain;
+  readonly withLaunch?: LaunchChosen;
+  readonly predicted?: LaunchStory;
   /** `sameRequest` undefined: a cut straddled in either world leaves the requests' tails to Karpenter's sort. */
-  readonly without?:
-    | { code: UnknownReason; reason: string }
-    | { launch: Launch; world: WorldLaunch; sameRequest: boolean | undefined };
+  readonly without?: Abstain | { launch: Launch; world: LaunchStory; sameRequest: boolean | undefined };
 }
 
 /** The effect for the launched offering, from the NodeClaim's replay. */
@@ -63,7 +55,7 @@ export function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effe
           ?.offerings.find((o) => o.capacityType === launchedAs.capacityType);
   const launched = offer ? { launched: { listPrice: offer.list, price: offer.price } } : {};
   const base = { ...r.context, ...launched };
-  if (r.stop) return unknown(r.stop.code, r.stop.reason, base);
+  if (r.abstained) return r.abstained.effect(base);
   const predicted = r.predicted!;
   // With the overlays an ambiguous cut is no matter where the launch agrees with the widest survival
   // on-demand: the launched type survived it. Spot there could have been cut away.
@@ -72,21 +64,20 @@ export function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effe
     predicted.capacityType === 'spot' &&
     launchedAs.capacityType === 'on-demand'
   ) {
-    return unknown('truncation', r.withLaunch.cutAmbiguous, { ...base, with: predicted });
+    return abstain('truncation', r.withLaunch.cutAmbiguous).effect({ ...base, with: predicted });
   }
   if (
     predicted.capacityType !== launchedAs.capacityType ||
     launchedType === undefined ||
     !r.withLaunch!.launch.picks.includes(launchedType)
   ) {
-    return unknown(
+    return abstain(
       'fallback',
       `Karpenter's prices predict ${predicted.capacityType} ${names(predicted)}, and ${launchedAs.capacityType} ${launchedType} was launched: a capacity fallback, or prices that have moved since`,
-      { ...base, with: predicted },
-    );
+    ).effect({ ...base, with: predicted });
   }
   const w = r.without!;
-  if ('code' in w) return unknown(w.code, w.reason, { ...base, with: predicted });
+  if (w instanceof Abstain) return w.effect({ ...base, with: predicted });
   const without = w.world;
   const both = { ...base, with: predicted, without };
   // The same CreateFleet request either way (another overlay prices those offerings alike): whatever EC2 does with it, the selected overlays changed nothing.
@@ -101,14 +92,13 @@ export function verdictFor(r: Replay, launchedAs: EffectInput['launched']): Effe
   if (w.launch.picks.length === 1) return { verdict: 'none', ...both };
   // EC2 breaks a tie in both worlds, over requests that may or may not be the same.
   if (w.sameRequest === undefined) {
-    return unknown(
+    return abstain(
       'truncation',
       `candidates priced alike straddle Karpenter's cut at ${MAX_LAUNCH_TYPES} types, so which of them each CreateFleet request lists is its sort's choice: whether EC2 would break the tie between ${names(without)} alike without the selected overlays is not known`,
-      both,
-    );
+    ).effect(both);
   }
-  return unknown('tie', `without the selected overlays EC2 would break a tie between ${names(without)}`, both);
+  return abstain('tie', `without the selected overlays EC2 would break a tie between ${names(without)}`).effect(both);
 }
 
-const names = (l: WorldLaunch) =>
+const names = (l: LaunchStory) =>
   `${l.instanceTypes.join(', ')}${l.instanceTypeCount > l.instanceTypes.length ? ` and ${l.instanceTypeCount - l.instanceTypes.length} more` : ''}`;

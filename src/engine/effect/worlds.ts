@@ -2,22 +2,17 @@
 // overlay that wins it applied (pkg/controllers/nodeoverlay store: the first overlay in weight
 // order whose requirements the NodePool, the instance type and the offering meet; never stacked;
 // cloudprovider.AdjustedPrice). The effect compares two worlds: the overlays as they were, and the
-// same without the ones the watcher's selector picks.
+// same without the ones the watcher's selector picks (moment.ts makes both).
 import { KarpenterView } from '../karpenter-view.ts';
+import { Memo, UNANCHORED } from '../memo.ts';
 import type { NodePoolView } from '../nodepool.ts';
 import { outranks, type OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import { combinedOperator, type Requirement } from '../requirements.ts';
-import type { CandidateType } from './candidates.ts';
 import { CAPACITY_TYPE, REGION, ZONE } from '../well-known.ts';
-import { idOf } from './identity.ts';
-
-export interface Offering {
-  readonly capacityType: string;
-  readonly zone: string;
-  /** The provider's price before any overlay (on-demand list price, spot price). */
-  readonly list: number;
-}
+import { Abstain, abstain } from './abstain.ts';
+import type { CandidateType } from './candidates.ts';
+import { type Offering, type OfferingSource, offeringsOf } from './offerings.ts';
 
 export interface PricedOffering extends Offering {
   /** The price Karpenter compares: `list` with the winning overlay applied. */
@@ -33,10 +28,14 @@ export interface PricedCandidate {
   readonly overlays: readonly OverlayView[];
 }
 
-export type World = { priced: PricedCandidate[] } | { unknown: string };
+/** The overlays of both worlds: those Karpenter applied, and those left without the selected ones. */
+export interface Worlds {
+  readonly with: readonly OverlayView[];
+  readonly without: readonly OverlayView[];
+}
 
 /** cloudprovider.AdjustedPrice: `price` replaces, `priceAdjustment` is `±N%` or `±abs`, never below 0. */
-export function adjustedPrice(list: number, overlay: Pick<OverlayView, 'price' | 'priceAdjustment'>): number {
+function adjustedPrice(list: number, overlay: Pick<OverlayView, 'price' | 'priceAdjustment'>): number {
   const change = overlay.price ?? overlay.priceAdjustment ?? '';
   if (change === '') return list;
   if (!change.startsWith('+') && !change.startsWith('-')) return Number.parseFloat(change);
@@ -94,75 +93,61 @@ class WorldIndex {
 
 const rankOrder = (a: Ranked, b: Ranked) => (outranks(a.overlay, b.overlay) ? -1 : 1);
 
-export interface WorldInput {
+/** What a world prices: candidate types, their offerings, for a NodePool and a provider in a region. */
+export type WorldInput = OfferingSource & {
   readonly candidates: readonly CandidateType[];
-  /** A candidate's offerings at list prices; read only for a candidate not priced before under the same `offeringsKey`. */
-  readonly offeringsOf: (type: CandidateType) => readonly Offering[];
-  /** Names what `offeringsOf` gives (which prices, which zones). */
-  readonly offeringsKey: string;
   readonly pool: NodePoolView;
   readonly provider: ProviderKeys;
   readonly region: string | undefined;
-}
+};
 
-type Pricing = PricedCandidate | { unknown: string };
+/** A world with every candidate's offerings priced, or the abstention of the first that cannot be. */
+export type PricedWorld = readonly PricedCandidate[] | Abstain;
+
+type Pricing = PricedCandidate | Abstain;
+type PricingInput = OfferingSource & {
+  readonly pool: NodePoolView;
+  readonly provider: ProviderKeys;
+  readonly region: string | undefined;
+  readonly overlays: readonly OverlayView[];
+};
 
 /**
- * Each candidate's pricing, kept per world (its overlays, NodePool, provider, region and
- * offerings): NodeClaims list the same types again and again, mostly under the same overlays and
- * prices, so a decision prices only the types no decision priced before in that world. Candidate
- * types are shared objects (effect.ts), so a type nothing references any more takes its pricings
- * with it; a type priced in more worlds than this keeps only the latest.
+ * Each candidate's pricing, kept per type and world: NodeClaims list the same types again and
+ * again, mostly under the same overlays and prices, so a decision prices only the types no
+ * decision priced before in that world. Candidate types are shared objects (candidates.ts), so a
+ * type nothing references any more takes its pricings with it.
  */
-const pricings = new WeakMap<CandidateType, Map<string, Pricing>>();
-const MAX_WORLDS_PER_TYPE = 8;
-const indexes = new Map<string, WorldIndex>();
-const MAX_INDEXES = 32;
-
-function worldIndex(overlays: readonly OverlayView[], key: string): WorldIndex {
-  let index = indexes.get(key);
-  if (!index) {
-    if (indexes.size >= MAX_INDEXES) indexes.clear();
-    index = new WorldIndex(overlays);
-    indexes.set(key, index);
-  }
-  return index;
-}
+const PRICINGS = new Memo<CandidateType, PricingInput, Pricing>(
+  (type, world) => priceCandidate(type, offeringsOf(type.name, world), worldIndex(world.overlays), world),
+  8,
+);
+/** The overlays of a world filed for lookup, per overlays list (one shared list per world: moment.ts). */
+const INDEXES = new Memo<readonly OverlayView[], object, WorldIndex>((overlays) => new WorldIndex(overlays), 1);
+const worldIndex = (overlays: readonly OverlayView[]) => INDEXES.of(overlays, UNANCHORED);
 
 /**
  * Prices every candidate offering with `overlays` (those that count: validated, not deleted). An
  * overlay whose requirements name an instance-type value that is not known for a candidate leaves
  * that candidate's price, and so the world, unknown, unless a higher-ranked overlay wins first.
  */
-export function priceWorld(input: WorldInput, overlays: readonly OverlayView[]): World {
-  const overlayKey = overlays.map(idOf).join(',');
-  const worldKey = `${overlayKey}|${idOf(input.pool)}|${idOf(input.provider)}|${input.region ?? ''}|${input.offeringsKey}`;
-  let index: WorldIndex | undefined;
+export function priceWorld(input: WorldInput, overlays: readonly OverlayView[]): PricedWorld {
+  const { candidates, ...world } = input;
+  const pricingOf = PRICINGS.over({ ...world, overlays });
   const priced: PricedCandidate[] = [];
-  for (const type of input.candidates) {
-    let byWorld = pricings.get(type);
-    if (!byWorld) {
-      byWorld = new Map();
-      pricings.set(type, byWorld);
-    }
-    let pricing = byWorld.get(worldKey);
-    if (!pricing) {
-      index ??= worldIndex(overlays, overlayKey);
-      pricing = priceCandidate(type, input.offeringsOf(type), index, input);
-      if (byWorld.size >= MAX_WORLDS_PER_TYPE) byWorld.clear();
-      byWorld.set(worldKey, pricing);
-    }
-    if ('unknown' in pricing) return pricing;
+  for (const type of candidates) {
+    const pricing = pricingOf(type);
+    if (pricing instanceof Abstain) return pricing;
     priced.push(pricing);
   }
-  return { priced };
+  return priced;
 }
 
 function priceCandidate(
   type: CandidateType,
   offerings: readonly Offering[],
   index: WorldIndex,
-  input: WorldInput,
+  input: PricingInput,
 ): Pricing {
   const labels: Record<string, string> = { ...type.labels };
   if (input.region !== undefined) labels[REGION] = input.region;
@@ -217,9 +202,10 @@ function priceCandidate(
         break;
       }
       // Met or not depends on a value of this candidate's that is not known.
-      return {
-        unknown: `overlay ${r.overlay.name} names ${unknownKey}, whose value for candidate ${type.name} is not known`,
-      };
+      return abstain(
+        'attributes',
+        `overlay ${r.overlay.name} names ${unknownKey}, whose value for candidate ${type.name} is not known`,
+      );
     }
     out.push({ ...o, price: winner ? adjustedPrice(o.list, winner) : o.list, ...(winner ? { overlay: winner } : {}) });
   }

@@ -302,10 +302,12 @@ t.test(
       conflicted: [],
       prices: prices(),
       zones: new Set(ZONES),
-      nodeLabelsOf: (x) => ({
-        'node.kubernetes.io/instance-type': x,
-        'karpenter.k8s.aws/instance-cpu': x === 'm5.xlarge' ? '4' : '2',
-      }),
+      instanceLabels: new Map(
+        ['m5.xlarge', 'c6i.large'].map((x) => [
+          x,
+          { 'node.kubernetes.io/instance-type': x, 'karpenter.k8s.aws/instance-cpu': x === 'm5.xlarge' ? '4' : '2' },
+        ]),
+      ),
     });
     t.equal(
       e.verdict,

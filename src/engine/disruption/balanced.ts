@@ -9,51 +9,20 @@
 // publishes the figures when it approves (ConsolidationApproved: "score S >= threshold T (k: K,
 // savings X%, disruption Y%)"), rounded: everything here is an interval, and where the rounding
 // leaves the answer open the answer is open.
+import { Abstain, abstain } from '../effect/abstain.ts';
+import type { PriceBook } from '../effect/prices.ts';
+import type { InstanceLabels } from '../effect/types.ts';
 import type { NodePoolView } from '../nodepool.ts';
+import type { OverlayIndex } from '../overlay-index.ts';
 import type { ProviderKeys } from '../providers.ts';
-import type { Labels } from '../requirements.ts';
-import { type PoolOffering, poolCostShift } from './pool-cost.ts';
-import type { PriceBook } from './prices.ts';
-import type { Standing } from './replacement-filters.ts';
-import { type Interval, type Stop, stop, type Worlds, worldsOf } from './replacement-prices.ts';
-import type { CountedOverlay } from './types.ts';
+import { NODEPOOL_LABEL } from '../well-known.ts';
+import type { ApprovalFigures } from './events.ts';
+import type { DisruptionEvidence, DisruptionMark } from './evidence.ts';
+import { costMoments, poolCostShift } from './pool-cost.ts';
+import type { Standing } from './standing.ts';
+import type { BalancedEvidence, DecisionWindow, Interval, PoolOffering } from './types.ts';
 
-/** A ConsolidationApproved Event's figures (events.go, consolidationScoreMessage), as printed. */
-export interface ApprovalFigures {
-  readonly score: number;
-  readonly threshold: number;
-  readonly k: number;
-  /** savings / pool cost, in percent, to 0.1. */
-  readonly savingsPct: number;
-  /** disruption / pool disruption, in percent, to 0.1. */
-  readonly disruptionPct: number;
-}
-
-/** A ConsolidationApproved Event: when it last happened, and what it says. */
-export interface ConsolidationApproval {
-  readonly at: number;
-  readonly figures: ApprovalFigures;
-}
-
-export const BALANCED = 'Balanced';
-
-// client-go's EventCorrelator prefixes the message once it aggregates similar Events of an object.
-const MESSAGE =
-  /^(?:\(combined from similar events\): )?score (\S+) >= threshold (\S+) \(k: (\d+), savings (\S+)%, disruption (\S+)%\)$/;
-
-export function parseApproval(message: string | undefined): ApprovalFigures | undefined {
-  const m = MESSAGE.exec(message ?? '');
-  if (!m) return undefined;
-  const [score, threshold, k, savingsPct, disruptionPct] = m.slice(1).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  if (![score, threshold, k, savingsPct, disruptionPct].every(Number.isFinite) || k <= 0) return undefined;
-  return { score, threshold, k, savingsPct, disruptionPct };
-}
+const BALANCED = 'Balanced';
 
 /** Float error in Karpenter's sums and ours: a comparison this close is open. */
 const EPS = 1e-9;
@@ -71,7 +40,7 @@ function fractions(f: ApprovalFigures): { sf: Interval; df: Interval } {
 }
 
 /** One Balanced NodePool's part of the command, in both worlds. */
-export interface PoolTerms {
+interface PoolTerms {
   readonly pool: string;
   /** Its share of EstimatedSavings with the overlays (exact) and without the selected ones. */
   readonly savingsWith: number;
@@ -82,7 +51,10 @@ export interface PoolTerms {
   readonly approvals: readonly ApprovalFigures[];
 }
 
-type PoolAnswer = { approved: true } | { approved: false; why: string } | { open: string };
+/** One approval's answer for a pool: approved or not without the selected overlays, or left open (an abstention). */
+type PoolAnswer = { approved: true } | { approved: false; why: string } | Abstain;
+
+const open = (reason: string) => abstain('balanced', reason);
 
 const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : String(n));
 
@@ -90,13 +62,13 @@ const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : String(n));
 function scoreWithout(t: PoolTerms, f: ApprovalFigures): PoolAnswer {
   const { sf, df } = fractions(f);
   if (!(t.savingsWith > 0) || sf.hi <= 0 || df.lo <= 0 || sf.lo > sf.hi || df.lo > df.hi)
-    return {
-      open: `its approval (savings ${f.savingsPct}%, disruption ${f.disruptionPct}%) does not fit the savings known`,
-    };
+    return open(
+      `its approval (savings ${f.savingsPct}%, disruption ${f.disruptionPct}%) does not fit the savings known`,
+    );
   // The pool cost Karpenter divided by, then moved by the selected overlays.
   const costWith = { lo: t.savingsWith / sf.hi, hi: sf.lo > 0 ? t.savingsWith / sf.lo : Number.POSITIVE_INFINITY };
   const cost = { lo: costWith.lo + t.costShift.lo, hi: costWith.hi + t.costShift.hi };
-  if (!(cost.lo > 0)) return { open: 'its cost without the selected overlays may be none at all' };
+  if (!(cost.lo > 0)) return open('its cost without the selected overlays may be none at all');
   const s = t.savingsWithout;
   const sfWithout = {
     lo: s.lo >= 0 ? s.lo / cost.hi : s.lo / cost.lo,
@@ -108,47 +80,34 @@ function scoreWithout(t: PoolTerms, f: ApprovalFigures): PoolAnswer {
   if (sfWithout.lo > 0 && score.lo >= threshold * (1 + EPS)) return { approved: true };
   if (sfWithout.hi <= 0 || score.hi < threshold * (1 - EPS))
     return { approved: false, why: `Balanced consolidation would reject it: NodePool ${t.pool}'s ${told}` };
-  return { open: `NodePool ${t.pool}'s ${told}, which the rounding of Karpenter's figures leaves open` };
+  return open(`NodePool ${t.pool}'s ${told}, which the rounding of Karpenter's figures leaves open`);
 }
 
 /** Without an approval seen: it stands only where it saves at least as large a share of a cost no larger. */
 function unscored(t: PoolTerms, window: string): PoolAnswer {
   if (t.costShift.hi <= 0 && t.savingsWithout.lo >= t.savingsWith * (1 + EPS)) return { approved: true };
-  return {
-    open: `NodePool ${t.pool} consolidates Balanced and no ConsolidationApproved Event of this command was seen (${window}): its score without the selected overlays is not known`,
-  };
+  return open(
+    `NodePool ${t.pool} consolidates Balanced and no ConsolidationApproved Event of this command was seen (${window}): its score without the selected overlays is not known`,
+  );
 }
 
 /**
  * Whether the command, standing without the selected overlays by price, is approved there by
  * Balanced scoring: rejected in one pool is rejected; several approvals in the window must agree.
  */
-export function balancedWithout(pools: readonly PoolTerms[], window: string): Stop | Standing {
-  let open: string | undefined;
+function balancedWithout(pools: readonly PoolTerms[], window: string): Standing | Abstain {
+  let undecided: Abstain | undefined;
   for (const t of pools) {
     const answers = t.approvals.length === 0 ? [unscored(t, window)] : t.approvals.map((f) => scoreWithout(t, f));
-    const rejected = answers.filter((a) => 'approved' in a && !a.approved);
-    if (rejected.length === answers.length) return { stands: false, why: (rejected[0] as { why: string }).why };
-    if (answers.every((a) => 'approved' in a)) {
+    const rejected = answers.flatMap((a) => (a instanceof Abstain || a.approved ? [] : [a]));
+    if (rejected.length === answers.length) return { stands: false, why: rejected[0]!.why };
+    if (answers.every((a) => !(a instanceof Abstain))) {
       if (rejected.length === 0) continue;
-      open ??= `the ConsolidationApproved Events of NodePool ${t.pool} within the window disagree`;
+      undecided ??= open(`the ConsolidationApproved Events of NodePool ${t.pool} within the window disagree`);
     }
-    for (const a of answers) if ('open' in a) open ??= a.open;
+    for (const a of answers) if (a instanceof Abstain) undecided ??= a;
   }
-  if (open !== undefined) return { stop: { code: 'balanced', reason: open } };
-  return { stands: true };
-}
-
-/** What the watcher saw around a consolidation's decision that Balanced scoring reads. */
-export interface BalancedEvidence {
-  /** The figures of the ConsolidationApproved Events of this command's part in the pool, dated within its decision's window. */
-  approvals(pool: string): readonly ApprovalFigures[];
-  /** The pool's NodeClaims by offering when the command was computed; undefined: not known. */
-  offeringsOf(pool: string): readonly PoolOffering[] | undefined;
-  /** The overlays in force at each moment ClusterCost may have priced those offerings at. */
-  costMoments(): readonly (readonly CountedOverlay[])[];
-  /** The decision's window, in words. */
-  readonly window: string;
+  return undecided ?? { stands: true };
 }
 
 /** The command as the price test saw it. */
@@ -162,10 +121,10 @@ export interface CommandTerms {
   readonly cheapestWithout: Interval;
 }
 
-export interface PricingContext {
+interface PricingContext {
   readonly provider: ProviderKeys;
   readonly prices: PriceBook;
-  readonly nodeLabelsOf?: ((instanceType: string) => Labels | undefined) | undefined;
+  readonly instanceLabels: InstanceLabels | undefined;
 }
 
 export const isBalanced = (pool: NodePoolView | undefined) => pool?.consolidationPolicy === BALANCED;
@@ -179,21 +138,28 @@ export function balancedTest(
   terms: CommandTerms,
   evidence: BalancedEvidence | undefined,
   ctx: PricingContext,
-): Stop | Standing | undefined {
+): Standing | Abstain | undefined {
   const balanced = [...terms.byPool].filter(([, p]) => isBalanced(p.view));
   if (balanced.length === 0) return undefined;
   const unknownPool = (name: string) =>
-    stop('balanced', `NodePool ${name} consolidates Balanced, and its NodeClaims are not known here`);
+    open(`NodePool ${name} consolidates Balanced, and its NodeClaims are not known here`);
   if (evidence === undefined) return unknownPool(balanced[0]![0]);
   const split = terms.byPool.size > 1;
   const share = (part: number, total: number) => (split && total > 0 ? part / total : 1);
-  const moments = worldsOfMoments(evidence.costMoments());
+  const moments = evidence.costMoments();
   const pools: PoolTerms[] = [];
   for (const [name, p] of balanced) {
     const offerings = evidence.offeringsOf(name);
     if (offerings === undefined) return unknownPool(name);
-    const shift = poolCostShift(offerings, p.view!, ctx.provider, ctx.prices, moments, ctx.nodeLabelsOf);
-    if ('stop' in shift) return shift;
+    const shift = poolCostShift({
+      offerings,
+      pool: p.view!,
+      provider: ctx.provider,
+      prices: ctx.prices,
+      moments,
+      instanceLabels: ctx.instanceLabels,
+    });
+    if (shift instanceof Abstain) return shift;
     const without = share(p.without, terms.total.without);
     pools.push({
       pool: name,
@@ -209,14 +175,37 @@ export function balancedTest(
   return balancedWithout(pools, evidence.window);
 }
 
-/** Kept per moments list: the evidence hands out one list per window and index revision. */
-const keptWorlds = new WeakMap<readonly (readonly CountedOverlay[])[], readonly Worlds[]>();
+const iso = (t: number) => new Date(t).toISOString();
 
-function worldsOfMoments(moments: readonly (readonly CountedOverlay[])[]): readonly Worlds[] {
-  let worlds = keptWorlds.get(moments);
-  if (worlds === undefined) {
-    worlds = moments.map(worldsOf);
-    keptWorlds.set(moments, worlds);
-  }
-  return worlds;
+/**
+ * What Balanced scoring read of the command, as far as the watcher saw it: the approvals
+ * Karpenter published within the window (ApproveCommand runs between the computation and the
+ * validation; its Events are deduplicated for two minutes per object, so an older one is another
+ * command's), the pools' NodeClaims created by its end, and the overlays of the hour before, when
+ * ClusterCost may have priced them.
+ */
+export function balancedEvidence(
+  window: DecisionWindow,
+  candidates: readonly DisruptionMark[],
+  evidence: DisruptionEvidence | undefined,
+  index: OverlayIndex,
+  poolOfferings: ((pool: string, createdBefore: number) => readonly PoolOffering[] | undefined) | undefined,
+): BalancedEvidence {
+  const one = candidates.length === 1 ? candidates[0] : undefined;
+  return {
+    approvals: (pool) => {
+      const found =
+        one === undefined
+          ? evidence?.approvalsBetween?.('NodePool', pool, window.from, window.to)
+          : one.labels[NODEPOOL_LABEL] === pool
+            ? evidence?.approvalsBetween?.('NodeClaim', one.nodeClaim, window.from, window.to)
+            : undefined;
+      return (found ?? []).map((a) => a.figures);
+    },
+    offeringsOf: (pool) => poolOfferings?.(pool, window.to),
+    costMoments: () => costMoments(index, window),
+    get window() {
+      return `between ${iso(window.from)} and ${iso(window.to)}`;
+    },
+  };
 }

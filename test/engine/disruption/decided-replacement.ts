@@ -1,14 +1,14 @@
 // The small world the engine tests of a replacement decided through `decide` share: one zone,
 // m5.large, c6i.large and r6i.large at their on-demand list prices, Veneer's RI overlay for
-// m5.large at 0.00, and the engine's settings (test/engine/decision-moment.test.ts, balanced.test.ts).
+// m5.large at 0.00, and the engine's settings (validation.test.ts, balanced.test.ts).
 import {
   type EngineSettings,
   parseSelector,
   type PriceBook,
   recordKeys,
   toOverlayView,
-} from '../../src/engine/index.ts';
-import { instanceLabels, reservedInstance } from '../../kit/veneer.ts';
+} from '../../../src/engine/index.ts';
+import { instanceLabels, reservedInstance } from '../../../kit/veneer.ts';
 
 export const T = Date.parse('2026-12-01T10:00:00Z');
 export const ZONE = 'us-east-1a';

@@ -2,14 +2,13 @@
 // marks on the nodes it disrupts, made just before it creates the replacement, and the
 // DisruptionLaunching Event it publishes on the replacement once launched.
 import t from 'tap';
+import type { NodeClaimView } from '../../../src/engine/index.ts';
 import {
   type DisruptionEvidence,
   type DisruptionMark,
   evidenceOfReading,
-  launchingReason,
-  type NodeClaimView,
-} from '../../src/engine/index.ts';
-import { LAUNCHING_EVENT_WAIT_MS, launchOrigin, MARK_WINDOW_MS } from '../../src/engine/launch-origin.ts';
+} from '../../../src/engine/disruption/evidence.ts';
+import { LAUNCHING_EVENT_WAIT_MS, launchOrigin, MARK_WINDOW_MS } from '../../../src/engine/disruption/queue.ts';
 
 const T = Date.parse('2026-12-01T10:00:00Z');
 const mark = (nodeClaim: string, markedAt: number, reason = 'Underutilized'): DisruptionMark => ({
@@ -58,8 +57,6 @@ t.test('the Event and the marks of its reason made just before: a replacement of
     ['old-1', 'old-2'],
     'only the marks of its reason, within the window',
   );
-  t.equal(launchingReason('Launching NodeClaim: Underutilized'), 'Underutilized');
-  t.equal(launchingReason('Waiting on readiness to continue disruption'), undefined);
 });
 
 t.test('marks that can launch and no Event yet: waited for briefly, then a provisioning launch', async (t) => {

@@ -1,25 +1,18 @@
-// A recorded node that Karpenter's disruption removed, told by Karpenter's reason and by what has
-// become of the overlay its record names: still counting on the same terms, changed (its weight,
-// price or price adjustment, or it no longer counts: unselected, invalid, not ready), or gone
-// (deleted or being deleted). An overlay that changes or goes makes Karpenter reconsider
-// consolidation at once, so `changed` and `gone` show the churn an overlay caused.
-import type { DecisionStory, RecordKeys, RecordTold } from './record.ts';
-import type { OverlayView } from './overlay.ts';
-import type { OverlayIndex } from './overlay-index.ts';
-import type { Labels } from './requirements.ts';
-import type { ChurnStory } from './effect/types.ts';
-
-/** Karpenter's DisruptionReason values (v1.14: Underutilized, Empty, Drifted; v1.15 adds Unhealthy), lower-cased; any other is `other`. */
-export const DISRUPTION_REASONS = ['underutilized', 'empty', 'drifted', 'unhealthy', 'other'] as const;
-export type DisruptionReasonLabel = (typeof DISRUPTION_REASONS)[number];
+// Churn: a recorded node that Karpenter's disruption removed, told by what has become of the
+// overlay its record names: still counting on the same terms, changed (its weight, price or price
+// adjustment, or it no longer counts: unselected, invalid, not ready), or gone (deleted or being
+// deleted). An overlay that changes or goes makes Karpenter reconsider consolidation at once
+// (nodeoverlay/controller.go, MarkUnconsolidated), so `changed` and `gone` show the churn an
+// overlay caused: counted by the leader (controllers/disruptions/), and kept in a replacement's
+// record once the nodes it replaced are gone.
+import type { ChurnStory } from '../effect/types.ts';
+import type { OverlayIndex } from '../overlay-index.ts';
+import type { OverlayView } from '../overlay.ts';
+import type { DecisionStory, RecordKeys, RecordTold } from '../record.ts';
+import type { Labels } from '../requirements.ts';
 
 export const OVERLAY_STATES_AT_DISRUPTION = ['counting', 'changed', 'gone'] as const;
-export type OverlayStateAtDisruption = (typeof OVERLAY_STATES_AT_DISRUPTION)[number];
-
-export function disruptionReasonLabel(reason: string): DisruptionReasonLabel {
-  const lower = reason.toLowerCase();
-  return (DISRUPTION_REASONS as readonly string[]).includes(lower) ? (lower as DisruptionReasonLabel) : 'other';
-}
+type OverlayStateAtDisruption = (typeof OVERLAY_STATES_AT_DISRUPTION)[number];
 
 /**
  * The state of the overlay a record names, now: `current` is that overlay as the cluster has it
@@ -42,7 +35,7 @@ export function overlayStateAtDisruption(
 }
 
 /** What a record's story says of the overlay it names: its name and terms at the launch. */
-export type OverlayTerms = Pick<DecisionStory, 'overlay' | 'weight' | 'price' | 'priceAdjustment'>;
+type OverlayTerms = Pick<DecisionStory, 'overlay' | 'weight' | 'price' | 'priceAdjustment'>;
 
 /**
  * A replaced node's record as the watcher saw it when Karpenter marked the node, reduced to what

@@ -2,9 +2,9 @@
 // time (ConsolidationCandidate, ConsolidationApproved), and each NodePool's NodeClaims counted by
 // offering as Karpenter's ClusterCost counts them.
 import t from 'tap';
-import { toNodeClaimView } from '../../src/engine/index.ts';
-import { PoolOfferings } from '../../src/state/pool-offerings.ts';
-import { TimedEvents } from '../../src/state/timed-events.ts';
+import { toNodeClaimView } from '../../../src/engine/index.ts';
+import { PoolOfferings } from '../../../src/state/disruption/pool-offerings.ts';
+import { TimedEvents } from '../../../src/state/disruption/timed-events.ts';
 
 t.test('the latest few Events per object, by time', async (t) => {
   const events = new TimedEvents<{ at: number; n: number }>(3, (a, b) => a.at === b.at && a.n === b.n);

@@ -1,5 +1,5 @@
 // What the watcher sees of Karpenter's disruption, for the engine to tell a replacement from a
-// provisioning launch (engine/launch-origin.ts): the NodeClaims Karpenter marked for disruption,
+// provisioning launch (engine/disruption/queue.ts): the NodeClaims Karpenter marked for disruption,
 // kept after they are gone (a replaced node is deleted once its replacement is initialized), and
 // the DisruptionLaunching Events it publishes on replacements, and the ConsolidationCandidate and
 // ConsolidationApproved Events that date and score a consolidation's decision. The Events are read
@@ -14,9 +14,9 @@ import {
   type NodeClaimView,
   parseApproval,
   type RecordAtMark,
-} from '../engine/index.ts';
-import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
-import type { Reflector } from '../kube/reflector.ts';
+} from '../../engine/index.ts';
+import { type CacheDeps, cacheReflector } from '../../kube/cache-reflector.ts';
+import type { Reflector } from '../../kube/reflector.ts';
 import { type Timed, TimedEvents } from './timed-events.ts';
 
 export const LAUNCHING_EVENTS_PATH = '/api/v1/namespaces/default/events';
@@ -65,7 +65,7 @@ export interface LaunchingEvent {
 /** How long marks are kept: a replacement is decided long before (its node registers within 15 minutes). */
 export const MARK_RETENTION_MS = 60 * 60_000;
 /** Marks kept at most, the oldest dropped first: a consolidation of a whole cluster marks each node once. */
-const MAX_MARKS = 20_000;
+export const MAX_MARKS = 20_000;
 
 export interface ClaimSource {
   subscribe(listener: (claim: NodeClaimView) => void): void;
@@ -99,9 +99,9 @@ function eventsReflector<T>(
 
 export class DisruptionWatch implements DisruptionEvidence {
   readonly reflector: Reflector<LaunchingEvent>;
-  /** ConsolidationCandidate Events: when consolidation decided, so with which overlays (engine/decision-moment.ts). */
+  /** ConsolidationCandidate Events: when consolidation decided, so with which overlays (engine/disruption/validation.ts). */
   readonly candidates: Reflector<CandidateEvent>;
-  /** ConsolidationApproved Events: Balanced consolidation's score of a command (engine/effect/balanced.ts). */
+  /** ConsolidationApproved Events: Balanced consolidation's score of a command (engine/disruption/balanced.ts). */
   readonly approvals: Reflector<ApprovalEvent>;
   private readonly reasonOf = new Map<string, string>();
   /** By NodeClaim; pruned with the marks' retention. */

@@ -1,7 +1,7 @@
 // The effect of a launch Karpenter's disruption made, one case per rule of consolidation's price
-// test (Karpenter v1.14.3, pkg/controllers/disruption/consolidation.go); the judge
-// (test/judges/replacement-differential.test.ts) compares the engine with Karpenter's own
-// consolidation on generated clusters.
+// test (Karpenter v1.14.3, pkg/controllers/disruption/consolidation.go) and of the methods that
+// follow it; the judge (test/judges/replacement-differential.test.ts) compares the engine with
+// Karpenter's own consolidation on generated clusters.
 import t from 'tap';
 import {
   type OverlayView,
@@ -10,9 +10,12 @@ import {
   toNodePoolView,
   toOverlayView,
 } from '../../../src/engine/index.ts';
-import { type ReplacedNode, replacementEffect } from '../../../src/engine/effect/replacement.ts';
+import { replacementEffect } from '../../../src/engine/disruption/controller.ts';
+import { reasonOf } from '../../../src/engine/disruption/reasons.ts';
+import type { Candidate } from '../../../src/engine/disruption/types.ts';
 import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
 import { AWS_KEYS } from '../../../src/engine/providers.ts';
+import { Prices } from '../../../src/prices/book.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
 
 const ZONE = 'us-east-1a';
@@ -59,7 +62,7 @@ const claimOf = (candidates: string[], capacityTypes = ['on-demand'], extra: Par
   allowed: FAMILIES,
   ...extra,
 });
-const node = (instanceType: string, capacityType = 'on-demand', name = `old-${instanceType}`): ReplacedNode => ({
+const node = (instanceType: string, capacityType = 'on-demand', name = `old-${instanceType}`): Candidate => ({
   nodeClaim: name,
   node: `ip-${name}`,
   labels: {
@@ -75,7 +78,7 @@ const node = (instanceType: string, capacityType = 'on-demand', name = `old-${in
 function effect(o: {
   candidates: string[];
   launched: [string, string];
-  replaced: ReplacedNode[];
+  replaced: Candidate[];
   overlays?: { overlay: OverlayView; selected: boolean }[];
   capacityTypes?: string[];
   reason?: string;
@@ -83,19 +86,24 @@ function effect(o: {
   catalog?: boolean;
   nodeLabelsOf?: (instanceType: string) => Record<string, string> | undefined;
 }) {
-  return replacementEffect({
-    provider: AWS_KEYS,
-    launched: { instanceType: o.launched[0], capacityType: o.launched[1] },
-    claim: claimOf(o.candidates, o.capacityTypes, o.claim),
-    pool,
-    counted: o.overlays ?? [{ overlay: RI, selected: true }],
-    conflicted: [],
-    prices: prices(o.catalog ?? true),
-    zones: new Set([ZONE]),
-    reason: o.reason ?? 'Underutilized',
-    replaced: o.replaced,
-    ...(o.nodeLabelsOf ? { nodeLabelsOf: o.nodeLabelsOf } : {}),
-  });
+  const labelsOf = o.nodeLabelsOf;
+  return replacementEffect(
+    { reason: reasonOf(o.reason ?? 'Underutilized'), candidates: o.replaced, churn: [] },
+    {
+      provider: AWS_KEYS,
+      launched: { instanceType: o.launched[0], capacityType: o.launched[1] },
+      claim: claimOf(o.candidates, o.capacityTypes, o.claim),
+      pool,
+      counted: o.overlays ?? [{ overlay: RI, selected: true }],
+      conflicted: [],
+      prices: prices(o.catalog ?? true),
+      zones: new Set([ZONE]),
+      // A node of each type the function knows, as the caches hand them out: one map.
+      ...(labelsOf
+        ? { instanceLabels: new Map(Object.keys(OD).flatMap((x) => (labelsOf(x) ? [[x, labelsOf(x)!]] : []))) }
+        : {}),
+    },
+  );
 }
 
 t.test('an overlay that prices the only cheaper option at 0.00 caused the replacement', async (t) => {
@@ -375,7 +383,7 @@ t.test("several nodes: a replaced node's own NodeClaim tells whether the pods fi
       resources: { requests: { cpu: '1200m', memory: '256Mi', pods: '4' } },
     },
   }).launch!;
-  const held = (allocatable: ReplacedNode['allocatable']) =>
+  const held = (allocatable: Candidate['allocatable']) =>
     effect({
       candidates: ['m5.large'],
       launched: ['m5.large', 'on-demand'],
@@ -521,3 +529,82 @@ t.test(
     t.match(unseen.reason, /m5a\.large/);
   },
 );
+
+t.test('a price book refreshed with the same source and time still prices with its own spot prices', async (t) => {
+  // After a refresh whose on-demand read failed and spot read succeeded, the new book carries the
+  // old book's source and read time (asOf: the earlier of the two): the options must be priced
+  // with its spot prices all the same (they were found under the old book's once, by source|asOf).
+  const book = (m5Spot: number) =>
+    new Prices({
+      source: 'aws',
+      asOf: 1_000,
+      region: 'us-east-1',
+      onDemand: new Map(Object.entries(OD)),
+      spot: new Map(Object.entries(SPOT).map(([x, p]) => [x, new Map([[ZONE, x === 'm5.large' ? m5Spot : p]])])),
+    });
+  const replaced = [node('c6i.large')];
+  const claim = claimOf(['m5.large'], ['spot', 'on-demand']);
+  const decide = (prices: PriceBook) =>
+    replacementEffect(
+      { reason: reasonOf('Underutilized'), candidates: replaced, churn: [] },
+      {
+        provider: AWS_KEYS,
+        launched: { instanceType: 'm5.large', capacityType: 'on-demand' },
+        claim,
+        pool,
+        counted: [{ overlay: RI, selected: true }],
+        conflicted: [],
+        prices,
+        zones: claim.zones,
+      },
+    );
+  t.not(decide(book(0.04)).reasonCode, 'replaced-prices', 'm5.large at $0.04/h spot undercuts the $0.085/h replaced');
+  const dearer = decide(book(0.09));
+  t.equal(dearer.reasonCode, 'replaced-prices', 'at $0.09/h spot it does not: Karpenter could not have kept it');
+});
+
+t.test('two replacements alike but for their pods per node are tested apart', async (t) => {
+  // The same two candidates (c6i.large, r6i.large, each holding 10 pods), the same options, prices
+  // and overlays; the pods ask for 5 of them or for 20. At 20 neither type could have held them, so
+  // without the RI m5.large would have replaced both anyway; at 5 c6i.large could have, and
+  // filterOutSameInstanceType then keeps nothing without the RI. Everything but the requests is
+  // one object, as the caches hand them out, so only a complete key tells the two apart.
+  const candidates = [node('c6i.large', 'on-demand', 'a'), node('r6i.large', 'on-demand', 'b')].map((c) => ({
+    ...c,
+    allocatable: { cpu: 2, memory: 8e9, pods: 10 },
+  }));
+  const options = ['m5.large'];
+  const requirements = Object.freeze([]);
+  const book = prices();
+  const instanceLabels = new Map(
+    Object.keys(OD).map((x) => [
+      x,
+      {
+        'node.kubernetes.io/instance-type': x,
+        'karpenter.k8s.aws/instance-cpu': '2',
+        'karpenter.k8s.aws/instance-memory': '8192',
+      },
+    ]),
+  );
+  const counted = [{ overlay: RI, selected: true }];
+  const zones = new Set([ZONE]);
+  const decide = (pods: number) =>
+    replacementEffect(
+      { reason: reasonOf('Underutilized'), candidates, churn: [] },
+      {
+        provider: AWS_KEYS,
+        launched: { instanceType: 'm5.large', capacityType: 'on-demand' },
+        claim: claimOf(options, ['on-demand'], { requests: { cpu: 1, memory: 1e9, pods }, requirements }),
+        pool,
+        counted,
+        conflicted: [],
+        prices: book,
+        zones,
+        instanceLabels,
+      },
+    );
+  t.equal(decide(5).verdict, 'replacement');
+  const many = decide(20);
+  t.equal(many.disruption?.replacedWithout, true, 'at 20 pods the command stands without the RI');
+  t.not(many.verdict, 'replacement');
+});

@@ -10,7 +10,7 @@ import {
   type NodeClaimView,
   type PoolOffering,
   ZONE,
-} from '../engine/index.ts';
+} from '../../engine/index.ts';
 
 interface Counted {
   readonly pool: string;

@@ -1,21 +1,22 @@
-// What the replacement's NodeClaim tells of whether its pods fit a type that is not among its
-// options. Karpenter kept an option only if the pods fit it (scheduling's filterInstanceTypesByRequirements:
-// the requirements, and the requests within its allocatable), so a kept option is a type they fit.
-// A type with less CPU or memory than the requests could not be one; a type that meets every
-// requirement and has at least the CPU and memory of a kept option could.
-import type { ProviderKeys } from '../providers.ts';
+// Whether the replacement's pods fit a type that is not among its options, as far as its NodeClaim
+// and the nodes it replaced tell. Karpenter kept an option only if the pods fit it (scheduling's
+// filterInstanceTypesByRequirements: the requirements, and the requests within its allocatable),
+// so a kept option is a type they fit. A type with less CPU or memory than the requests could not
+// be one; a type that meets every requirement and has at least the CPU and memory of a kept option
+// could.
+import type { CandidateType } from '../effect/candidates.ts';
+import type { ClaimForEffect } from '../effect/types.ts';
 import { labelValue } from '../normalize.ts';
+import { AWS_LABEL, type ProviderKeys } from '../providers.ts';
 import { requirementPasses } from '../requirements.ts';
-import { AWS_CPU, AWS_MEMORY, type CandidateType } from './candidates.ts';
 import { INSTANCE_TYPE } from '../well-known.ts';
-import type { ReplacedNode } from './replacement-prices.ts';
-import type { ClaimForEffect } from './types.ts';
+import type { Candidate } from './types.ts';
 
 /** A type's vCPUs and memory in bytes as the AWS provider labels them (instance-cpu, instance-memory in MiB); NaN: not known. */
 function capacityOf(type: CandidateType) {
   const read = (key: string, unit: number) =>
     type.known === undefined || type.known.has(key) ? Number(type.labels[key] ?? Number.NaN) * unit : Number.NaN;
-  return { cpu: read(AWS_CPU, 1), memory: read(AWS_MEMORY, 2 ** 20) };
+  return { cpu: read(AWS_LABEL.cpu, 1), memory: read(AWS_LABEL.memory, 2 ** 20) };
 }
 
 // A margin for the float parse: a type left in is only left unexcluded.
@@ -26,7 +27,7 @@ const over = (requested: number | undefined, held: number) => (requested ?? 0) >
  * memory): its allocatable is no more, so the pods could not have fit it (resources.Fits); or more
  * than a replaced node's NodeClaim says Karpenter holds that type to hold, pods per node included.
  */
-export function tooSmall(type: CandidateType, claim: ClaimForEffect, replaced: readonly ReplacedNode[] = []): boolean {
+export function tooSmall(type: CandidateType, claim: ClaimForEffect, replaced: readonly Candidate[] = []): boolean {
   const has = capacityOf(type);
   const r = claim.requests;
   if (over(r?.cpu, has.cpu) || over(r?.memory, has.memory)) return true;
@@ -47,7 +48,7 @@ export function fitShown(
   claim: ClaimForEffect,
   kept: readonly CandidateType[],
   provider: ProviderKeys,
-  replaced: readonly ReplacedNode[] = [],
+  replaced: readonly Candidate[] = [],
 ): (type: CandidateType) => boolean {
   const requirements = claim.requirements;
   const requests = claim.requests;

@@ -12,14 +12,14 @@ import {
   toNodeClaimView,
   toNodePoolView,
   toNodeView,
-} from '../../src/engine/index.ts';
+} from '../../../src/engine/index.ts';
 import {
   COMPUTE_MAX_MS,
   decisionWindow,
   effectAtDecision,
   momentsWithin,
   VALIDATION_MS,
-} from '../../src/engine/decision-moment.ts';
+} from '../../../src/engine/disruption/validation.ts';
 import { iso, labelsOf, policy, prices, RI, settings, T, ZONE } from './decided-replacement.ts';
 
 const mark = (markedAt: number, nodeClaim = 'old-claim'): DisruptionMark => ({

@@ -11,33 +11,15 @@ import {
   type DisruptionMark,
   type Effect,
   OverlayIndex,
-  parseApproval,
   type PoolOffering,
   toNodeClaimView,
   toNodePoolView,
   toNodeView,
 } from '../../../src/engine/index.ts';
-import { iso, labelsOf as poolLabels, policy, prices, RI, settings, T, ZONE } from '../decided-replacement.ts';
+import { parseApproval } from '../../../src/engine/disruption/events.ts';
+import { iso, labelsOf as poolLabels, policy, prices, RI, settings, T, ZONE } from './decided-replacement.ts';
 
 const labelsOf = (type: string, pool = 'od') => poolLabels(type, pool);
-
-t.test("the Event's message, as Karpenter formats it", async (t) => {
-  t.same(parseApproval('score 1.53 >= threshold 0.50 (k: 2, savings 25.0%, disruption 16.3%)'), {
-    score: 1.53,
-    threshold: 0.5,
-    k: 2,
-    savingsPct: 25,
-    disruptionPct: 16.3,
-  });
-  t.equal(
-    parseApproval('(combined from similar events): score 0.71 >= threshold 0.50 (k: 2, savings 3.2%, disruption 4.5%)')
-      ?.score,
-    0.71,
-    "client-go's aggregate of similar Events",
-  );
-  t.equal(parseApproval('Consolidation candidate: replace (savings: $0.05)'), undefined);
-  t.equal(parseApproval('score +Inf >= threshold 0.50 (k: 2, savings 1.0%, disruption 0.0%)'), undefined);
-});
 
 interface Scene {
   /** The replaced NodePool's policy. */

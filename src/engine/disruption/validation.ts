@@ -1,0 +1,82 @@
+// The moment a consolidation's command was priced at, and so the overlays it was priced with.
+// Karpenter computes a command (pricing candidates and options with the overlays of that moment,
+// and publishing ConsolidationCandidate Events on the candidates), waits 15 s to validate it
+// (validation.go re-simulates the scheduling; it does not price again), then marks the candidates
+// and creates the replacement (queue.go). So the prices that decided a replacement are those of a
+// moment before its marks, not of its NodeClaim's creation: an overlay deleted or changed while
+// Karpenter validated did decide it.
+import { abstain } from '../effect/abstain.ts';
+import type { Effect } from '../effect/types.ts';
+import type { OverlayIndex } from '../overlay-index.ts';
+import type { DisruptionMark } from './evidence.ts';
+import type { DecisionWindow } from './types.ts';
+
+/** Consolidation's validation wait (validation.go): the command was computed at least this long before its marks. */
+export const VALIDATION_MS = 15_000;
+/**
+ * SingleNodeConsolidation's timeout (3 min; MultiNodeConsolidation's is 1 min): without a
+ * ConsolidationCandidate Event, the computation began at most this long before it was validated.
+ */
+export const COMPUTE_MAX_MS = 3 * 60_000;
+
+/**
+ * `candidateAt(nodeClaim, notAfter)`: the latest ConsolidationCandidate Event on that NodeClaim
+ * no later than `notAfter`. Karpenter publishes it as it computes a command (before the command
+ * has an ID: the message is the same each time the same move is computed) and dedupes it for two
+ * minutes, so an Event may be older than the computation: it bounds it below.
+ */
+export function decisionWindow(
+  replaced: readonly DisruptionMark[],
+  candidateAt: ((nodeClaim: string, notAfter: number) => number | undefined) | undefined,
+): DecisionWindow | undefined {
+  if (replaced.length === 0) return undefined;
+  // Whole seconds: the mark may have been made up to a second after its timestamp.
+  const to = Math.min(...replaced.map((m) => m.markedAt)) - VALIDATION_MS + 1_000;
+  let told: number | undefined;
+  for (const m of replaced) {
+    const at = candidateAt?.(m.nodeClaim, to);
+    if (at !== undefined && (told === undefined || at > told)) told = at;
+  }
+  return told === undefined ? { from: to - COMPUTE_MAX_MS, to, told: false } : { from: told, to, told: true };
+}
+
+/**
+ * One moment for each set of overlays in force within the window: its start and every change in
+ * it. The scheduler annotates a NodeClaim (karpenter.sh/price-overlay-applied) only when an overlay
+ * priced an offering of one of its types, so a replacement so annotated was not priced at a moment
+ * without any overlay in force (the window's start is often one: Karpenter publishes a node's
+ * ConsolidationCandidate Event once per two minutes for the same command, and an Event from before
+ * the overlay came may be the latest).
+ */
+export function momentsWithin(index: OverlayIndex, window: DecisionWindow, annotated: boolean): number[] {
+  const moments = [window.from, ...index.changesBetween(window.from, window.to)];
+  // One set of overlays over the whole window (the usual case, on the webhook's path): nothing to rule out.
+  if (!annotated || moments.length === 1) return moments;
+  const overlaid = moments.filter((t) => index.activeVersionsAt(t).some((v) => v.ineligible === undefined));
+  return overlaid.length > 0 ? overlaid : moments;
+}
+
+/**
+ * The effect of the moment Karpenter decided at, from the effects of each moment the window
+ * holds. A moment whose prices do not reproduce the options Karpenter kept (`replaced-prices`) is
+ * not the one it priced with; of the others, one verdict stands only if all agree.
+ */
+export function effectAtDecision(window: DecisionWindow, effects: readonly { at: number; effect: Effect }[]): Effect {
+  const last = effects.at(-1)!.effect;
+  if (effects.length === 1) return last;
+  const fitting = effects.filter((e) => e.effect.reasonCode !== 'replaced-prices');
+  if (fitting.length === 0) return last;
+  const first = fitting[0]!.effect;
+  if (fitting.every((e) => sameVerdict(e.effect, first))) return fitting.at(-1)!.effect;
+  const changes = fitting.map((e) => new Date(e.at).toISOString()).join(', ');
+  return abstain(
+    'decision-moment',
+    `the overlays in force changed (${changes}) while Karpenter decided this replacement (between ${iso(window.from)} and ${iso(window.to)}${window.told ? '' : ', no ConsolidationCandidate Event seen'}), and the effect depends on which it priced with`,
+  ).effect({ ...(last.disruption ? { disruption: last.disruption } : {}) });
+}
+
+const iso = (t: number) => new Date(t).toISOString();
+
+function sameVerdict(a: Effect, b: Effect): boolean {
+  return a.verdict === b.verdict && (a.verdict !== 'unknown' || a.reasonCode === b.reasonCode);
+}

@@ -1,0 +1,74 @@
+// What the watcher keeps of Karpenter's disruption (src/state/disruption/watch.ts): the marks on
+// NodeClaims, kept after the NodeClaims are gone, for an hour and at most MAX_MARKS of them, the
+// oldest dropped first. The watches themselves run against a real apiserver in
+// test/apiserver/replacements.test.ts; here the marks come straight from a NodeClaim source.
+import t from 'tap';
+import { createLogger } from '../../../src/log.ts';
+import { type NodeClaimView, toNodeClaimView } from '../../../src/engine/index.ts';
+import type { KubeClient } from '../../../src/kube/client.ts';
+import { DisruptionWatch, MARK_RETENTION_MS, MAX_MARKS } from '../../../src/state/disruption/watch.ts';
+
+const T = Date.parse('2026-12-01T10:00:00Z');
+
+function scene() {
+  let now = T;
+  let observe: (claim: NodeClaimView) => void = () => {};
+  const counter = { inc: () => {} };
+  const watch = new DisruptionWatch(
+    {
+      // The watches are never started here: nothing calls the client.
+      client: {} as KubeClient,
+      metrics: { watchEvents: { tally: () => counter }, watchRestarts: counter },
+      log: createLogger('silent'),
+      now: () => now,
+    },
+    { subscribe: (listener) => (observe = listener), byName: () => undefined },
+  );
+  const mark = (name: string, markedAt: number, reason = 'Underutilized') =>
+    observe(
+      toNodeClaimView({
+        metadata: { name, labels: { 'node.kubernetes.io/instance-type': 'm5.large' } },
+        status: {
+          nodeName: `node-${name}`,
+          conditions: [
+            { type: 'DisruptionReason', status: 'True', reason, lastTransitionTime: new Date(markedAt).toISOString() },
+          ],
+        },
+      }),
+    );
+  const names = () => watch.marksBetween(0, Number.MAX_SAFE_INTEGER).map((m) => m.nodeClaim);
+  return { watch, mark, names, advance: (ms: number) => (now += ms) };
+}
+
+t.test('a mark is kept for an hour after it was made, then dropped as others come', async (t) => {
+  const s = scene();
+  s.mark('old', T);
+  s.advance(MARK_RETENTION_MS - 1_000);
+  s.mark('recent', T + MARK_RETENTION_MS - 1_000);
+  t.same(s.names(), ['old', 'recent'], 'within the hour: both');
+  s.advance(2_000);
+  s.mark('new', T + MARK_RETENTION_MS + 1_000);
+  t.same(s.names(), ['recent', 'new'], 'past the hour: the old one is gone');
+  t.equal(s.watch.markCount, 2);
+});
+
+t.test('a mark seen again stays; one made again moves behind the others', async (t) => {
+  const s = scene();
+  s.mark('a', T);
+  s.mark('b', T + 1_000);
+  s.mark('a', T);
+  t.same(s.names(), ['a', 'b'], 'the same mark again changes nothing');
+  s.advance(2_000);
+  s.mark('a', T + 2_000, 'Drifted');
+  t.same(s.names(), ['b', 'a'], 'marked anew: now the latest');
+  t.equal(s.watch.marksBetween(T + 2_000, T + 2_000)[0]?.reason, 'Drifted');
+});
+
+t.test(`at most ${MAX_MARKS} marks, the oldest dropped first`, async (t) => {
+  const s = scene();
+  for (let i = 0; i <= MAX_MARKS; i++) s.mark(`c${i}`, T);
+  t.equal(s.watch.markCount, MAX_MARKS);
+  const kept = s.names();
+  t.equal(kept[0], 'c1', 'the first one made is the one dropped');
+  t.equal(kept.at(-1), `c${MAX_MARKS}`);
+});
