@@ -33,6 +33,22 @@ export const ROOMS: readonly Room[] = [
   { room: 'commands',    holds: 'commands/',                door: '',         may: 'loose engine kube config prices state server admission controllers npm' },
 ];
 
+/**
+ * Folders inside a room that another folder of the same room must not import: the boundaries a
+ * room keeps inside. The engine's launch replay (`effect/`) knows nothing of Karpenter's disruption
+ * (`disruption/`), which builds on it.
+ */
+// biome-ignore format: a table, one boundary a line
+export const INNER: readonly Inner[] = [
+  { from: 'engine/effect/', never: 'engine/disruption/' },
+];
+
+/**
+ * Rooms whose folders, each taken as one, and loose files must import each other without a cycle:
+ * a file of the room that a folder imports never imports back into that folder.
+ */
+export const FOLDER_CYCLES_IN = ['engine/'];
+
 /** At most this many .ts files directly in src/. */
 export const MAX_LOOSE_FILES = 4;
 /** At most this many lines in one .ts file of src/. */
@@ -45,6 +61,11 @@ export interface Room {
   holds: string;
   door: string;
   may: string;
+}
+
+export interface Inner {
+  from: string;
+  never: string;
 }
 
 export interface Report {
@@ -78,7 +99,7 @@ function filesUnder(dir: string): string[] {
 }
 
 /** Checks ROOT/src against ROOMS. */
-export function checkRooms(root: string, rooms: readonly Room[] = ROOMS): Report {
+export function checkRooms(root: string, rooms: readonly Room[] = ROOMS, inner: readonly Inner[] = INNER): Report {
   const src = join(root, 'src');
   const all = filesUnder(src);
   const tsFiles = all.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
@@ -114,6 +135,9 @@ export function checkRooms(root: string, rooms: readonly Room[] = ROOMS): Report
         }
         if (target.endsWith('.ts')) out.push(target);
         const to = roomOf(target);
+        for (const boundary of inner)
+          if (inSrc(file).startsWith(boundary.from) && inSrc(target).startsWith(boundary.never))
+            violations.push(`${shown}: ${boundary.from} never imports ${boundary.never}`);
         if (!room || !to || to === room) continue;
         if (!may.has(to.room)) violations.push(`${shown}: ${room.room} may import ${mayText(room)}`);
         else if (to.door && !to.door.split(' ').some((door) => inSrc(target) === to.holds + door)) {
@@ -144,12 +168,50 @@ export function checkRooms(root: string, rooms: readonly Room[] = ROOMS): Report
       violations.push(`${f} -> ${pkg}: imported by ${importers.length} files of src/, at most one`);
     }
   }
+  for (const prefix of FOLDER_CYCLES_IN) {
+    for (const cycle of cycles(folderEdges(edges, (f) => inSrc(f), prefix))) {
+      violations.push(
+        `src/${cycle[0]}: import cycle between the folders and files of src/${prefix}: ${cycle.join(', ')}`,
+      );
+    }
+  }
   for (const cycle of cycles(edges)) {
     const path = shortestCycle(cycle, edges);
     const also = cycle.length > path.length - 1 ? ` (one of ${cycle.length} files importing each other)` : '';
     violations.push(`${name(path[0]!)} -> ${name(path[1]!)}: import cycle ${path.map(name).join(' -> ')}${also}`);
   }
   return { violations: violations.sort(), files: tsFiles.length, rooms: rooms.length };
+}
+
+/**
+ * The imports between the folders and the loose files under `prefix` (paths relative to src/): a
+ * folder is one node (`engine/effect/`), a loose file its own (`engine/node.ts`); imports within a
+ * folder, and to or from outside `prefix`, are left out.
+ */
+function folderEdges(
+  edges: ReadonlyMap<string, readonly string[]>,
+  inSrc: (file: string) => string,
+  prefix: string,
+): Map<string, string[]> {
+  const nodeOf = (file: string): string | undefined => {
+    const p = inSrc(file);
+    if (!p.startsWith(prefix)) return undefined;
+    const rest = p.slice(prefix.length);
+    const slash = rest.indexOf('/');
+    return slash < 0 ? p : `${prefix}${rest.slice(0, slash + 1)}`;
+  };
+  const out = new Map<string, string[]>();
+  for (const [file, targets] of edges) {
+    const from = nodeOf(file);
+    if (from === undefined) continue;
+    const list = out.get(from) ?? [];
+    for (const target of targets) {
+      const to = nodeOf(target);
+      if (to !== undefined && to !== from && !list.includes(to)) list.push(to);
+    }
+    out.set(from, list);
+  }
+  return out;
 }
 
 function mayText(room: Room): string {

@@ -72,7 +72,7 @@ function usage(): string {
   ].join('\n');
 }
 
-export function parseArgs(argv: string[]): Parsed {
+function parseArgs(argv: string[]): Parsed {
   const parsed: Parsed = {
     command: 'serve',
     configFile: undefined,
@@ -129,7 +129,7 @@ export function parseArgs(argv: string[]): Parsed {
   return parsed;
 }
 
-export async function main(argv: string[]): Promise<number | undefined> {
+async function main(argv: string[]): Promise<number | undefined> {
   let parsed: Parsed;
   try {
     parsed = parseArgs(argv);

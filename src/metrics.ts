@@ -93,6 +93,15 @@ export function createMetrics(registry: Registry = new Registry()) {
   return {
     registry,
     atScrape,
+    ...recordMetrics(r, atScrape),
+    ...operationMetrics(r, atScrape),
+    ...effectMetrics(r, atScrape),
+  };
+}
+
+/** The records: written, failed, in the cluster now, by overlay, Events, pending. */
+function recordMetrics(r: Registry[], atScrape: ScrapeHooks) {
+  return {
     nodesLabeled: new Counter({
       name: `${PREFIX}nodes_labeled_total`,
       help: 'Nodes given a record, by the capacity type and instance family of the matching overlay ("none" when no overlay matched) and by the path that wrote it.',
@@ -172,6 +181,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       registers: r,
       collect: () => atScrape.nodeCounts?.(),
     }),
+  };
+}
+
+/** How the watcher runs: its reconciles, webhooks, certificate, watches, queue and /metrics. */
+function operationMetrics(r: Registry[], atScrape: ScrapeHooks) {
+  return {
     cacheRefresh: new Counter({
       name: `${PREFIX}cache_refresh_total`,
       help: 'Full relists of the overlay cache (initial sync, overlayCacheTTL safety relists, relists after a watch expired).',
@@ -248,6 +263,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['result'] as const,
       registers: r,
     }),
+  };
+}
+
+/** What the overlays changed, the prices it was judged with, the CRDs served, leadership. */
+function effectMetrics(r: Registry[], atScrape: ScrapeHooks) {
+  return {
     effects: new Counter({
       name: `${PREFIX}effects_total`,
       help: 'Records written, by what the selected overlays changed about the launch: capacity-type (spot without them), instance-type, none, unknown.',

@@ -17,7 +17,7 @@ import {
 } from '../engine/index.ts';
 import { allow, type AdmissionResponse, type AdmissionReview, isNodeReview } from './review.ts';
 
-export type MutateOutcome =
+type MutateOutcome =
   | 'patched'
   | 'recorded'
   | 'out_of_scope'
@@ -40,7 +40,7 @@ export interface MutateDeps {
   now(): number;
 }
 
-export interface MutateResult {
+interface MutateResult {
   answer: AdmissionResponse;
   outcome: MutateOutcome;
   /** Set when a record was written, for nodes_labeled_total. */

@@ -2,7 +2,7 @@
 // it, and the responses we send back.
 import { Ajv } from 'ajv';
 
-export interface AdmissionRequest {
+interface AdmissionRequest {
   uid: string;
   kind: { group: string; version: string; kind: string };
   resource?: { group: string; version: string; resource: string };

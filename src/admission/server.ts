@@ -13,9 +13,9 @@ import { validate, type ValidateDeps } from './validate.ts';
  * An UPDATE review carries the object twice; the apiserver accepts request bodies up to
  * 3 MiB, so two full objects and the envelope fit in 7 MiB (controller-runtime's limit too).
  */
-export const BODY_LIMIT_BYTES = 7 * 1024 * 1024;
+const BODY_LIMIT_BYTES = 7 * 1024 * 1024;
 
-export interface WebhookServerOptions {
+interface WebhookServerOptions {
   host: string;
   port: number;
   deadlineMs: number;

@@ -3,7 +3,7 @@
 import type { RecordKeys } from '../engine/index.ts';
 import { allow, type AdmissionResponse, type AdmissionReview, deny, isNodeReview } from './review.ts';
 
-export type ValidateOutcome = 'allowed' | 'denied' | 'ignored' | 'error';
+type ValidateOutcome = 'allowed' | 'denied' | 'ignored' | 'error';
 
 export interface ValidateDeps {
   keys: RecordKeys;

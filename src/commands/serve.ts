@@ -47,46 +47,80 @@ export interface RunningWatcher {
   stop(): Promise<void>;
 }
 
+/** What both ways of starting share: the process's metrics, address, clock, certificate and shutdown state. */
+interface Wiring {
+  readonly o: WatcherOptions;
+  readonly metrics: Metrics;
+  readonly host: string;
+  readonly now: () => number;
+  /** The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too. */
+  readonly loadTls: () => CertificateReloader;
+  /** Readiness fails first while stopping. */
+  readonly shutdown: { stopping: boolean; readonly reason: () => string | undefined };
+}
+
 export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
-  const { config, log } = o;
   const metrics = o.metrics ?? createMetrics();
-  const host = o.host ?? (await anyAddress(log));
-  const now = o.now ?? Date.now;
-  let stopping = false;
-  const shuttingDown = () => (stopping ? 'shutting down' : undefined);
+  const shutdown = {
+    stopping: false,
+    reason: () => (shutdown.stopping ? 'shutting down' : undefined),
+  };
+  const w: Wiring = {
+    o,
+    metrics,
+    host: o.host ?? (await anyAddress(o.log)),
+    now: o.now ?? Date.now,
+    loadTls: () =>
+      new CertificateReloader(
+        { certFile: o.config.webhook.certFile, keyFile: o.config.webhook.keyFile },
+        metrics,
+        o.log,
+        o.certPollMs,
+      ),
+    shutdown,
+  };
+  return o.config.enabled ? startEnabled(w) : startDisabled(w);
+}
 
-  // The webhooks' certificate also serves /metrics, so a disabled watcher with secure metrics loads it too.
-  const loadTls = () =>
-    new CertificateReloader(
-      { certFile: config.webhook.certFile, keyFile: config.webhook.keyFile },
-      metrics,
-      log,
-      o.certPollMs,
-    );
-  const opsOptions = { host, config, client: o.client, metrics, log };
+const opsOptions = (w: Wiring) => ({
+  host: w.host,
+  config: w.o.config,
+  client: w.o.client,
+  metrics: w.metrics,
+  log: w.o.log,
+});
 
-  if (!config.enabled) {
-    log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
-    const ops = listener<OpsListeners>('ops listeners', () =>
-      startOpsListeners({ ...opsOptions, tls: config.metrics.secure ? loadTls() : undefined, notReady: shuttingDown }),
-    );
-    const manager = new Manager([ops]);
-    await manager.start();
-    return {
-      metrics,
-      caches: undefined,
-      webhookPort: undefined,
-      metricsPort: ops.bound().metricsPort,
-      healthPort: ops.bound().healthPort,
-      stop: () => {
-        stopping = true;
-        return manager.stop();
-      },
-    };
-  }
+/** Disabled: the probe and metrics listeners only, nothing watched or written. */
+async function startDisabled(w: Wiring): Promise<RunningWatcher> {
+  const { config, log } = w.o;
+  log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
+  const ops = listener<OpsListeners>('ops listeners', () =>
+    startOpsListeners({
+      ...opsOptions(w),
+      tls: config.metrics.secure ? w.loadTls() : undefined,
+      notReady: w.shutdown.reason,
+    }),
+  );
+  const manager = new Manager([ops]);
+  await manager.start();
+  return {
+    metrics: w.metrics,
+    caches: undefined,
+    webhookPort: undefined,
+    metricsPort: ops.bound().metricsPort,
+    healthPort: ops.bound().healthPort,
+    stop: () => {
+      w.shutdown.stopping = true;
+      return manager.stop();
+    },
+  };
+}
 
+async function startEnabled(w: Wiring): Promise<RunningWatcher> {
+  const { o, metrics, now } = w;
+  const { config, log } = o;
   const settings = engineSettings(config);
-  const tls = loadTls();
+  const tls = w.loadTls();
   const caches = new ClusterCaches(
     { client: o.client, metrics, log, now, ...(o.watchdogMs ? { watchdogMs: o.watchdogMs } : {}) },
     {
@@ -96,7 +130,6 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     },
     settings.keys,
   );
-
   const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });
   const launch = caches.launchKnowledge(prices);
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
@@ -115,11 +148,12 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
   let selfUsername: string | undefined;
   // Ready when the webhook listens, the caches have synced and Karpenter's CRDs are served; /readyz says why not.
   const notReady = () =>
-    shuttingDown() ?? (webhook.bound() ? caches.notReady().join('; ') || undefined : 'the webhooks do not listen yet');
-  const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions, tls, notReady }));
+    w.shutdown.reason() ??
+    (webhook.bound() ? caches.notReady().join('; ') || undefined : 'the webhooks do not listen yet');
+  const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions(w), tls, notReady }));
   const webhook = listener<RunningServer>('webhooks', () =>
     startWebhookServer({
-      host,
+      host: w.host,
       port: config.webhook.port,
       deadlineMs: config.webhook.deadlineMs,
       tls,
@@ -164,20 +198,23 @@ export async function startWatcher(o: WatcherOptions): Promise<RunningWatcher> {
     throw err;
   }
   void ownUsername(o.client, log).then((u) => (selfUsername = u));
-  // Stopping twice waits for the first stop instead of closing things twice.
-  let stopped: Promise<void> | undefined;
-  const drainThenStop = async () => {
-    stopping = true;
-    // Readiness fails now; reviews keep being answered until endpoints have caught up.
-    await new Promise((r) => setTimeout(r, config.shutdownDelayMs));
-    await manager.stop();
-  };
   const { port: webhookPort } = webhook.bound();
   const { metricsPort, healthPort } = ops.bound();
   const { labelNamespace, karpenterProvider, metrics: m } = config;
   const said = { webhookPort, metricsPort, metricsSecure: m.secure, healthPort, labelNamespace, karpenterProvider };
   log.info({ ...said, prices: pricesSaid }, 'node watcher started');
-  return { metrics, caches, webhookPort, metricsPort, healthPort, stop: () => (stopped ??= drainThenStop()) };
+  return { metrics, caches, webhookPort, metricsPort, healthPort, stop: drainThenStop(w, manager) };
+}
+
+/** Readiness off, reviews answered until endpoints have caught up, then every part stopped; stopping twice waits for the first. */
+function drainThenStop(w: Wiring, manager: Manager): () => Promise<void> {
+  let stopped: Promise<void> | undefined;
+  const drain = async () => {
+    w.shutdown.stopping = true;
+    await new Promise((r) => setTimeout(r, w.o.config.shutdownDelayMs));
+    await manager.stop();
+  };
+  return () => (stopped ??= drain());
 }
 
 /** SIGTERM must end the process well inside Kubernetes' 30 s grace period. */

@@ -42,7 +42,7 @@ interface JsonObjectSchema {
 }
 
 /** The ajv schema of the whole file: `nodeWatcher:` with nested groups, no unknown fields. */
-export function configJsonSchema(): object {
+function configJsonSchema(): object {
   const root: JsonObjectSchema = { type: 'object', additionalProperties: false, properties: {} };
   for (const path of paths) {
     const parts = path.split('.');

@@ -10,7 +10,7 @@ import type { ClusterCaches } from '../state/caches.ts';
 import type { EventRecorder } from './events/recorder.ts';
 
 /** The settings the controllers read, in the configuration's shape (config/load.ts). */
-export interface ControllerSettings {
+interface ControllerSettings {
   maxConcurrentReconciles: number;
   /** maxOverlaySeries: the bound of every per-overlay family. */
   metrics: { maxOverlaySeries: number };

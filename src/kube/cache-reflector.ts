@@ -18,7 +18,7 @@ export interface CacheDeps {
 }
 
 /** What a cache's Reflector says of itself; the client, metrics, log and clock come from the cache's deps. */
-export type CacheReflectorOptions<T> = Omit<
+type CacheReflectorOptions<T> = Omit<
   ReflectorOptions<T>,
   'client' | 'watchPath' | 'listPage' | 'metrics' | 'log' | 'now' | 'watchdogMs' | 'servedChanged'
 > & {

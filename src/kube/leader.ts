@@ -11,11 +11,11 @@ import { microTime } from './time.ts';
 import type { Leader, Runnable } from './manager.ts';
 
 /** What leader election reports: 1 while this replica leads, else 0 (the app's leader gauge). */
-export interface LeaderMetrics {
+interface LeaderMetrics {
   leader: { set(value: number): void };
 }
 
-export interface LeaderElectionOptions {
+interface LeaderElectionOptions {
   client: KubeClient;
   leaseNamespace: string;
   leaseName: string;
@@ -41,7 +41,7 @@ interface Lease {
   spec?: LeaseSpec;
 }
 
-export class LeaderElector implements Runnable {
+class LeaderElector implements Runnable {
   readonly name = 'leader election';
   private readonly o: LeaderElectionOptions;
   private readonly path: string;

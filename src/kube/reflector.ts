@@ -10,7 +10,7 @@ import { backoffDelay, sleep } from './backoff.ts';
 import { describe, httpStatus, isAbort, isTimeout } from './failures.ts';
 import { InitialEvents, STREAMING_LIST_QUERY, StreamingListRefused, streamingListRefused } from './initial-events.ts';
 import type { ReflectorOptions } from './reflector-options.ts';
-import { parseEvent, streamLines } from './watch-stream.ts';
+import { type ParsedEvent, parseEvent, streamLines } from './watch-stream.ts';
 
 type WatchEnd = 'closed' | 'expired' | 'idle' | 'relist' | 'stopped';
 
@@ -238,57 +238,18 @@ export class Reflector<T> {
     this.currentWatch = controller;
     // A relist or a stop may have been asked for while no watch was running.
     if (this.stopped || this.relistDue) controller.abort();
-    const query = {
-      ...(initial ? STREAMING_LIST_QUERY : { resourceVersion: rv }),
-      allowWatchBookmarks: true,
-      watch: true,
-      // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
-      timeoutSeconds: 300 + Math.floor(Math.random() * 300),
-      labelSelector: this.o.labelSelector,
-      fieldSelector: this.o.fieldSelector,
-    };
-    const handle = (line: Buffer) => {
-      const event = (this.o.parseEvent ?? parseEvent)(line);
-      const at = this.now();
-      this.lastEventAt = at;
-      switch (event.type) {
-        case 'ADDED':
-        case 'MODIFIED': {
-          // No object: the parser saw nothing that can matter to this store.
-          if (event.object === undefined) {
-            this.counted.skipped.inc();
-            break;
-          }
-          this.counted.applied.inc();
-          this.apply(event.object, at, initial?.seen);
-          break;
-        }
-        case 'BOOKMARK':
-          if (initial?.bookmark(event.object)) this.listed(initial.seen);
-          break;
-        case 'DELETED': {
-          this.counted.applied.inc();
-          const key = this.o.keyOf(event.object);
-          const known = this.store.get(key) ?? this.o.slim(event.object);
-          this.store.delete(key);
-          this.o.handlers.remove(known, at);
-          break;
-        }
-        case 'ERROR': {
-          const status = event.object as { code?: number; message?: string } | undefined;
-          if (status?.code === 410) expired = true;
-          else this.o.log.warn({ resource: this.o.resource, status: status?.message }, 'watch error event');
-          controller.abort();
-          return;
-        }
-      }
-      events++;
-      if (event.resourceVersion) rv = event.resourceVersion;
-    };
     let refused: StreamingListRefused | undefined;
     const onLine = (line: Buffer) => {
       try {
-        handle(line);
+        const event = (this.o.parseEvent ?? parseEvent)(line);
+        const ended = this.applyEvent(event, initial);
+        if (ended !== undefined) {
+          expired = ended === 'expired';
+          controller.abort();
+          return;
+        }
+        events++;
+        if (event.resourceVersion) rv = event.resourceVersion;
       } catch (err) {
         if (err instanceof StreamingListRefused) refused = err;
         else {
@@ -308,7 +269,7 @@ export class Reflector<T> {
         this.o.client,
         {
           path: this.o.watchPath,
-          query,
+          query: this.watchQuery(rv, initial),
           accept: this.o.accept,
           signal: controller.signal,
           inactivityMs: this.o.watchdogMs ?? 2 * 60_000,
@@ -328,5 +289,54 @@ export class Reflector<T> {
     if (isTimeout(failure)) return end('idle');
     if (failure !== undefined && !isAbort(failure)) throw failure;
     return end('closed');
+  }
+
+  private watchQuery(resourceVersion: string, initial: InitialEvents | undefined) {
+    return {
+      ...(initial ? STREAMING_LIST_QUERY : { resourceVersion }),
+      allowWatchBookmarks: true,
+      watch: true,
+      // Server-side end of each watch, spread like client-go's so replicas do not reconnect together.
+      timeoutSeconds: 300 + Math.floor(Math.random() * 300),
+      labelSelector: this.o.labelSelector,
+      fieldSelector: this.o.fieldSelector,
+    };
+  }
+
+  /** Applies one watch event to the store; an ERROR event ends the watch: `expired` (410 Gone), else `error`. */
+  private applyEvent(event: ParsedEvent, initial: InitialEvents | undefined): 'expired' | 'error' | undefined {
+    const at = this.now();
+    this.lastEventAt = at;
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED': {
+        // No object: the parser saw nothing that can matter to this store.
+        if (event.object === undefined) {
+          this.counted.skipped.inc();
+          return undefined;
+        }
+        this.counted.applied.inc();
+        this.apply(event.object, at, initial?.seen);
+        return undefined;
+      }
+      case 'BOOKMARK':
+        if (initial?.bookmark(event.object)) this.listed(initial.seen);
+        return undefined;
+      case 'DELETED': {
+        this.counted.applied.inc();
+        const key = this.o.keyOf(event.object);
+        const known = this.store.get(key) ?? this.o.slim(event.object);
+        this.store.delete(key);
+        this.o.handlers.remove(known, at);
+        return undefined;
+      }
+      case 'ERROR': {
+        const status = event.object as { code?: number; message?: string } | undefined;
+        if (status?.code === 410) return 'expired';
+        this.o.log.warn({ resource: this.o.resource, status: status?.message }, 'watch error event');
+        return 'error';
+      }
+    }
+    return undefined;
   }
 }

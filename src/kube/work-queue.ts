@@ -5,7 +5,7 @@ import { backoffDelay } from './backoff.ts';
 
 export type ProcessResult = { kind: 'done' } | { kind: 'retry'; reason: string } | { kind: 'after'; ms: number };
 
-export interface WorkQueueOptions {
+interface WorkQueueOptions {
   concurrency: number;
   process(key: string): Promise<ProcessResult>;
   backoffInitialMs?: number;

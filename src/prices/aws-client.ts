@@ -90,6 +90,50 @@ const RETRYABLE = new Set([
   'Unavailable',
 ]);
 
+/** One signed POST to an AWS API. */
+interface SignedPost {
+  readonly signer: SignatureV4;
+  readonly url: URL;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  readonly signal: AbortSignal;
+  readonly maxAttempts: number;
+  /** The error an answer that is not 2xx stands for. */
+  readonly errorOf: (status: number, text: string) => AwsError;
+}
+
+/** Signs and sends one POST, retrying throttling, 5xx and network errors with back-off. */
+async function signedPost(p: SignedPost): Promise<string> {
+  const { url, body, signal } = p;
+  for (let attempt = 1; ; attempt++) {
+    const request = {
+      method: 'POST',
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: url.pathname,
+      query: {},
+      headers: { host: url.host, ...p.headers },
+      body,
+    };
+    const signed = await p.signer.sign(request);
+    let failure: Error;
+    try {
+      const res = await fetch(url, { method: 'POST', headers: signed.headers as Record<string, string>, body, signal });
+      const text = await res.text();
+      if (res.ok) return text;
+      const error = p.errorOf(res.status, text);
+      if (res.status < 500 && !RETRYABLE.has(error.code)) throw error;
+      failure = error;
+    } catch (err) {
+      if (signal.aborted || (err instanceof AwsError && err.status < 500 && !RETRYABLE.has(err.code))) throw err;
+      failure = err as Error;
+    }
+    if (attempt >= p.maxAttempts) throw failure;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2000) * (0.5 + Math.random() / 2)));
+  }
+}
+
 export function awsClient(o: AwsClientOptions): AwsClient {
   const env = o.env ?? process.env;
   const credentials = o.credentials ?? defaultProvider();
@@ -106,78 +150,35 @@ export function awsClient(o: AwsClientOptions): AwsClient {
     pricing: new SignatureV4({ service: 'pricing', region: pricing, credentials, sha256: Sha256, applyChecksum: true }),
   };
 
-  /** Signs and sends one POST, retrying throttling, 5xx and network errors with back-off. */
-  async function send(
-    service: keyof typeof signers,
-    url: URL,
-    headers: Record<string, string>,
-    body: string,
-    signal: AbortSignal,
-    errorOf: (status: number, text: string) => AwsError,
-  ): Promise<string> {
-    for (let attempt = 1; ; attempt++) {
-      const request = {
-        method: 'POST',
-        protocol: url.protocol,
-        hostname: url.hostname,
-        ...(url.port ? { port: Number(url.port) } : {}),
-        path: url.pathname,
-        query: {},
-        headers: { host: url.host, ...headers },
-        body,
-      };
-      const signed = await signers[service].sign(request);
-      let failure: Error;
-      try {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: signed.headers as Record<string, string>,
-          body,
-          signal,
-        });
-        const text = await res.text();
-        if (res.ok) return text;
-        const error = errorOf(res.status, text);
-        if (res.status < 500 && !RETRYABLE.has(error.code)) throw error;
-        failure = error;
-      } catch (err) {
-        if (signal.aborted || (err instanceof AwsError && err.status < 500 && !RETRYABLE.has(err.code))) throw err;
-        failure = err as Error;
-      }
-      if (attempt >= maxAttempts) throw failure;
-      await new Promise((resolve) =>
-        setTimeout(resolve, Math.min(100 * 2 ** attempt, 2000) * (0.5 + Math.random() / 2)),
-      );
-    }
-  }
-
   return {
     async ec2(action, params, signal) {
       const body = new URLSearchParams({ Action: action, Version: '2016-11-15', ...params }).toString();
-      const text = await send(
-        'ec2',
-        ec2Url,
-        { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+      const text = await signedPost({
+        signer: signers.ec2,
+        url: ec2Url,
+        headers: { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
         body,
         signal,
-        (status, xml) => {
+        maxAttempts,
+        errorOf: (status, xml) => {
           const error = /<Code>([^<]*)<\/Code>[\s\S]*?<Message>([^<]*)<\/Message>/.exec(xml);
           return new AwsError('EC2', status, error?.[1] ?? 'Unknown', error?.[2] ?? xml.slice(0, 200));
         },
-      );
+      });
       const parsed = parseXML(text) as Record<string, XmlElement>;
       const root = parsed[`${action}Response`];
       if (root === undefined) throw new AwsError('EC2', 200, 'UnexpectedAnswer', `no ${action}Response in the answer`);
       return root;
     },
     async pricing(action, request, signal) {
-      const text = await send(
-        'pricing',
-        pricingUrl,
-        { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `AWSPriceListService.${action}` },
-        JSON.stringify(request),
+      const text = await signedPost({
+        signer: signers.pricing,
+        url: pricingUrl,
+        headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `AWSPriceListService.${action}` },
+        body: JSON.stringify(request),
         signal,
-        (status, json) => {
+        maxAttempts,
+        errorOf: (status, json) => {
           let answer: { __type?: string; message?: string; Message?: string } = {};
           try {
             answer = JSON.parse(json) as typeof answer;
@@ -191,7 +192,7 @@ export function awsClient(o: AwsClientOptions): AwsClient {
             answer.message ?? answer.Message ?? json.slice(0, 200),
           );
         },
-      );
+      });
       return JSON.parse(text) as unknown;
     },
   };

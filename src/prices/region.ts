@@ -17,13 +17,13 @@ interface Labelled {
 }
 
 /** The AWS region a node names, if any. */
-export function nodeRegion(node: Labelled): string | undefined {
+function nodeRegion(node: Labelled): string | undefined {
   const region = node.labels[REGION];
   return region !== undefined && AWS_REGION.test(region) ? region : undefined;
 }
 
 /** How many nodes name each region. */
-export function regionCounts(nodes: Iterable<Labelled>): Map<string, number> {
+function regionCounts(nodes: Iterable<Labelled>): Map<string, number> {
   const counts = new Map<string, number>();
   for (const node of nodes) {
     const region = nodeRegion(node);

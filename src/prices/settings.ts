@@ -4,9 +4,9 @@ import type { Config } from '../config/load.ts';
 export type PriceMode = 'aws' | 'isolated' | 'static' | 'off';
 
 /** Where the region came from: prices.region, AWS_REGION (or AWS_DEFAULT_REGION), or the nodes' topology.kubernetes.io/region. */
-export type RegionOrigin = 'setting' | 'environment' | 'nodes';
+type RegionOrigin = 'setting' | 'environment' | 'nodes';
 
-export interface PriceSettings {
+interface PriceSettings {
   mode: PriceMode;
   region: string | undefined;
   /** Undefined while no region is known. */

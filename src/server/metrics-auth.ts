@@ -33,7 +33,7 @@ export const MAX_DENIED_ENTRIES = 1024;
 export const REVIEWS_PER_SECOND = 10;
 export const REVIEW_BURST = 20;
 
-export interface MetricsAuthOptions {
+interface MetricsAuthOptions {
   reviews: AccessReviews;
   /** How long an accepted token is trusted without asking again (metrics.authCacheTTL). */
   allowTTLMs: number;

@@ -12,7 +12,7 @@ import type { Metrics } from '../metrics.ts';
 import { listen, type RunningServer, SLOW_CLIENT_LIMITS } from './listener.ts';
 import { type CertificateReloader, type ReloadTarget, secureContextOptions } from './tls.ts';
 
-export interface OpsListenersOptions {
+interface OpsListenersOptions {
   host: string;
   config: Config;
   client: KubeClient;

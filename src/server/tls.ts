@@ -10,14 +10,14 @@ import type { SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
 
-export const TLS_MIN_VERSION = 'TLSv1.2';
+const TLS_MIN_VERSION = 'TLSv1.2';
 
-export interface KeyPairFiles {
+interface KeyPairFiles {
   certFile: string;
   keyFile: string;
 }
 
-export interface LoadedKeyPair {
+interface LoadedKeyPair {
   cert: string;
   key: string;
   notAfter: number;

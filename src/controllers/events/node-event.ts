@@ -5,7 +5,7 @@ import { microTime } from '../../kube/time.ts';
 
 /** Where Kubernetes keeps Events about cluster-scoped objects (the kubelet's node Events too). */
 export const EVENT_NAMESPACE = 'default';
-export const REPORTING_CONTROLLER = 'veneer.io/node-watcher';
+const REPORTING_CONTROLLER = 'veneer.io/node-watcher';
 
 /**
  * One name per node object: a second post, by another replica or after a restart, is refused

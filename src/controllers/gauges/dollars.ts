@@ -14,7 +14,7 @@ import {
 import type { Metrics } from '../../metrics.ts';
 import { foldSeries } from './overlays.ts';
 
-export interface DollarSeries {
+interface DollarSeries {
   overlay: string;
   effect: string;
   value: number;

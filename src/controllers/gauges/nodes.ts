@@ -12,7 +12,7 @@ import {
 } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
 
-export interface NodeSource {
+interface NodeSource {
   /** Every node, by its metadata (labels). */
   nodes(): Iterable<NodeView>;
   /** The nodes that may still need a record, whole. */

@@ -9,9 +9,9 @@ import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type Rec
 import type { Metrics } from '../../metrics.ts';
 
 export const OTHER = 'other';
-export const UNKNOWN = 'unknown';
+const UNKNOWN = 'unknown';
 
-export interface OverlaySeries {
+interface OverlaySeries {
   overlay: string;
   capacity_type: string;
   value: number;

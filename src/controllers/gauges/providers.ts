@@ -14,7 +14,7 @@ import {
 } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
 
-export interface ProviderWatchOptions {
+interface ProviderWatchOptions {
   settings: EngineSettings;
   /** The NodeClaim cache's live count by group. */
   groups: ReadonlyMap<string, number>;

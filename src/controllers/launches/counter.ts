@@ -19,7 +19,7 @@ import { OTHER } from '../gauges/overlays.ts';
 /** Records older than this are history: a relist or a label change shows them again, and they are not counted. */
 export const WINDOW_MS = 60 * 60_000;
 
-export interface Launch {
+interface Launch {
   /** The record's matching-overlay value. */
   overlay: string;
   effect: string;
@@ -60,7 +60,7 @@ export class SeriesCap {
   }
 }
 
-export interface LaunchCounterOptions {
+interface LaunchCounterOptions {
   metrics: Metrics;
   keys: RecordKeys;
   /** metrics.maxOverlaySeries. */

@@ -31,7 +31,7 @@ import type { ControllerContext } from '../context.ts';
  */
 export const WEBHOOK_FIRST_MS = 2000;
 
-export interface ReconcilerOptions {
+interface ReconcilerOptions {
   caches: ClusterCaches;
   client: KubeClient;
   settings: EngineSettings;
@@ -60,7 +60,7 @@ export function recorder(ctx: ControllerContext): Reconciler {
   return reconciler;
 }
 
-export class Reconciler implements LeaderRunnable {
+class Reconciler implements LeaderRunnable {
   readonly name = 'recorder';
   readonly queue: WorkQueue;
   private readonly o: ReconcilerOptions;
