@@ -9,7 +9,7 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/record.ts';
-import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
+import { until } from '../../kit/fleet.ts';
 import {
   createPendingPods,
   type PendingPod,
@@ -21,6 +21,7 @@ import {
 import type { VeneerOverlay } from '../../kit/veneer.ts';
 import { KarpenterJudge } from '../judges/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../judges/kwok-judge.ts';
+import { expectOverlaysCounted } from '../support/expectations.ts';
 
 t.setTimeout(240_000);
 const started = Date.now();
@@ -127,31 +128,12 @@ const overlays: VeneerOverlay[] = PROBES.map((p) => ({
 }));
 
 t.test('each probe, on a node of its type that real Karpenter launched', async (t) => {
-  for (const o of overlays) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-  await until(
-    'Karpenter validated every probe',
-    async () => {
-      const items = (
-        (await custom.listClusterCustomObject(OVERLAY_API)) as {
-          items: { status?: { conditions?: { type: string; status: string }[] } }[];
-        }
-      ).items;
-      return (
-        items.length === overlays.length &&
-        items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'))
-      );
-    },
-    30_000,
-  );
-  await until(
-    'the watcher counts them',
-    async () =>
-      new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${overlays.length}$`, 'm').test(
-        await watcher.metrics.registry.metrics(),
-      ),
-    20_000,
-  );
-  await sleep(1100); // the launches come in a later second than the validations
+  await expectOverlaysCounted({
+    custom,
+    overlays,
+    metrics: () => watcher.metrics.registry.metrics(),
+    condition: 'ValidationSucceeded',
+  });
 
   // One on-demand node per type; t3.large twice, in the probe's zone and in another.
   const pods: PendingPod[] = PROBES.map((p) => ({

@@ -14,11 +14,12 @@
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import type { DecisionStory } from '../../src/engine/record.ts';
-import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
+import { OVERLAY_API, until } from '../../kit/fleet.ts';
 import { createPendingPods, REGION, startKarpenterWithWatcher, KARPENTER_VERSION } from '../../kit/karpenter.ts';
 import { computeSavingsPlan, reservedInstance } from '../../kit/veneer.ts';
 import { KarpenterJudge } from '../judges/karpenter-oracle.ts';
 import { kwokJudgeCase } from '../judges/kwok-judge.ts';
+import { expectOverlaysCounted } from '../support/expectations.ts';
 
 t.setTimeout(240_000);
 const PER_POOL = 20;
@@ -35,13 +36,7 @@ const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
 const core = env.admin.makeApiClient(k8s.CoreV1Api);
 const RI = reservedInstance('m5.xlarge', REGION);
 const CSP = computeSavingsPlan('kwok');
-for (const o of [RI, CSP]) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-await until(
-  'the watcher counts both',
-  async () => /^veneer_nodewatcher_overlays\{state="counted"\} 2$/m.test(await watcher.metrics.registry.metrics()),
-  30_000,
-);
-await sleep(1100); // the launches come in a later second than the validations
+await expectOverlaysCounted({ custom, overlays: [RI, CSP], metrics: () => watcher.metrics.registry.metrics() });
 
 const pods = POOLS.flatMap((p) =>
   Array.from({ length: PER_POOL }, (_, i) => ({

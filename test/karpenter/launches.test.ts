@@ -17,7 +17,7 @@
 // never refused Karpenter. VENEER_KARPENTER_LAUNCHES sets the launches per path (default 100).
 import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { OVERLAY_API, sleep, until } from '../../kit/fleet.ts';
+import { sleep, until } from '../../kit/fleet.ts';
 import {
   burstPods,
   createPendingPods,
@@ -51,6 +51,7 @@ import {
   webhookVerdicts,
 } from '../support/launch-records.ts';
 import { History, quantiles, storyOf } from '../../kit/node-history.ts';
+import { expectOverlaysCounted } from '../support/expectations.ts';
 
 const LAUNCHES = Number(process.env.VENEER_KARPENTER_LAUNCHES ?? 100);
 t.setTimeout(Math.max(300_000, LAUNCHES * 4_000));
@@ -104,29 +105,12 @@ const PREF: VeneerOverlay = {
 };
 const OVERLAYS = [RI, EC2_M5, COMPUTE, PREF];
 
-for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-await until(
-  'Karpenter validated every overlay',
-  async () => {
-    const items = (
-      (await custom.listClusterCustomObject(OVERLAY_API)) as {
-        items: { status?: { conditions?: { type: string; status: string }[] } }[];
-      }
-    ).items;
-    return (
-      items.length === OVERLAYS.length &&
-      items.every((o) => o.status?.conditions?.some((c) => c.type === 'ValidationSucceeded' && c.status === 'True'))
-    );
-  },
-  30_000,
-);
-await until(
-  'the watcher counts them',
-  async () => /^veneer_nodewatcher_overlays\{state="counted"\} 4$/m.test(await watcher.metrics.registry.metrics()),
-  20_000,
-);
-// Creation timestamps have whole seconds: launches come in a later second than the validations.
-await sleep(1100);
+await expectOverlaysCounted({
+  custom,
+  overlays: OVERLAYS,
+  metrics: () => watcher.metrics.registry.metrics(),
+  condition: 'ValidationSucceeded',
+});
 await history.start();
 
 const judge = new KarpenterJudge(KARPENTER_VERSION);

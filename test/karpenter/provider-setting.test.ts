@@ -14,11 +14,12 @@ import * as k8s from '@kubernetes/client-node';
 import type { Explanation } from '../../src/engine/index.ts';
 import type { DecisionStory } from '../../src/engine/record.ts';
 import { createLogger } from '../../src/log.ts';
-import { counter, OVERLAY_API, until } from '../../kit/fleet.ts';
+import { counter, until } from '../../kit/fleet.ts';
 import { createPendingPods, startKarpenterEnv } from '../../kit/karpenter.ts';
 import { computeSavingsPlan } from '../../kit/veneer.ts';
 import { launchWatcher, registerWebhooksAt, WATCHER_USER } from '../../kit/watcher-env.ts';
 import { promtool } from '../support/prometheus.ts';
+import { expectOverlaysCounted } from '../support/expectations.ts';
 
 t.setTimeout(180_000);
 const cli = join(import.meta.dirname, '..', '..', 'src', 'cli.ts');
@@ -43,13 +44,7 @@ const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
 const core = env.admin.makeApiClient(k8s.CoreV1Api);
 // Exists on karpenter.kwok.sh/instance-family: Karpenter prices every on-demand launch with it.
 const COMPUTE = computeSavingsPlan('kwok');
-await custom.createClusterCustomObject({ ...OVERLAY_API, body: COMPUTE });
-await until(
-  'the watcher counts the overlay',
-  async () => /^veneer_nodewatcher_overlays\{state="counted"\} 1$/m.test(await watcher.metrics.registry.metrics()),
-  30_000,
-);
-await new Promise((r) => setTimeout(r, 1100)); // the launches come in a later second than the validation
+await expectOverlaysCounted({ custom, overlays: [COMPUTE], metrics: () => watcher.metrics.registry.metrics() });
 
 const pods = Array.from({ length: NODES }, (_, i) => ({
   name: `od-${i}`,

@@ -10,7 +10,7 @@
 // number of launches (default 100).
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
+import { sleep, until } from '../../../kit/fleet.ts';
 import {
   AWS_BURST_TYPES,
   AWS_KARPENTER_VERSION,
@@ -35,6 +35,7 @@ import {
 } from '../../support/launch-records.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { History, quantiles, storyOf } from '../../../kit/node-history.ts';
+import { expectOverlaysCounted } from '../../support/expectations.ts';
 
 assertInOwnNetworkNamespace();
 const LAUNCHES = Number(process.env.VENEER_AWS_LAUNCHES ?? 100);
@@ -76,32 +77,12 @@ const custom = admin.makeApiClient(k8s.CustomObjectsApi);
 const audit = () => cp.auditEvents() as unknown as AuditEntry[];
 
 const OVERLAYS = [reservedInstance('m5.xlarge', REGION), ec2InstanceSavingsPlan('c6i', REGION), computeSavingsPlan()];
-for (const o of OVERLAYS) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
-await until(
-  'Karpenter validated every overlay',
-  async () => {
-    const items = (
-      (await custom.listClusterCustomObject(OVERLAY_API)) as {
-        items: { status?: { conditions?: { type: string; status: string }[] } }[];
-      }
-    ).items;
-    return (
-      items.length === OVERLAYS.length &&
-      items.every((o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
-    );
-  },
-  30_000,
-);
-await until(
-  'the watcher counts them',
-  async () =>
-    new RegExp(`^veneer_nodewatcher_overlays\\{state="counted"\\} ${OVERLAYS.length}$`, 'm').test(
-      await env.watcher.metrics.registry.metrics(),
-    ),
-  20_000,
-);
-// Creation timestamps have whole seconds: launches come in a later second than the validations.
-await sleep(1100);
+await expectOverlaysCounted({
+  custom,
+  overlays: OVERLAYS,
+  metrics: () => env.watcher.metrics.registry.metrics(),
+  condition: 'Ready',
+});
 await history.start();
 const judge = new KarpenterJudge(AWS_KARPENTER_VERSION);
 t.teardown(() => judge.close());
