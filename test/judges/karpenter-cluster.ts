@@ -3,13 +3,7 @@
 // kind, and launches. From one case come what Karpenter's controller is given (a JudgeCase) and
 // what the watcher is given live: each launched node's labels and NodeClaim as Karpenter and
 // the kubelet write them, the NodePools, and the overlays with the statuses Karpenter wrote.
-import type {
-  JudgeAnswer,
-  JudgeCase,
-  JudgeInstanceType,
-  JudgeNodePool,
-  JudgeOverlay,
-} from './karpenter-oracle.ts';
+import type { JudgeAnswer, JudgeCase, JudgeInstanceType, JudgeNodePool, JudgeOverlay } from './karpenter-oracle.ts';
 import type { NodeObject, NodePoolObject, OverlayObject } from '../../src/engine/index.ts';
 import type { NodeClaimObject } from '../../src/engine/node.ts';
 import type { RequirementSpec } from '../../src/engine/requirements.ts';
