@@ -3,43 +3,11 @@
 // bookkeeping of the two watches (a NodeClaim's DisruptionReason mark, then its Node's removal, in
 // either order).
 import t from 'tap';
-import {
-  recordKeys,
-  toNodeClaimView,
-  toOverlayView,
-  type NodeView,
-  type OverlayView,
-} from '../../../src/engine/index.ts';
+import { toNodeClaimView, type NodeView, type OverlayView } from '../../../src/engine/index.ts';
 import { toldOf } from '../../../src/engine/decided-node.ts';
 import { createMetrics } from '../../../src/metrics.ts';
 import { DisruptionCounter, MARK_GRACE_MS } from '../../../src/controllers/disruptions/counter.ts';
-
-const keys = recordKeys('veneer.io');
-const RI = 'cost-aware-ri-m5.xlarge-us-west-2';
-const overlay = (o: { price?: string; priceAdjustment?: string; weight?: number; deleting?: boolean } = {}) =>
-  toOverlayView({
-    metadata: { name: RI, ...(o.deleting ? { deletionTimestamp: '2026-12-03T10:00:00Z' } : {}) },
-    spec: {
-      weight: o.weight ?? 30,
-      ...(o.price !== undefined ? { price: o.price } : {}),
-      ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
-      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge'] }],
-    },
-  });
-const story = (o: { weight?: number; price?: string; priceAdjustment?: string; overlay?: string } = {}) =>
-  JSON.stringify({
-    influenced: true,
-    overlay: o.overlay ?? RI,
-    weight: o.weight ?? 30,
-    ...(o.price !== undefined ? { price: o.price } : { price: '0.00' }),
-    ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
-    decidedBy: 'webhook',
-    evaluatedAt: '2026-12-03T10:00:00Z',
-    labeledAt: '2026-12-03T10:00:00Z',
-    basis: 'exact',
-    characteristicsFrom: 'node+nodeclaim',
-    labels: [],
-  });
+import { keys, overlay, RI, story } from '../../engine/disruption/recorded.ts';
 
 t.test('the counter: a mark, then the removal, counted once by the leader', async (t) => {
   let now = Date.parse('2026-12-03T10:00:00Z');

@@ -6,18 +6,15 @@
 import t from 'tap';
 import {
   type ConsolidationApproval,
-  decide,
   type DisruptionEvidence,
   type DisruptionMark,
   type Effect,
   OverlayIndex,
   type PoolOffering,
-  toNodeClaimView,
   toNodePoolView,
-  toNodeView,
 } from '../../../src/engine/index.ts';
 import { parseApproval } from '../../../src/engine/disruption/events.ts';
-import { iso, labelsOf as poolLabels, policy, prices, RI, settings, T, ZONE } from './decided-replacement.ts';
+import { labelsOf as poolLabels, policy, prices, RI, replacementDecided, T, ZONE } from './decided-replacement.ts';
 
 const labelsOf = (type: string, pool = 'od') => poolLabels(type, pool);
 
@@ -75,39 +72,22 @@ function effectOf(s: Scene): Effect | undefined {
     capacityType: 'on-demand',
     count,
   }));
-  const labels = labelsOf('m5.large');
-  const claim = toNodeClaimView({
-    metadata: {
-      name: 'new-claim',
-      labels,
-      annotations: { 'karpenter.sh/price-overlay-applied': 'true' },
-      creationTimestamp: iso(T),
-    },
-    spec: {
-      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+  return replacementDecided(
+    {
+      labels: labelsOf('m5.large'),
       requirements: [
         { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large', 'c6i.large'] },
         { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
       ],
     },
-    status: { providerID: `aws:///${ZONE}/i-new`, nodeName: 'new' },
-  });
-  const node = toNodeView({
-    metadata: {
-      name: 'new',
-      creationTimestamp: iso(T + 5000),
-      labels: { ...labels, 'karpenter.sh/registered': 'true' },
+    {
+      prices,
+      zonesOf: () => new Set([ZONE]),
+      disruption: evidence,
+      poolOfferings: (pool: string) => (pool === 'od' ? offerings : undefined),
     },
-    spec: { providerID: `aws:///${ZONE}/i-new` },
-  });
-  const launch = {
-    prices,
-    zonesOf: () => new Set([ZONE]),
-    disruption: evidence,
-    poolOfferings: (pool: string) => (pool === 'od' ? offerings : undefined),
-  };
-  const d = decide({ node, nodeClaim: claim, now: T + 10_000, decidedBy: 'reconciler', launch }, index, settings);
-  return d.outcome === 'influenced' || d.outcome === 'not-influenced' ? d.effect : undefined;
+    index,
+  );
 }
 
 t.test('approved with the RI at a score Karpenter would not reach without it: replacement', async (t) => {

@@ -2,43 +2,11 @@
 // become of the overlay its record names (src/engine/disruption/churn.ts), as the counter labels it
 // (test/controllers/disruptions/counter.test.ts) and a replacement's record keeps it.
 import t from 'tap';
-import {
-  OverlayIndex,
-  overlayStateAtDisruption,
-  parseSelector,
-  recordAtMark,
-  recordKeys,
-  toOverlayView,
-} from '../../../src/engine/index.ts';
+import { OverlayIndex, overlayStateAtDisruption, parseSelector, recordAtMark } from '../../../src/engine/index.ts';
 import { toldOf } from '../../../src/engine/decided-node.ts';
 import { churnOf } from '../../../src/engine/disruption/churn.ts';
+import { keys, overlay, RI, story } from './recorded.ts';
 
-const keys = recordKeys('veneer.io');
-const RI = 'cost-aware-ri-m5.xlarge-us-west-2';
-const overlay = (o: { price?: string; priceAdjustment?: string; weight?: number; deleting?: boolean } = {}) =>
-  toOverlayView({
-    metadata: { name: RI, ...(o.deleting ? { deletionTimestamp: '2026-12-03T10:00:00Z' } : {}) },
-    spec: {
-      weight: o.weight ?? 30,
-      ...(o.price !== undefined ? { price: o.price } : {}),
-      ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
-      requirements: [{ key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.xlarge'] }],
-    },
-  });
-const story = (o: { weight?: number; price?: string; priceAdjustment?: string; overlay?: string } = {}) =>
-  JSON.stringify({
-    influenced: true,
-    overlay: o.overlay ?? RI,
-    weight: o.weight ?? 30,
-    ...(o.price !== undefined ? { price: o.price } : { price: '0.00' }),
-    ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
-    decidedBy: 'webhook',
-    evaluatedAt: '2026-12-03T10:00:00Z',
-    labeledAt: '2026-12-03T10:00:00Z',
-    basis: 'exact',
-    characteristicsFrom: 'node+nodeclaim',
-    labels: [],
-  });
 const readStory = (s: string) => JSON.parse(s);
 
 t.test('the overlay a record names: counting, changed or gone', async (t) => {

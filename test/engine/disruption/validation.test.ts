@@ -4,14 +4,11 @@
 // candidates' ConsolidationCandidate Events, or bounded by the computation's timeout without them.
 import t from 'tap';
 import {
-  decide,
   type DisruptionEvidence,
   type DisruptionMark,
   type Effect,
   OverlayIndex,
-  toNodeClaimView,
   toNodePoolView,
-  toNodeView,
 } from '../../../src/engine/index.ts';
 import {
   COMPUTE_MAX_MS,
@@ -20,7 +17,7 @@ import {
   momentsWithin,
   VALIDATION_MS,
 } from '../../../src/engine/disruption/validation.ts';
-import { iso, labelsOf, policy, prices, RI, settings, T, ZONE } from './decided-replacement.ts';
+import { labelsOf, policy, prices, RI, replacementDecided, T, ZONE } from './decided-replacement.ts';
 
 const mark = (markedAt: number, nodeClaim = 'old-claim'): DisruptionMark => ({
   nodeClaim,
@@ -50,35 +47,18 @@ function replacementEffect(index: OverlayIndex, candidateAt?: DisruptionEvidence
     replacementsCreatedBetween: () => ['new-claim'],
     ...(candidateAt ? { candidateAt } : {}),
   };
-  const labels = labelsOf('m5.large', 'on-demand');
-  const claim = toNodeClaimView({
-    metadata: {
-      name: 'new-claim',
-      labels,
-      annotations: { 'karpenter.sh/price-overlay-applied': 'true' },
-      creationTimestamp: iso(T),
-    },
-    spec: {
-      nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
+  return replacementDecided(
+    {
+      labels: labelsOf('m5.large', 'on-demand'),
       requirements: [
         { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['m5.large'] },
         { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
         { key: 'karpenter.k8s.aws/instance-family', operator: 'In', values: ['m5', 'c6i', 'r6i'] },
       ],
     },
-    status: { providerID: `aws:///${ZONE}/i-new`, nodeName: 'new' },
-  });
-  const node = toNodeView({
-    metadata: {
-      name: 'new',
-      creationTimestamp: iso(T + 5000),
-      labels: { ...labels, 'karpenter.sh/registered': 'true' },
-    },
-    spec: { providerID: `aws:///${ZONE}/i-new` },
-  });
-  const launch = { prices, zonesOf: () => new Set([ZONE]), disruption: evidence };
-  const d = decide({ node, nodeClaim: claim, now: T + 10_000, decidedBy: 'reconciler', launch }, index, settings);
-  return d.outcome === 'influenced' || d.outcome === 'not-influenced' ? d.effect : undefined;
+    { prices, zonesOf: () => new Set([ZONE]), disruption: evidence },
+    index,
+  );
 }
 
 t.test('the window: after the candidates Event, at least the validation before the marks', async (t) => {
