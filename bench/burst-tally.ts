@@ -37,7 +37,7 @@ export async function watcherCountingOverlays(
   );
   started(serve);
   await waitReady(serve.healthPort, '/readyz', 60_000);
-  await registerWebhooksAt(env.admin, env.certs.caPem, serve.webhookPort, 5);
+  await registerWebhooksAt(env.admin, { caPem: env.certs.caPem, port: serve.webhookPort });
   const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
   for (const o of overlays) await custom.createClusterCustomObject({ ...OVERLAY_API, body: o });
   await until(

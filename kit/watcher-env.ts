@@ -6,7 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 import { loadConfig, type Config } from '../src/config/load.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { startWatcher, type RunningWatcher } from '../src/commands/serve.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from './webhook-registration.ts';
+import { mutatingWebhookConfiguration, recordGuardBinding, recordGuardPolicy } from './webhook-registration.ts';
 import { clientFor, ControlPlane, freePort, type TokenUser, viaPort } from './control-plane.ts';
 import { installKarpenterCRDs } from './karpenter-crds.ts';
 import type { KeyPair } from './pki.ts';
@@ -17,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const WATCHER_USER = 'veneer-watcher';
+/** Every identity a kit watcher runs as: the one, and the replicas of multi-replica tests. */
+export const WATCHER_USERS = [WATCHER_USER, 'veneer-watcher-a', 'veneer-watcher-b'];
 
 export const LEASE_NAMESPACE = 'veneer-system';
 
@@ -145,6 +147,8 @@ export interface WatcherEnvOptions {
   apiServerEnv?: Record<string, string>;
   /** Installs the Karpenter CRDs (default: kit/crds with the overlay-validation stand-in; kit/karpenter.ts installs real Karpenter's). */
   installCRDs?: (cp: ControlPlane) => Promise<void>;
+  /** Who else the record's guard lets change a record, beside the kit's watchers (recordGuard in the chart). */
+  guard?: { allowedUsers?: string[]; allowedGroups?: string[] };
 }
 
 export interface ClusterEnv {
@@ -159,7 +163,7 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
   - level: Metadata
-    users: [${WATCHER_USER}, veneer-watcher-a, veneer-watcher-b]
+    users: [${WATCHER_USERS.join(', ')}]
   - level: None
 `;
 
@@ -276,7 +280,14 @@ export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<Wat
         await cp.stop();
       },
     };
-    if (opts.register !== false) await registerWebhooks(env, opts.timeoutSeconds ?? 5);
+    if (opts.register !== false)
+      await registerWebhooksAt(admin, {
+        caPem: certs.caPem,
+        port: watcher.webhookPort!,
+        timeoutSeconds: opts.timeoutSeconds ?? 5,
+        labelNamespace: config.labelNamespace,
+        ...(opts.guard ? { guard: opts.guard } : {}),
+      });
     return env;
   } catch (err) {
     await cp.stop();
@@ -284,41 +295,80 @@ export async function startWatcherEnv(opts: WatcherEnvOptions = {}): Promise<Wat
   }
 }
 
-export async function registerWebhooks(env: WatcherEnv, timeoutSeconds: number): Promise<void> {
-  await registerWebhooksAt(
-    env.admin,
-    env.certs.caPem,
-    env.watcher.webhookPort!,
-    timeoutSeconds,
-    env.config.labelNamespace,
-  );
+export interface RegisterOptions {
+  caPem: string;
+  /** The watcher's webhook port. */
+  port: number;
+  timeoutSeconds?: number;
+  labelNamespace?: string;
+  /** Where the apiserver calls the watcher; an IPv6 address is written in brackets in the URL. */
+  address?: string;
+  /** Who else the record's guard lets change a record, beside the kit's watchers. */
+  guard?: { allowedUsers?: string[]; allowedGroups?: string[] };
 }
 
-/** Both webhooks, as the chart registers them, for a watcher serving on `port`; waits until they are in force. */
-export async function registerWebhooksAt(
-  admin: k8s.KubeConfig,
-  caPem: string,
-  port: number,
-  timeoutSeconds: number,
-  labelNamespace = 'veneer.io',
-  /** Where the apiserver calls the watcher; an IPv6 address is written in brackets in the URL. */
-  address = '127.0.0.1',
-): Promise<() => Promise<void>> {
+/**
+ * The mutating webhook, as the chart registers it, for a watcher serving on `port`, and the
+ * record's guard (its ValidatingAdmissionPolicy and binding); waits until both are in force and
+ * returns what removes them.
+ */
+export async function registerWebhooksAt(admin: k8s.KubeConfig, o: RegisterOptions): Promise<() => Promise<void>> {
   const api = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const labelNamespace = o.labelNamespace ?? 'veneer.io';
+  const address = o.address ?? '127.0.0.1';
+  const name = 'veneer-node-watcher';
   const reg = {
-    name: 'veneer-node-watcher',
-    caBundle: caPem,
-    url: `https://${address.includes(':') ? `[${address}]` : address}:${port}`,
+    name,
+    caBundle: o.caPem,
+    url: `https://${address.includes(':') ? `[${address}]` : address}:${o.port}`,
     labelNamespace,
-    timeoutSeconds,
+    timeoutSeconds: o.timeoutSeconds ?? 5,
   };
   await api.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
-  await api.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(reg) });
-  await waitForMutatingWebhook(admin, labelNamespace);
-  return async () => {
-    await api.deleteMutatingWebhookConfiguration({ name: reg.name });
-    await api.deleteValidatingWebhookConfiguration({ name: reg.name });
+  const who = {
+    users: [...WATCHER_USERS, ...(o.guard?.allowedUsers ?? [])],
+    groups: o.guard?.allowedGroups ?? [],
   };
+  await api.createValidatingAdmissionPolicy({ body: recordGuardPolicy(name, labelNamespace, who) });
+  await api.createValidatingAdmissionPolicyBinding({ body: recordGuardBinding(name) });
+  await waitForMutatingWebhook(admin, labelNamespace);
+  await waitForGuard(admin, labelNamespace);
+  return async () => {
+    await api.deleteMutatingWebhookConfiguration({ name });
+    await api.deleteValidatingAdmissionPolicyBinding({ name });
+    await api.deleteValidatingAdmissionPolicy({ name });
+  };
+}
+
+/**
+ * A policy takes a moment to be enforced: on a probe node outside the watcher's scope that was
+ * created with a record key, a dry-run patch that alters it is refused once the guard is in force.
+ * The probe goes afterwards.
+ */
+export async function waitForGuard(kc: k8s.KubeConfig, labelNamespace: string, timeoutMs = 30_000): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const probe = 'guard-probe';
+  const key = `${labelNamespace}/overlay-influenced`;
+  await core.createNode({ body: { metadata: { name: probe, labels: { [key]: 'true' } } } });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const refused = await core
+        .patchNode(
+          { name: probe, body: { metadata: { labels: { [key]: 'false' } } }, dryRun: 'All' },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        )
+        .then(
+          () => false,
+          (e: { code?: number }) => e.code === 403,
+        );
+      if (refused) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`the record's guard was not in force within ${timeoutMs} ms`);
+  } finally {
+    await core.deleteNode({ name: probe });
+  }
 }
 
 /** Whether the mutating webhook is in force now: a dry-run CREATE of an on-demand Karpenter node comes back with a record. */
@@ -392,7 +442,7 @@ export async function withWatcher<E extends ClusterEnv>(
       await watcher.stop();
       await env.cp.stop();
     };
-    await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5).catch(async (err) => {
+    await registerWebhooksAt(env.admin, { caPem: env.certs.caPem, port: watcher.webhookPort! }).catch(async (err) => {
       await stop();
       throw err;
     });

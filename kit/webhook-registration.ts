@@ -1,11 +1,10 @@
-// The webhook configurations the apiserver needs, as the chart renders them; the tests and
-// the demo register these against a real apiserver.
+// The admission objects the apiserver needs, as the chart renders them: the mutating webhook that
+// writes the record and the policy that guards it. The tests and the demo register these against a
+// real apiserver.
 import type * as k8s from '@kubernetes/client-node';
 import { recordKeys } from '../src/engine/index.ts';
-import {
-  mutatingMatchConditions as scopeConditions,
-  validatingMatchConditions as recordAlteredConditions,
-} from '../src/engine/scope.ts';
+import { type GuardIdentities, recordGuard } from '../src/engine/guard.ts';
+import { mutatingMatchConditions as scopeConditions } from '../src/engine/scope.ts';
 
 export interface RegistrationOptions {
   name: string;
@@ -33,11 +32,6 @@ export function mutatingMatchConditions(labelNamespace: string): k8s.V1MatchCond
   return scopeConditions(recordKeys(labelNamespace));
 }
 
-/** Only updates that alter or remove a record reach the validating webhook. */
-export function validatingMatchConditions(labelNamespace: string): k8s.V1MatchCondition[] {
-  return recordAlteredConditions(recordKeys(labelNamespace));
-}
-
 export function mutatingWebhookConfiguration(o: RegistrationOptions): k8s.V1MutatingWebhookConfiguration {
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
@@ -60,23 +54,37 @@ export function mutatingWebhookConfiguration(o: RegistrationOptions): k8s.V1Muta
   };
 }
 
-export function validatingWebhookConfiguration(o: RegistrationOptions): k8s.V1ValidatingWebhookConfiguration {
+/** The record's guard (src/engine/guard.ts): no one but `who` adds, alters or removes a record, on a node or its status. */
+export function recordGuardPolicy(
+  name: string,
+  labelNamespace: string,
+  who: GuardIdentities,
+): k8s.V1ValidatingAdmissionPolicy {
+  const rules = recordGuard(recordKeys(labelNamespace), who);
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: o.name },
-    webhooks: [
-      {
-        name: 'protect-record.nodes.veneer.io',
-        admissionReviewVersions: ['v1'],
-        clientConfig: clientConfig(o, '/validate-node'),
-        rules: nodeRules(['UPDATE']),
-        failurePolicy: 'Ignore',
-        sideEffects: 'None',
-        timeoutSeconds: o.timeoutSeconds,
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
         matchPolicy: 'Equivalent',
-        matchConditions: validatingMatchConditions(o.labelNamespace),
+        resourceRules: [
+          { apiGroups: [''], apiVersions: ['v1'], resources: ['nodes', 'nodes/status'], operations: ['UPDATE'] },
+        ],
       },
-    ],
+      matchConditions: [...rules.matchConditions],
+      variables: [...rules.variables],
+      validations: [...rules.validations],
+    },
+  };
+}
+
+export function recordGuardBinding(name: string): k8s.V1ValidatingAdmissionPolicyBinding {
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name },
+    spec: { policyName: name, validationActions: ['Deny'] },
   };
 }

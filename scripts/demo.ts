@@ -21,7 +21,7 @@ import * as k8s from '@kubernetes/client-node';
 import { loadConfig } from '../src/config/load.ts';
 import { createLogger } from '../src/log.ts';
 import { startWatcher } from '../src/commands/serve.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../kit/webhook-registration.ts';
+import { mutatingWebhookConfiguration, recordGuardBinding, recordGuardPolicy } from '../kit/webhook-registration.ts';
 import { clientFor, ControlPlane, freePort } from '../kit/control-plane.ts';
 import { runInOwnNetworkNamespace } from '../kit/netns.ts';
 import { History } from '../kit/node-history.ts';
@@ -175,7 +175,7 @@ try {
   execFileSync('bash', [join(root, 'certs', 'make-dev-certs.sh'), certDir], { stdio: 'ignore' });
   const caPem = (await import('node:fs')).readFileSync(join(certDir, 'ca.crt'), 'utf8');
 
-  step('starting the watcher: mutating + validating webhooks, caches, leader-elected reconciler');
+  step("starting the watcher: the mutating webhook, the record's guard, caches, leader-elected reconciler");
   const { config } = loadConfig({
     flags: {
       '--enabled': 'true',
@@ -205,7 +205,11 @@ try {
     timeoutSeconds: 5,
   };
   await registrations.createMutatingWebhookConfiguration({ body: mutatingWebhookConfiguration(reg) });
-  await registrations.createValidatingWebhookConfiguration({ body: validatingWebhookConfiguration(reg) });
+  // The record's guard: no one but the watcher may change a record, through the node or its status.
+  await registrations.createValidatingAdmissionPolicy({
+    body: recordGuardPolicy(reg.name, config.labelNamespace, { users: ['veneer-watcher'], groups: [] }),
+  });
+  await registrations.createValidatingAdmissionPolicyBinding({ body: recordGuardBinding(reg.name) });
   await waitForMutatingWebhook(admin, config.labelNamespace);
 
   const custom = admin.makeApiClient(k8s.CustomObjectsApi);

@@ -188,7 +188,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     return printed('report', () => runReport(e, loaded.config));
   }
   const { serve } = await import('./commands/serve.ts');
-  await serve(loaded.config);
+  await serve(loaded.config, loaded.warnings);
   return undefined;
 }
 

@@ -181,6 +181,16 @@ function recordMetrics(r: Registry[], atScrape: ScrapeHooks) {
       registers: r,
       collect: () => atScrape.nodeCounts?.(),
     }),
+    recordsUnreadable: new Gauge({
+      name: `${PREFIX}records_unreadable_current`,
+      help: 'Nodes that carry a record (the overlay-influenced label) without a decision annotation the watcher can read: a record the watcher did not write, stored while its webhook was down (it replaces such keys at CREATE). Computed from the node cache at scrape time; `report` names them.',
+      registers: r,
+    }),
+    nodesOptedOut: new Gauge({
+      name: `${PREFIX}nodes_opted_out_current`,
+      help: 'Nodes whose launcher opted them out of a record (<labelNamespace>/opt-out: "true"). Computed from the node cache at scrape time.',
+      registers: r,
+    }),
   };
 }
 

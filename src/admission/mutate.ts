@@ -60,7 +60,8 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   const object = req.object as NodeObject;
   const node = toNodeView(object);
   if (req.operation === 'CREATE' && deps.existingNode(node.name)) return { answer: allow(uid), outcome: 'exists' };
-  const decision = decide(decisionInput(node, deps, deps.now(), 'webhook'), deps.index, deps.settings);
+  const atCreate = req.operation === 'CREATE';
+  const decision = decide({ ...decisionInput(node, deps, deps.now(), 'webhook'), atCreate }, deps.index, deps.settings);
   switch (decision.outcome) {
     case 'out-of-scope':
       return { answer: allow(uid), outcome: 'out_of_scope' };
@@ -70,7 +71,7 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
       return { answer: allow(uid), outcome: 'undetermined', detail: decision.reason };
   }
   if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
-  const patch = jsonPatch(decision.record, object.metadata ?? {});
+  const patch = jsonPatch(decision.record, object.metadata ?? {}, deps.settings.keys);
   return {
     answer: allow(uid, patch),
     outcome: 'patched',

@@ -109,14 +109,6 @@ export function allow(uid: string, patch?: unknown[]): AdmissionResponse {
   };
 }
 
-export function deny(uid: string, message: string): AdmissionResponse {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    response: { uid, allowed: false, status: { code: 403, reason: 'Forbidden', message } },
-  };
-}
-
 export function isNodeReview(req: AdmissionRequest): boolean {
   return req.kind.group === '' && req.kind.kind === 'Node' && (req.subResource ?? '') === '';
 }

@@ -7,7 +7,6 @@ import { mutate, type MutateDeps } from './mutate.ts';
 import { type AdmissionResponse, allow, parseReview } from './review.ts';
 import { listen, type RunningServer, SLOW_CLIENT_LIMITS } from '../server/listener.ts';
 import { type CertificateReloader, type ReloadTarget, secureContextOptions } from '../server/tls.ts';
-import { validate, type ValidateDeps } from './validate.ts';
 
 /**
  * An UPDATE review carries the object twice; the apiserver accepts request bodies up to
@@ -21,7 +20,6 @@ interface WebhookServerOptions {
   deadlineMs: number;
   tls: CertificateReloader;
   mutate: MutateDeps;
-  validate: ValidateDeps;
   metrics: Metrics;
   log: Logger;
 }
@@ -67,7 +65,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
     reply.code(status).send({ error: status === 413 ? 'Payload Too Large' : 'Bad Request', message: err.message });
   });
 
-  const handle = (name: 'mutate' | 'validate') => {
+  const handle = (name: 'mutate') => {
     const duration = o.metrics.admissionDuration.labels({ webhook: name });
     const inFlight = o.metrics.admissionInFlight.labels({ webhook: name });
     return async (req: FastifyRequest, reply: FastifyReply) => {
@@ -85,16 +83,12 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
         let answer: AdmissionResponse;
         let outcome: string;
         try {
-          if (name === 'mutate') {
-            const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
-            ({ answer, outcome } = result);
-            if (result.labeled && !dryRun) {
-              countRecord(o.metrics, 'webhook', result.labeled, result.labeled.effect);
-            }
-            if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
-          } else {
-            ({ answer, outcome } = validate(parsed.review, o.validate));
+          const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
+          ({ answer, outcome } = result);
+          if (result.labeled && !dryRun) {
+            countRecord(o.metrics, 'webhook', result.labeled, result.labeled.effect);
           }
+          if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
         } catch (err) {
           // Never block a node: an internal error allows it unchanged.
           o.log.error({ err }, `${name} webhook failed internally; allowing without a change`);
@@ -111,7 +105,6 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
     };
   };
   app.post('/mutate-node', handle('mutate'));
-  app.post('/validate-node', handle('validate'));
   const port = await listen(app, o.host, o.port);
   const detach = o.tls.attach(app.server as unknown as ReloadTarget);
   return {
@@ -142,5 +135,5 @@ function operationLabel(operation: string): string {
 }
 
 function webhookOf(req: FastifyRequest): string {
-  return req.url.startsWith('/mutate') ? 'mutate' : req.url.startsWith('/validate') ? 'validate' : 'unknown';
+  return req.url.startsWith('/mutate') ? 'mutate' : 'unknown';
 }

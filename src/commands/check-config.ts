@@ -10,7 +10,7 @@ export function checkConfig(loaded: LoadedConfig): string {
     describeSource(loaded.sources[p]),
   ]);
   const width = [0, 1].map((c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  const lines = ['configuration is valid'];
+  const lines = ['configuration is valid', ...loaded.warnings.map((w) => `warning: ${w}`)];
   for (const [name, value, source] of rows)
     lines.push(`${(name ?? '').padEnd(width[0] ?? 0)}  ${(value ?? '').padEnd(width[1] ?? 0)}  ${source}`);
   return lines.join('\n');

@@ -131,6 +131,12 @@ function table(report: Report): string {
     lines.push(
       `Churn: ${e.churned} recorded nodes replaced after the overlay their record named changed or went (told by their replacements' records)`,
     );
+  if (t.optedOut > 0)
+    lines.push(`${t.optedOut} nodes opted out of a record by their launcher (<labelNamespace>/opt-out: "true")`);
+  if (t.unreadableRecords > 0)
+    lines.push(
+      `WARNING: ${t.unreadableRecords} records have no decision annotation the watcher can read: not written by it (set when the node was created while its webhook was down): ${t.unreadableNodes.join(', ')}${t.unreadableRecords > t.unreadableNodes.length ? ` and ${t.unreadableRecords - t.unreadableNodes.length} more` : ''}`,
+    );
   if (t.inactiveOverlays > 0)
     lines.push(
       `${t.inactiveOverlays} overlays count for nothing (not selected, capacity only, rejected or being deleted) and no record names them`,

@@ -9,7 +9,6 @@ import { startWebhookServer } from '../admission/server.ts';
 import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
 import type { Config } from '../config/load.ts';
 import { makeControllers } from '../controllers/index.ts';
-import { ownUsername } from '../kube/access-review.ts';
 import { KubeClient } from '../kube/client.ts';
 import { loadClusterAccess } from '../kube/kubeconfig.ts';
 import { electLeader } from '../kube/leader.ts';
@@ -145,7 +144,6 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
     log,
     now,
   });
-  let selfUsername: string | undefined;
   // Ready when the webhook listens, the caches have synced and Karpenter's CRDs are served; /readyz says why not.
   const notReady = () =>
     w.shutdown.reason() ??
@@ -167,12 +165,6 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
         settings,
         launch,
         now,
-      },
-      validate: {
-        keys: settings.keys,
-        selfUsername: () => selfUsername,
-        allowedUsers: config.webhook.allowedUsers,
-        allowedGroups: config.webhook.allowedGroups,
       },
     }),
   );
@@ -197,7 +189,6 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
     tls.stop();
     throw err;
   }
-  void ownUsername(o.client, log).then((u) => (selfUsername = u));
   const { port: webhookPort } = webhook.bound();
   const { metricsPort, healthPort } = ops.bound();
   const { labelNamespace, karpenterProvider, metrics: m } = config;
@@ -221,8 +212,9 @@ function drainThenStop(w: Wiring, manager: Manager): () => Promise<void> {
 const SHUTDOWN_BOUND_MS = 20_000;
 
 /** The `serve` command: the watcher against the cluster the kubeconfig order finds, until SIGTERM or SIGINT. */
-export async function serve(config: Config): Promise<void> {
+export async function serve(config: Config, warnings: readonly string[] = []): Promise<void> {
   const log = createLogger(config.logLevel);
+  for (const warning of warnings) log.warn({ warning }, 'configuration: a setting this version does not know');
   const watcher = await startWatcher({ config, client: new KubeClient(loadClusterAccess()), log });
   let stopping = false;
   const shutdown = (signal: string) => {

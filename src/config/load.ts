@@ -32,8 +32,6 @@ export interface Config {
     certFile: string;
     keyFile: string;
     deadlineMs: number;
-    allowedUsers: string[];
-    allowedGroups: string[];
   };
   metrics: { port: number; secure: boolean; authCacheTTLMs: number; maxOverlaySeries: number };
   events: { enabled: boolean; ratePerSecond: number };
@@ -54,6 +52,11 @@ export interface LoadedConfig {
   /** Where each effective value came from, for check-config. */
   sources: Record<SettingPath, Source>;
   values: Record<SettingPath, unknown>;
+  /**
+   * Keys the file holds that this version does not know, ignored: a config written for another
+   * version (a rollout mixes both, and a pod of either may restart on the other's file).
+   */
+  warnings: string[];
 }
 
 export class ConfigError extends Error {
@@ -183,6 +186,7 @@ export function loadConfig(input: LoadInput): LoadedConfig {
   const sources = {} as Record<SettingPath, Source>;
   const values = {} as Record<SettingPath, unknown>;
   const origin = new Map<string, Source>();
+  const warnings: string[] = [];
 
   if (input.file) {
     const f = readFile(input.file);
@@ -221,15 +225,17 @@ export function loadConfig(input: LoadInput): LoadedConfig {
           : pointer;
       const source = origin.get(path) ??
         [...origin.entries()].find(([p]) => p.startsWith(`${path}.`))?.[1] ?? { kind: 'default' };
-      const value = e.keyword === 'additionalProperties' ? '' : ` = ${JSON.stringify(valueAt(doc, path))}`;
+      if (e.keyword === 'additionalProperties') {
+        warnings.push(`${path} (from ${describeSource(source)}) is not a setting of this version: ignored`);
+        continue;
+      }
+      const value = ` = ${JSON.stringify(valueAt(doc, path))}`;
       const rule =
-        e.keyword === 'additionalProperties'
-          ? 'is not a known setting'
-          : e.keyword === 'format'
-            ? (FORMAT_RULES[String(e.params.format)] ?? e.message)
-            : e.keyword === 'enum'
-              ? `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`
-              : (e.message ?? e.keyword);
+        e.keyword === 'format'
+          ? (FORMAT_RULES[String(e.params.format)] ?? e.message)
+          : e.keyword === 'enum'
+            ? `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`
+            : (e.message ?? e.keyword);
       problems.push(`${path || '(top level)'}${value} (from ${describeSource(source)}): ${rule}`);
     }
   }
@@ -245,7 +251,7 @@ export function loadConfig(input: LoadInput): LoadedConfig {
     values[path] = given ?? SETTINGS[path].default;
     sources[path] = origin.get(full) ?? { kind: 'default' };
   }
-  return { config: toConfig(values), sources, values };
+  return { config: toConfig(values), sources, values, warnings: warnings.sort() };
 }
 
 /** A setting's value once validated (given or default) and where it came from, for cross-field rules. */
@@ -314,8 +320,6 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
       certFile: v['webhook.certFile'] as string,
       keyFile: v['webhook.keyFile'] as string,
       deadlineMs: ms('webhook.deadline'),
-      allowedUsers: v['webhook.allowedUsers'] as string[],
-      allowedGroups: v['webhook.allowedGroups'] as string[],
     },
     metrics: {
       port: v['metrics.port'] as number,

@@ -155,16 +155,6 @@ export const SETTINGS = {
     maximumMs: 10_000,
     description: 'Internal deadline per review; past it the node is allowed without a patch.',
   },
-  'webhook.allowedUsers': {
-    type: 'string-list',
-    default: [],
-    description: 'Users besides the watcher itself that may change a record.',
-  },
-  'webhook.allowedGroups': {
-    type: 'string-list',
-    default: [],
-    description: 'Groups whose members may change a record.',
-  },
   'metrics.port': port(
     8443,
     "Port of /metrics: HTTPS with the webhooks' certificate, behind Kubernetes authentication and authorization (plain HTTP when metrics.secure is false).",

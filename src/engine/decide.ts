@@ -43,6 +43,8 @@ export interface DecisionInput {
   node: NodeView;
   nodeClaim?: NodeClaimView | undefined;
   now: number;
+  /** The node is being created (the webhook's CREATE): record keys it carries are not the watcher's, and are replaced. */
+  atCreate?: boolean;
   decidedBy: DecidedBy;
   /** The cluster's NodeClaims by spec.nodeClassRef.group, for a node nothing else names the provider of. */
   nodeClassGroups?: ReadonlyMap<string, number> | undefined;
@@ -228,7 +230,7 @@ function effectOf(launch: LaunchSeen, origin: Exclude<LaunchOrigin, { kind: 'awa
 
 export function decide(input: DecisionInput, index: OverlayIndex, settings: EngineSettings): Decision {
   const { node, nodeClaim, now } = input;
-  const s = scope(node, nodeClaim, settings.keys);
+  const s = scope(node, nodeClaim, settings.keys, input.atCreate === true);
   if (!s.inScope) return { outcome: 'out-of-scope', reason: s.reason };
   if (s.recorded) return { outcome: 'recorded' };
   const evaluatedAt = launchTime(node, nodeClaim, now);

@@ -25,7 +25,7 @@ export function decidedNodeLabelKeys(keys: RecordKeys): readonly string[] {
   const aliases = [...NORMALIZED_LABELS]
     .filter(([, stable]) => WELL_KNOWN_KEPT.includes(stable))
     .map(([alias]) => alias);
-  return [...new Set([...keys.ownedLabels, ...WELL_KNOWN_KEPT, ...aliases])];
+  return [...new Set([...keys.ownedLabels, keys.optOut, ...WELL_KNOWN_KEPT, ...aliases])];
 }
 
 /** Label values and stories as one shared object each: thousands of nodes carry the same instance types, zones, NodePools and overlays. */

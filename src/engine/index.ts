@@ -1,7 +1,7 @@
 // The decision engine's door: what the rest of src/ uses, and only that (tests, kit/ and bench/
 // import what else they need from the engine's modules).
 export { decide, decisionInput, type EngineSettings, type LaunchKnowledge } from './decide.ts';
-export { needsRecord, undecidedSelector } from './scope.ts';
+export { needsRecord, OPTED_OUT, undecidedSelector } from './scope.ts';
 export { OverlayIndex } from './overlay-index.ts';
 export { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, REGION, REGISTERED_LABEL, ZONE } from './well-known.ts';
 export {

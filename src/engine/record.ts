@@ -9,6 +9,13 @@ import { EFFECTS, type Effect, type EffectVerdict } from './effect/types.ts';
 const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;
 
 export interface RecordKeys {
+  /** The label namespace: every label key under `<namespace>/` is the watcher's (but the opt-out). */
+  namespace: string;
+  /**
+   * `<namespace>/opt-out: "true"` on a node, set by whoever launches it (a NodePool's template
+   * labels, the kubelet's --node-labels): the node is left undecided, with no record.
+   */
+  optOut: string;
   influenced: string;
   /** What the selected overlays changed about the launch (EFFECTS). */
   effect: string;
@@ -29,6 +36,8 @@ export function recordKeys(ns: string): RecordKeys {
   const decisionAnnotation = `${ns}/overlay-decision`;
   const effect = `${ns}/overlay-effect`;
   return {
+    namespace: ns,
+    optOut: `${ns}/opt-out`,
     influenced,
     effect,
     matchingOverlay,

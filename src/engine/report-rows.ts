@@ -66,7 +66,16 @@ export interface ReportTotals {
   inactiveOverlays: number;
   /** Every record with an effect, each node once. */
   effects: EffectCounts;
+  /** Records without a decision annotation the watcher can read: not the watcher's (stored while its webhook was down). */
+  unreadableRecords: number;
+  /** The first of those nodes, by name (at most MAX_NAMED_UNREADABLE). */
+  unreadableNodes: string[];
+  /** Nodes their launcher opted out of a record. */
+  optedOut: number;
 }
+
+/** Unreadable records named in a report: enough to start looking, never the whole fleet. */
+export const MAX_NAMED_UNREADABLE = 10;
 
 /** The record's winner in the lostTo tally when the record says no overlay matched. */
 export const NO_OVERLAY = '(none)';

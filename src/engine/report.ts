@@ -2,13 +2,14 @@
 // where a heavier one won, and which matched nothing. Recorded nodes count as their record
 // says; a node without a record counts as `explain` would decide it now.
 import { decide, decisionInput, karpenterView, launchTime, providerOf, type EngineSettings } from './decide.ts';
-import { characteristics, scope } from './scope.ts';
+import { characteristics, OPTED_OUT, scope } from './scope.ts';
 import type { NodePoolView } from './nodepool.ts';
 import { rfc3339, fromBasicTimestamp } from './labels.ts';
 import { nodeClaimFor, toNodeView, type NodeClaimLookup, type NodeObject } from './node.ts';
 import { OverlayIndex } from './overlay-index.ts';
 import type { OverlayPolicy, OverlayView } from './overlay.ts';
 import {
+  MAX_NAMED_UNREADABLE,
   NO_OVERLAY,
   noEffects,
   overlayRows,
@@ -89,6 +90,9 @@ export class ReportBuilder {
     approximate: 0,
     inactiveOverlays: 0,
     effects: noEffects(),
+    unreadableRecords: 0,
+    unreadableNodes: [],
+    optedOut: 0,
   };
   private nodesInDoubt = 0;
 
@@ -112,6 +116,10 @@ export class ReportBuilder {
     const { settings, now } = this.ctx;
     const keys = settings.keys;
     const node = toNodeView(obj);
+    if (node.labels[keys.optOut] === OPTED_OUT) {
+      this.totals.optedOut++;
+      return;
+    }
     const claim = nodeClaimFor(node, this.ctx.nodeClaims);
     const s = scope(node, claim, keys);
     if (!s.inScope) return;
@@ -120,6 +128,10 @@ export class ReportBuilder {
     if (s.recorded) {
       const story = readStory(obj.metadata?.annotations?.[keys.decisionAnnotation] ?? undefined);
       this.totals.records++;
+      if (story === undefined) {
+        this.totals.unreadableRecords++;
+        if (this.totals.unreadableNodes.length < MAX_NAMED_UNREADABLE) this.totals.unreadableNodes.push(node.name);
+      }
       if (story?.decidedBy === 'webhook') this.totals.recordedInline++;
       if (story?.basis === 'approximate') this.totals.approximate++;
       if (story?.effect) {

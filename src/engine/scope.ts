@@ -27,8 +27,18 @@ export const SCOPE = {
 
 type Scope = { inScope: false; reason: string } | { inScope: true; recorded: boolean };
 
-/** Karpenter nodes that run on-demand are ours to decide; a record, once written, is final. */
-export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys): Scope {
+/** The opt-out label's value that leaves a node without a record. */
+export const OPTED_OUT = 'true';
+
+/**
+ * Karpenter nodes that run on-demand are ours to decide, unless whoever launched them opted them
+ * out; a record, once written, is final. `atCreate`: the node is being created, so record keys it
+ * carries were not written by the watcher (a NodePool's template labels, a kubelet's
+ * --node-labels): they are no record, and the decision replaces them.
+ */
+export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys: RecordKeys, atCreate = false): Scope {
+  if (node.labels[keys.optOut] === OPTED_OUT)
+    return { inScope: false, reason: `opted out (${keys.optOut}: "${OPTED_OUT}")` };
   const labels = characteristics(node, nodeClaim);
   if (labels[SCOPE.nodePoolLabel] === undefined)
     return { inScope: false, reason: `not a Karpenter node (no ${SCOPE.nodePoolLabel} label)` };
@@ -39,7 +49,7 @@ export function scope(node: NodeView, nodeClaim: NodeClaimView | undefined, keys
       reason: `capacity type is ${capacityType === undefined ? 'unknown' : JSON.stringify(capacityType)}, not ${SCOPE.capacityType}`,
     };
   }
-  return { inScope: true, recorded: node.labels[keys.influenced] !== undefined };
+  return { inScope: true, recorded: !atCreate && node.labels[keys.influenced] !== undefined };
 }
 
 /** In scope and not recorded yet: what the reconciler queues and nodes_pending counts. */
@@ -59,9 +69,9 @@ export function characteristics(node: NodeView, nodeClaim: NodeClaimView | undef
  * other capacity types instead: a node with one Karpenter does not know passes, and scope()
  * turns it away.
  */
-export function undecidedSelector(keys: Pick<RecordKeys, 'influenced'>): string {
+export function undecidedSelector(keys: Pick<RecordKeys, 'influenced' | 'optOut'>): string {
   const others = CAPACITY_TYPES.filter((c) => c !== SCOPE.capacityType);
-  return `${SCOPE.nodePoolLabel},${SCOPE.capacityTypeLabel} notin (${others.join(',')}),!${keys.influenced}`;
+  return `${SCOPE.nodePoolLabel},${SCOPE.capacityTypeLabel} notin (${others.join(',')}),!${keys.influenced},${keys.optOut}!=${OPTED_OUT}`;
 }
 
 /** A webhook matchCondition, in the shape admissionregistration.k8s.io/v1 takes. */
@@ -75,38 +85,26 @@ const quoted = (s: string) => `'${s}'`;
 /**
  * The nodes the mutating webhook is called for: what scope() would take on the node's own
  * labels, a capacity type not yet there counting as the one in scope (its NodeClaim, which
- * the apiserver cannot see, will bring it).
+ * the apiserver cannot see, will bring it); at CREATE whatever record keys it carries, which the
+ * decision replaces.
  */
-export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced'>): MatchCondition[] {
+export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced' | 'optOut'>): MatchCondition[] {
   const labels = 'object.metadata.labels';
   const capacityType = quoted(SCOPE.capacityTypeLabel);
+  const optOut = quoted(keys.optOut);
   return [
     { name: 'karpenter-node', expression: `has(${labels}) && ${quoted(SCOPE.nodePoolLabel)} in ${labels}` },
     {
       name: SCOPE.capacityType,
       expression: `!(${capacityType} in ${labels}) || ${labels}[${capacityType}] == ${quoted(SCOPE.capacityType)}`,
     },
-    { name: 'no-record-yet', expression: `!(${quoted(keys.influenced)} in ${labels})` },
-  ];
-}
-
-/**
- * The updates the record-protecting webhook is called for: the webhook's own test (an owned
- * label or annotation removed or changed), so Karpenter's and the kubelet's routine updates
- * never wait on it (an apiserver that retries a conflicting PATCH would otherwise call it on
- * every retry).
- */
-export function validatingMatchConditions(
-  keys: Pick<RecordKeys, 'ownedLabels' | 'ownedAnnotations'>,
-): MatchCondition[] {
-  const altered = (field: 'labels' | 'annotations', owned: readonly string[]) => {
-    const [before, after] = [`oldObject.metadata.${field}`, `object.metadata.${field}`];
-    return `[${owned.map(quoted).join(', ')}].exists(k, has(${before}) && k in ${before} && !(has(${after}) && k in ${after} && ${after}[k] == ${before}[k]))`;
-  };
-  return [
     {
-      name: 'record-altered',
-      expression: `${altered('labels', keys.ownedLabels)} || ${altered('annotations', keys.ownedAnnotations)}`,
+      name: 'not-opted-out',
+      expression: `!(${optOut} in ${labels}) || ${labels}[${optOut}] != ${quoted(OPTED_OUT)}`,
+    },
+    {
+      name: 'no-record-yet',
+      expression: `request.operation == 'CREATE' || !(${quoted(keys.influenced)} in ${labels})`,
     },
   ];
 }

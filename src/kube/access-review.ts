@@ -2,8 +2,7 @@
 // kube-rbac-proxy and controller-runtime's metrics filter do: whose is this bearer token
 // (TokenReview), and may that user get this path (SubjectAccessReview). Both ride the watcher's
 // one shared connection (client.ts) with a deadline of their own.
-import type { Logger } from 'pino';
-import { API_CALL_TIMEOUT_MS, type KubeClient } from './client.ts';
+import type { KubeClient } from './client.ts';
 
 export interface UserInfo {
   username: string;
@@ -47,32 +46,6 @@ async function review<S>(
     timeoutMs,
   });
   return answer.status;
-}
-
-/** The user the client itself authenticates as (SelfSubjectReview). */
-export async function whoAmI(client: KubeClient): Promise<string | undefined> {
-  return (
-    await review<{ userInfo?: { username?: string } }>(
-      client,
-      'authentication.k8s.io',
-      'SelfSubjectReview',
-      {},
-      API_CALL_TIMEOUT_MS,
-    )
-  )?.userInfo?.username;
-}
-
-/** whoAmI, or undefined with a warning: the validating webhook then trusts only the configured identities. */
-export async function ownUsername(client: KubeClient, log: Logger): Promise<string | undefined> {
-  try {
-    return await whoAmI(client);
-  } catch (err) {
-    log.warn(
-      { err: (err as Error).message },
-      "could not learn the watcher's own identity; only configured identities may change records",
-    );
-    return undefined;
-  }
 }
 
 export function accessReviews(client: KubeClient): AccessReviews {

@@ -7,7 +7,6 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlane } from '../../kit/control-plane.ts';
-import { whoAmI } from '../../src/kube/access-review.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import {
   inClusterAccess,
@@ -16,6 +15,16 @@ import {
   mergeKubeconfigs,
   REREAD_MS,
 } from '../../src/kube/kubeconfig.ts';
+
+/** The user the client authenticates as, as the apiserver says (SelfSubjectReview). */
+async function whoAmI(client: KubeClient): Promise<string | undefined> {
+  const answer = await client.call<{ status?: { userInfo?: { username?: string } } }>(
+    'POST',
+    '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+    { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', spec: {} } },
+  );
+  return answer.status?.userInfo?.username;
+}
 
 const cp = await ControlPlane.start({ users: [{ name: 'alice' }, { name: 'bob' }] });
 t.teardown(() => cp.stop());

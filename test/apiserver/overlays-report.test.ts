@@ -103,7 +103,7 @@ t.test('records by the reconciler and inline by the webhook: one Event each, non
     await sim.launch({ name: name!, claimName: `${name}-claim`, instanceType });
   await until('3 records', async () => (await recordedNodes()).length === 3);
   // The registration's dry-run probes reach the webhook but are never stored.
-  await registerWebhooksAt(admin, certs.caPem, watcher.webhookPort!, 5);
+  await registerWebhooksAt(admin, { caPem: certs.caPem, port: watcher.webhookPort! });
   for (const [name, instanceType] of [
     ['inline-1', 'm5.xlarge'],
     ['inline-2', 'c6i.large'],

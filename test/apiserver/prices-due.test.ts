@@ -114,7 +114,7 @@ async function startOne(credentials: boolean): Promise<RunningWatcher> {
   await stopOne();
   awsEnv(credentials);
   watcher = (await launchWatcher(cp, certs, WATCHER_USER, { '--leader-election-enabled': 'false' })).watcher;
-  unregister = await registerWebhooksAt(admin, certs.caPem, watcher.webhookPort!, 5);
+  unregister = await registerWebhooksAt(admin, { caPem: certs.caPem, port: watcher.webhookPort! });
   // Timestamps have one-second precision: launch in a later second than the watcher's first sync.
   await sleep(1100);
   return watcher;

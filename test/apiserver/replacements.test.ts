@@ -111,7 +111,7 @@ t.test(
   async (t) => {
     type Told = { decidedBy?: string; effect?: { disruption?: unknown } };
     const told = async (name: string) => (await story(name)) as Told | undefined;
-    const unregister = await registerWebhooksAt(admin, certs.caPem, watcher!.webhookPort!, 5);
+    const unregister = await registerWebhooksAt(admin, { caPem: certs.caPem, port: watcher!.webhookPort! });
     t.teardown(unregister);
     await sim.launch({ name: 'empty', claimName: 'empty-claim', instanceType: 'c6i.xlarge' });
     await until('the empty node recorded', async () => (await story('empty')) !== undefined);

@@ -200,7 +200,7 @@ t.test('by default every listener answers at [::1] and at 127.0.0.1 on the same 
     t.match(JSON.parse(answered.body), { kind: 'AdmissionReview', response: { uid: `uid-${host}`, allowed: true } });
   }
   // The apiserver, told the webhook is at [::1], calls it there: records appear on dry-run creates.
-  const unregister = await registerWebhooksAt(env.admin, env.certs.caPem, webhookPort, 5, 'veneer.io', '::1');
+  const unregister = await registerWebhooksAt(env.admin, { caPem: env.certs.caPem, port: webhookPort, address: '::1' });
   t.pass("the apiserver's webhook calls reach the watcher at [::1]");
   await unregister();
   p.child.kill('SIGTERM');

@@ -30,6 +30,9 @@ function decideNode(
   );
 }
 
+const keys = settings.keys;
+const index = indexWith(veneerSet());
+
 const overlayOf = (d: Decision) => (d.outcome === 'influenced' ? d.overlay?.name : d.outcome);
 
 t.test('scope: only on-demand Karpenter nodes without a record', async (t) => {
@@ -261,7 +264,7 @@ t.test('patches: JSON Patch for admission, merge patch for the reconciler', asyn
   const node = karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) });
   const d = decideNode(node);
   if (d.outcome !== 'influenced') throw new Error('expected influenced');
-  const ops = jsonPatch(d.record, node.metadata ?? {});
+  const ops = jsonPatch(d.record, node.metadata ?? {}, keys);
   t.ok(
     ops.every((o) => o.op === 'add'),
     'only add operations',
@@ -272,7 +275,7 @@ t.test('patches: JSON Patch for admission, merge patch for the reconciler', asyn
     { op: 'add', path: '/metadata/annotations', value: d.record.annotations },
     'a missing annotations map is created whole',
   );
-  const bare = jsonPatch(d.record, {});
+  const bare = jsonPatch(d.record, {}, keys);
   t.same(
     bare.map((o) => o.path),
     ['/metadata/labels', '/metadata/annotations'],
@@ -280,6 +283,63 @@ t.test('patches: JSON Patch for admission, merge patch for the reconciler', asyn
   t.same(mergePatch(d.record, '42'), {
     metadata: { labels: d.record.labels, annotations: d.record.annotations, resourceVersion: '42' },
   });
+});
+
+t.test('a record the node carries at CREATE is no record: the decision replaces it, keys and story', async (t) => {
+  // As a NodePool's template labels or a kubelet's --node-labels would put it there.
+  const node = karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) });
+  const forged = {
+    ...node,
+    metadata: {
+      ...node.metadata,
+      labels: {
+        ...node.metadata?.labels,
+        'veneer.io/overlay-influenced': 'false',
+        'veneer.io/matching-overlay': 'made-up',
+        'veneer.io/team': 'x',
+        'veneer.io/opt-out': 'no',
+      },
+      annotations: { 'veneer.io/overlay-decision': '{"influenced":false}', other: 'kept' },
+    },
+  };
+  t.same(decideNode(forged), { outcome: 'recorded' }, 'on an update it is final');
+  const d = decide(
+    { node: toNodeView(forged), now: T0 + 5_000, decidedBy: 'webhook', atCreate: true },
+    index,
+    settings,
+  );
+  if (d.outcome !== 'influenced') throw new Error(`expected influenced, got ${d.outcome}`);
+  const ops = jsonPatch(d.record, forged.metadata, keys);
+  const by = (path: string) => ops.filter((o) => o.path === path).map((o) => o.op);
+  t.same(by('/metadata/labels/veneer.io~1overlay-influenced'), ['replace']);
+  t.same(by('/metadata/labels/veneer.io~1team'), ['remove'], "a key of the watcher's namespace it did not write goes");
+  t.same(by('/metadata/labels/veneer.io~1opt-out'), [], 'the opt-out label is an input, left as it is');
+  t.same(by('/metadata/annotations/veneer.io~1overlay-decision'), ['replace']);
+  t.same(by('/metadata/annotations/other'), []);
+  t.same(
+    ops.filter((o) => o.op === 'add').map((o) => o.path),
+    Object.keys(d.record.labels)
+      .filter((k) => !(k in (forged.metadata.labels ?? {})))
+      .map((k) => `/metadata/labels/${k.replace('/', '~1')}`),
+    'the rest is added',
+  );
+});
+
+t.test('a node opted out by its launcher is never decided', async (t) => {
+  const node = karpenterNode({ name: 'a', instanceType: 'm5.xlarge', createdAt: iso(T0) });
+  const out = {
+    ...node,
+    metadata: { ...node.metadata, labels: { ...node.metadata?.labels, 'veneer.io/opt-out': 'true' } },
+  };
+  t.match(decideNode(out), { outcome: 'out-of-scope', reason: /opted out \(veneer\.io\/opt-out: "true"\)/ });
+  t.match(decide({ node: toNodeView(out), now: T0 + 5_000, decidedBy: 'webhook', atCreate: true }, index, settings), {
+    outcome: 'out-of-scope',
+  });
+  const other = {
+    ...node,
+    metadata: { ...node.metadata, labels: { ...node.metadata?.labels, 'veneer.io/opt-out': 'false' } },
+  };
+  t.not(decideNode(other).outcome, 'out-of-scope', 'only "true" opts out');
 });
 
 t.test('deciding twice yields no second patch', async (t) => {

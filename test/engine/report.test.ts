@@ -173,6 +173,9 @@ t.test('steering, outranked, idle, inactive and gone overlays, and the totals', 
       steeredListPricePerHour: 0,
       churned: 0,
     },
+    unreadableRecords: 0,
+    unreadableNodes: [],
+    optedOut: 0,
   });
 });
 
@@ -226,6 +229,25 @@ t.test('a record without its story still counts, by its label (a shortened long 
     { overlay: 'deleted-overlay', won: 1, newestWin: null, verdict: 'gone' },
   ]);
   t.same(report.totals.inlineShare, 0, 'records without a story are not counted as inline');
+  t.match(
+    report.totals,
+    { unreadableRecords: 2, unreadableNodes: ['n', 'g'] },
+    'and are named: a record the watcher did not write',
+  );
+  const optedOut = karpenterNode({ name: 'o', createdAt: iso(T0), extraLabels: { 'veneer.io/opt-out': 'true' } });
+  t.match(
+    buildReport({
+      nodes: [optedOut],
+      overlays: [view],
+      nodePools: [],
+      nodeClaims: noClaims,
+      now: NOW,
+      settings,
+      policy,
+    }).totals,
+    { optedOut: 1, onDemandNodes: 0, pending: 0 },
+    'an opted-out node is counted apart, never pending',
+  );
   t.equal(
     buildReport({ nodes: [], overlays: [], nodePools: [], nodeClaims: noClaims, now: NOW, settings, policy }).totals
       .inlineShare,

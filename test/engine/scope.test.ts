@@ -29,13 +29,15 @@ function nodeLabelSets(keys: RecordKeys): NodeLabels[] {
   for (const pool of [undefined, 'default'])
     for (const capacityType of CAPACITY_VALUES)
       for (const record of [undefined, 'true', 'false', ''])
-        for (const other of [{}, { 'kubernetes.io/os': 'linux' }] as Labels[]) {
-          const labels: Record<string, string> = { ...other };
-          if (pool !== undefined) labels[NODEPOOL] = pool;
-          if (capacityType !== undefined) labels[CAPACITY_TYPE] = capacityType;
-          if (record !== undefined) labels[keys.influenced] = record;
-          sets.push(labels);
-        }
+        for (const optOut of [undefined, 'true', 'false'])
+          for (const other of [{}, { 'kubernetes.io/os': 'linux' }] as Labels[]) {
+            const labels: Record<string, string> = { ...other };
+            if (pool !== undefined) labels[NODEPOOL] = pool;
+            if (capacityType !== undefined) labels[CAPACITY_TYPE] = capacityType;
+            if (record !== undefined) labels[keys.influenced] = record;
+            if (optOut !== undefined) labels[keys.optOut] = optOut;
+            sets.push(labels);
+          }
   return sets;
 }
 
@@ -59,8 +61,8 @@ const claim = (labels: Labels | undefined): NodeClaimView | undefined =>
 const consistent = (n: NodeLabels, c: Labels | undefined) =>
   !c || Object.entries(c).every(([k, v]) => n?.[k] === undefined || n[k] === v);
 
-function needsRecord(n: NodeLabels, c: Labels | undefined, keys: RecordKeys): boolean {
-  const s = scope(node(n), claim(c), keys);
+function needsRecord(n: NodeLabels, c: Labels | undefined, keys: RecordKeys, atCreate = false): boolean {
+  const s = scope(node(n), claim(c), keys, atCreate);
   return s.inScope && !s.recorded;
 }
 
@@ -76,8 +78,11 @@ interface Forms {
 /** Every way the forms disagree with scope() on the generated nodes, as readable lines; empty when they agree. */
 function disagreements(forms: Forms, keys: RecordKeys): string[] {
   const selector = parseSelector(forms.selector);
-  const admits = (n: NodeLabels) =>
-    calls(forms.conditions, { object: { metadata: n ? { name: 'n', labels: n } : { name: 'n' } } });
+  const admits = (n: NodeLabels, operation = 'UPDATE') =>
+    calls(forms.conditions, {
+      object: { metadata: n ? { name: 'n', labels: n } : { name: 'n' } },
+      request: { operation },
+    });
   const selects = (n: NodeLabels) => selector.matches(n ?? {});
   const found: string[] = [];
   const nodes = nodeLabelSets(keys);
@@ -89,10 +94,18 @@ function disagreements(forms: Forms, keys: RecordKeys): string[] {
       found.push(
         `conditions ${admits(n) ? 'admit' : 'refuse'} ${label}; scope() says ${expected ? 'record it' : 'no record'}`,
       );
+    // At CREATE the record keys a node carries are not the watcher's: the decision replaces them.
+    const atCreate = needsRecord(n, assumedClaim(n), keys, true);
+    if (admits(n, 'CREATE') !== atCreate)
+      found.push(
+        `conditions ${admits(n, 'CREATE') ? 'admit' : 'refuse'} ${label} at CREATE; scope() says ${atCreate ? 'record it' : 'no record'}`,
+      );
     // The selector is the same but for capacity types Karpenter does not know, which it cannot exclude.
     const capacityType = n?.[CAPACITY_TYPE];
     const unknown = capacityType !== undefined && !(CAPACITY_TYPES as readonly string[]).includes(capacityType);
-    const selectable = unknown ? n?.[NODEPOOL] !== undefined && n[keys.influenced] === undefined : expected;
+    const selectable = unknown
+      ? n?.[NODEPOOL] !== undefined && n[keys.influenced] === undefined && n[keys.optOut] !== 'true'
+      : expected;
     if (selects(n) !== selectable) found.push(`selector ${selects(n) ? 'selects' : 'drops'} ${label}`);
     for (const c of claimLabelSets()) {
       if (!consistent(n, c) || !needsRecord(n, c, keys)) continue;
@@ -126,6 +139,17 @@ t.test('the check fails forms that disagree', async (t) => {
   const others = CAPACITY_TYPES.filter((c) => c !== SCOPE.capacityType);
   const broken: [string, Forms][] = [
     ['the selector keeps recorded nodes', { selector: selector.replace(`,!${keys.influenced}`, ''), conditions }],
+    ['the selector keeps opted-out nodes', { selector: selector.replace(`,${keys.optOut}!=true`, ''), conditions }],
+    [
+      'a record carried at CREATE taken for a record',
+      {
+        selector,
+        conditions: conditions.map((c) =>
+          c.name === 'no-record-yet' ? { ...c, expression: c.expression.replace(/^.*\|\| /, '') } : c,
+        ),
+      },
+    ],
+    ['an opted-out node admitted', { selector, conditions: conditions.filter((c) => c.name !== 'not-opted-out') }],
     [
       'the selector lets a known other capacity type through',
       { selector: selector.replace(others.join(','), others.slice(1).join(',') || 'x'), conditions },

@@ -29,7 +29,7 @@ const replica = await spawnServe(cp, certs, WATCHER_USER, {
 });
 t.teardown(() => void replica.child.kill('SIGKILL'));
 await waitReady(replica.healthPort);
-t.teardown(await registerWebhooksAt(admin, certs.caPem, replica.webhookPort, 5));
+t.teardown(await registerWebhooksAt(admin, { caPem: certs.caPem, port: replica.webhookPort }));
 
 const figures: string[] = [];
 t.teardown(() => console.error(`hostile figures:\n  ${figures.join('\n  ')}`));

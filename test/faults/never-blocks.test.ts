@@ -9,7 +9,7 @@ import { makeCA, issueCert } from '../../kit/pki.ts';
 import { FaultServer, UNTRUSTED_VALUE, type Fault } from '../support/fault-server.ts';
 import { counter, Fleet, metricsOf, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { launchWatcher, startClusterEnv, WATCHER_AUDIT_POLICY, WATCHER_USER } from '../../kit/watcher-env.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../kit/webhook-registration.ts';
+import { mutatingWebhookConfiguration } from '../../kit/webhook-registration.ts';
 
 const TIMEOUT_SECONDS = 2;
 // The webhook call is capped by timeoutSeconds; the rest of a request is the apiserver's and
@@ -30,7 +30,7 @@ const reconciler = await launchWatcher(cp, certs, WATCHER_USER);
 t.teardown(() => reconciler.watcher.stop());
 await until('leadership', () => reconciler.watcher.metrics.leader.get().then((m) => m.values[0]?.value === 1));
 
-/** Both webhooks, as the chart registers them, pointed at `port`. */
+/** The mutating webhook, as the chart registers it, pointed at `port`. */
 async function pointWebhooksAt(port: number): Promise<void> {
   const reg = {
     name: 'veneer-node-watcher',
@@ -40,22 +40,15 @@ async function pointWebhooksAt(port: number): Promise<void> {
     timeoutSeconds: TIMEOUT_SECONDS,
   };
   const mutating = mutatingWebhookConfiguration(reg);
-  const validating = validatingWebhookConfiguration(reg);
   try {
     const old = await admission.readMutatingWebhookConfiguration({ name: reg.name });
     await admission.replaceMutatingWebhookConfiguration({
       name: reg.name,
       body: { ...mutating, metadata: { ...mutating.metadata, resourceVersion: old.metadata?.resourceVersion } },
     });
-    const oldV = await admission.readValidatingWebhookConfiguration({ name: reg.name });
-    await admission.replaceValidatingWebhookConfiguration({
-      name: reg.name,
-      body: { ...validating, metadata: { ...validating.metadata, resourceVersion: oldV.metadata?.resourceVersion } },
-    });
   } catch (err) {
     if ((err as { code?: number }).code !== 404) throw err;
     await admission.createMutatingWebhookConfiguration({ body: mutating });
-    await admission.createValidatingWebhookConfiguration({ body: validating });
   }
 }
 

@@ -157,7 +157,7 @@ t.test('certificate rotation under load: no failed handshake, no failed review, 
   });
   t.teardown(() => void replica.child.kill('SIGKILL'));
   await waitReady(replica.healthPort);
-  t.teardown(await registerWebhooksAt(admin, certs.caPem, replica.webhookPort, 5));
+  t.teardown(await registerWebhooksAt(admin, { caPem: certs.caPem, port: replica.webhookPort }));
   const failOpens = async () =>
     counter((await cp.get('/metrics')).body, 'apiserver_admission_webhook_fail_open_count', {});
   const failOpensBefore = await failOpens();

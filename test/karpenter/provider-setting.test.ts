@@ -39,7 +39,7 @@ const log = createLogger(
 );
 const { watcher } = await launchWatcher(env.cp, env.certs, WATCHER_USER, { '--karpenter-provider': 'aws' }, { log });
 t.teardown(() => watcher.stop());
-await registerWebhooksAt(env.admin, env.certs.caPem, watcher.webhookPort!, 5);
+await registerWebhooksAt(env.admin, { caPem: env.certs.caPem, port: watcher.webhookPort! });
 const custom = env.admin.makeApiClient(k8s.CustomObjectsApi);
 const core = env.admin.makeApiClient(k8s.CoreV1Api);
 // Exists on karpenter.kwok.sh/instance-family: Karpenter prices every on-demand launch with it.

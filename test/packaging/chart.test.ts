@@ -12,9 +12,9 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
 import { startWatcher } from '../../src/commands/serve.ts';
-import { mutatingWebhookConfiguration, validatingWebhookConfiguration } from '../../kit/webhook-registration.ts';
+import { mutatingWebhookConfiguration, recordGuardBinding, recordGuardPolicy } from '../../kit/webhook-registration.ts';
 import { recordKeys } from '../../src/engine/index.ts';
-import { mutatingMatchConditions, validatingMatchConditions } from '../../src/engine/scope.ts';
+import { mutatingMatchConditions } from '../../src/engine/scope.ts';
 import {
   CHART as chart,
   dashboardQueries,
@@ -86,7 +86,8 @@ t.test('helm lint, and template with default and with full values', async (t) =>
     'Certificate',
     'Issuer',
     'MutatingWebhookConfiguration',
-    'ValidatingWebhookConfiguration',
+    'ValidatingAdmissionPolicy',
+    'ValidatingAdmissionPolicyBinding',
     'ServiceMonitor',
     'PrometheusRule',
   ]) {
@@ -268,12 +269,7 @@ t.test("the chart's webhooks are exactly the ones the code registers", async (t)
     strip((find(full, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration).webhooks ?? []),
     strip(mutatingWebhookConfiguration(opts).webhooks ?? []),
   );
-  t.same(
-    strip(
-      (find(full, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration).webhooks ?? [],
-    ),
-    strip(validatingWebhookConfiguration(opts).webhooks ?? []),
-  );
+  t.notOk(find(full, 'ValidatingWebhookConfiguration'), 'the record is guarded by a policy, not by a webhook');
   t.match(find(full, 'MutatingWebhookConfiguration')?.metadata, {
     annotations: { 'cert-manager.io/inject-ca-from': `${NS}/veneer-node-watcher-serving` },
   });
@@ -284,13 +280,10 @@ t.test("the matchConditions the chart renders are the engine's scope rule, for a
     mutating: (
       find(objs, 'MutatingWebhookConfiguration') as unknown as k8s.V1MutatingWebhookConfiguration
     ).webhooks?.map((w) => w.matchConditions),
-    validating: (
-      find(objs, 'ValidatingWebhookConfiguration') as unknown as k8s.V1ValidatingWebhookConfiguration
-    ).webhooks?.map((w) => w.matchConditions),
   });
   const engine = (labelNamespace: string) => {
     const keys = recordKeys(labelNamespace);
-    return { mutating: [mutatingMatchConditions(keys)], validating: [validatingMatchConditions(keys)] };
+    return { mutating: [mutatingMatchConditions(keys)] };
   };
   t.same(conditions(template(FULL)), engine('veneer.io'), 'the default labelNamespace');
   t.same(
@@ -302,6 +295,53 @@ t.test("the matchConditions the chart renders are the engine's scope rule, for a
     .map((d) => d.toJSON() as Obj)
     .filter(Boolean);
   t.same(conditions(manifests), engine('veneer.io'), 'webhook-manifests/');
+});
+
+t.test("the record's guard the chart renders is the engine's, for any label namespace and identities", async (t) => {
+  const watcher = `system:serviceaccount:${NS}:veneer-node-watcher`;
+  const rendered = (objs: Obj[]) => ({
+    policy: (find(objs, 'ValidatingAdmissionPolicy') as unknown as k8s.V1ValidatingAdmissionPolicy).spec,
+    binding: (find(objs, 'ValidatingAdmissionPolicyBinding') as unknown as k8s.V1ValidatingAdmissionPolicyBinding).spec,
+  });
+  const engine = (labelNamespace: string, users: string[], groups: string[]) => ({
+    policy: recordGuardPolicy('veneer-node-watcher', labelNamespace, { users: [watcher, ...users], groups }).spec,
+    binding: recordGuardBinding('veneer-node-watcher').spec,
+  });
+  t.same(rendered(template(FULL)), engine('veneer.io', [], []), 'the defaults');
+  t.same(
+    rendered(
+      template([
+        ...FULL,
+        '--set',
+        'nodeWatcher.labelNamespace=nodes.example.com',
+        '--set',
+        "recordGuard.allowedUsers={alice,o'brien}",
+        '--set',
+        'recordGuard.allowedGroups={ops}',
+      ]),
+    ),
+    engine('nodes.example.com', ['alice', "o'brien"], ['ops']),
+    'another namespace, allowed users (one with a quote) and groups',
+  );
+  t.same(
+    rendered(
+      template([
+        ...FULL,
+        '--set',
+        'nodeWatcher.webhook.allowedUsers={bob}',
+        '--set',
+        'nodeWatcher.webhook.allowedGroups={sre}',
+      ]),
+    ),
+    engine('veneer.io', ['bob'], ['sre']),
+    "chart 0.1.0's nodeWatcher.webhook.allowedUsers/allowedGroups still count",
+  );
+  const cm = find(
+    template([...FULL, '--set', 'nodeWatcher.webhook.allowedUsers={bob}']),
+    'ConfigMap',
+    'veneer-node-watcher',
+  ) as unknown as k8s.V1ConfigMap;
+  t.notMatch(cm.data?.['config.yaml'] ?? '', /allowed/, "and stay out of the watcher's own configuration");
 });
 
 t.test("webhook-manifests/ is the chart's rendering, not a hand-kept copy", async (t) => {

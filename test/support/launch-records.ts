@@ -206,14 +206,17 @@ export function refusedRequests(audit: AuditEntry[], user: string): string[] {
     );
 }
 
-/** From the apiserver's own metrics: the watcher's webhooks' rejections, and how often the validating one was called at all. */
-export function webhookVerdicts(apiserverMetrics: string): { rejections: number; validatingCalls: number } {
-  const validatingCalls = counter(apiserverMetrics, 'apiserver_admission_webhook_admission_duration_seconds_count', {
-    name: 'protect-record.nodes.veneer.io',
+/**
+ * What the apiserver refused on the watcher's account, from its own metrics: the mutating
+ * webhook's rejections (it never rejects) and the record guard's denials (its policy).
+ */
+export function admissionVerdicts(apiserverMetrics: string): { rejections: number; guardDenials: number } {
+  const rejections = counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', {
+    name: 'record.nodes.veneer.io',
   });
-  const rejections =
-    counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', {
-      name: 'protect-record.nodes.veneer.io',
-    }) + counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', { name: 'record.nodes.veneer.io' });
-  return { rejections, validatingCalls };
+  const guardDenials = counter(apiserverMetrics, 'apiserver_validating_admission_policy_check_total', {
+    policy: 'veneer-node-watcher',
+    enforcement_action: 'deny',
+  });
+  return { rejections, guardDenials };
 }

@@ -69,3 +69,9 @@ bearerTokenFile given, the ServiceMonitor presents the token of <fullname>-metri
 {{- define "vnw.servingCert" -}}{{ include "vnw.fullname" . }}-serving{{- end -}}
 {{- define "vnw.issuerKind" -}}{{ default "Issuer" .Values.certManager.issuer.kind }}{{- end -}}
 {{- define "vnw.issuerName" -}}{{ default (printf "%s-ca" (include "vnw.fullname" .)) .Values.certManager.issuer.name }}{{- end -}}
+{{- /*
+A CEL list of strings, as src/engine/guard.ts writes one: ['a', 'b'], each string in single quotes.
+*/ -}}
+{{- define "vnw.celList" -}}
+[{{- range $i, $s := . -}}{{ if $i }}, {{ end }}'{{ $s | replace "\\" "\\\\" | replace "'" "\\'" }}'{{- end -}}]
+{{- end -}}

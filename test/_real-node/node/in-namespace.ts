@@ -197,14 +197,16 @@ t.test('helm upgrade rolls both pods during a burst of node creations: none lost
   );
 });
 
-t.test('helm uninstall: the webhooks are gone and nodes keep joining', async (t) => {
+t.test('helm uninstall: the webhook and the guard are gone and nodes keep joining', async (t) => {
   await release.uninstall();
   const registrations = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
   const names = async () => [
     ...(await registrations.listMutatingWebhookConfiguration()).items,
     ...(await registrations.listValidatingWebhookConfiguration()).items,
+    ...(await registrations.listValidatingAdmissionPolicy()).items,
+    ...(await registrations.listValidatingAdmissionPolicyBinding()).items,
   ];
-  t.same(await names(), [], 'no webhook configuration left');
+  t.same(await names(), [], 'no webhook configuration or policy left');
   const started = Date.now();
   await fleet.burst('uninstalled', 4);
   t.ok(Date.now() - started < 10_000, 'four nodes joined at once, waiting on nothing');
