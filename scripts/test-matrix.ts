@@ -61,8 +61,14 @@ const ALL_SUITES: Suite[] = [
   {
     name: 'webhooks',
     covers:
-      "both webhooks through the apiserver: inline record at CREATE and in the registration update, matchConditions, the guard's 403, dry-run",
+      'the mutating webhook through the apiserver: inline record at CREATE and in the registration update, a record carried at CREATE replaced, the opt-out, matchConditions, dry-run',
     files: ['test/apiserver/webhook.test.ts'],
+  },
+  {
+    name: 'record guard',
+    covers:
+      "the ValidatingAdmissionPolicy: a record altered through the node or nodes/status refused to the kubelet, a ServiceAccount and system:masters, the identities allowed, the watcher down",
+    files: ['test/apiserver/record-guard.test.ts'],
   },
   {
     name: 'reconciler',
