@@ -305,6 +305,11 @@ export interface RegisterOptions {
   address?: string;
   /** Who else the record's guard lets change a record, beside the kit's watchers. */
   guard?: { allowedUsers?: string[]; allowedGroups?: string[] };
+  /**
+   * Whether the apiserver calls the webhook now, for a watcher that answers without a record (its
+   * records held): by default, a dry-run CREATE comes back with a record.
+   */
+  inForce?: (core: k8s.CoreV1Api, probe: string) => Promise<boolean>;
 }
 
 /**
@@ -331,7 +336,7 @@ export async function registerWebhooksAt(admin: k8s.KubeConfig, o: RegisterOptio
   };
   await api.createValidatingAdmissionPolicy({ body: recordGuardPolicy(name, labelNamespace, who) });
   await api.createValidatingAdmissionPolicyBinding({ body: recordGuardBinding(name) });
-  await waitForMutatingWebhook(admin, labelNamespace);
+  await untilMutatingWebhook(admin, labelNamespace, true, 30_000, o.inForce);
   await waitForGuard(admin, labelNamespace);
   return async () => {
     await api.deleteMutatingWebhookConfiguration({ name });
@@ -372,7 +377,7 @@ export async function waitForGuard(kc: k8s.KubeConfig, labelNamespace: string, t
 }
 
 /** Whether the mutating webhook is in force now: a dry-run CREATE of an on-demand Karpenter node comes back with a record. */
-async function recordsOnCreate(core: k8s.CoreV1Api, labelNamespace: string, probe: string): Promise<boolean> {
+export async function recordsOnCreate(core: k8s.CoreV1Api, labelNamespace: string, probe: string): Promise<boolean> {
   const node = await core.createNode({
     body: {
       metadata: {
@@ -395,11 +400,12 @@ async function untilMutatingWebhook(
   labelNamespace: string,
   inForce: boolean,
   timeoutMs: number,
+  called: RegisterOptions['inForce'] = (core, probe) => recordsOnCreate(core, labelNamespace, probe),
 ): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; Date.now() < deadline; i++) {
-    if ((await recordsOnCreate(core, labelNamespace, `webhook-probe-${i}`)) === inForce) return;
+    if ((await called(core, `webhook-probe-${i}`)) === inForce) return;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(

@@ -67,7 +67,7 @@ const ALL_SUITES: Suite[] = [
   {
     name: 'record guard',
     covers:
-      "the ValidatingAdmissionPolicy: a record altered through the node or nodes/status refused to the kubelet, a ServiceAccount and system:masters, the identities allowed, the watcher down",
+      'the ValidatingAdmissionPolicy: a record altered through the node or nodes/status refused to the kubelet, a ServiceAccount and system:masters, the identities allowed, the watcher down',
     files: ['test/apiserver/record-guard.test.ts'],
   },
   {

@@ -94,6 +94,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     registry,
     atScrape,
     ...recordMetrics(r, atScrape),
+    ...unrecordedMetrics(r),
     ...operationMetrics(r, atScrape),
     ...effectMetrics(r, atScrape),
   };
@@ -181,9 +182,21 @@ function recordMetrics(r: Registry[], atScrape: ScrapeHooks) {
       registers: r,
       collect: () => atScrape.nodeCounts?.(),
     }),
+  };
+}
+
+/** The nodes a record does not cover, or not as the watcher wrote it: unreadable, held, opted out. */
+function unrecordedMetrics(r: Registry[]) {
+  return {
     recordsUnreadable: new Gauge({
       name: `${PREFIX}records_unreadable_current`,
       help: 'Nodes that carry a record (the overlay-influenced label) without a decision annotation the watcher can read: a record the watcher did not write, stored while its webhook was down (it replaces such keys at CREATE). Computed from the node cache at scrape time; `report` names them.',
+      registers: r,
+    }),
+    recordsHeld: new Gauge({
+      name: `${PREFIX}records_held`,
+      help: 'Whether records are held, by reason: disabled (nodeWatcher.enabled=false: nothing runs but health and metrics), observe (nodeWatcher.mode=observe: no webhook, no record written, by design) or no_overlay_selected (NodeOverlays exist and the overlaySelector selects none of them; nothing is written until it does, or holdWhileNoOverlaySelected is false). 1 while held.',
+      labelNames: ['reason'] as const,
       registers: r,
     }),
     nodesOptedOut: new Gauge({

@@ -23,6 +23,7 @@ type MutateOutcome =
   | 'out_of_scope'
   | 'undetermined'
   | 'not_synced'
+  | 'held'
   | 'deadline'
   | 'exists'
   | 'ignored'
@@ -34,6 +35,8 @@ export interface MutateDeps {
   /** A node already stored in the cluster (a kubelet re-registration's CREATE gets no patch). */
   existingNode(name: string): NodeView | undefined;
   ready(): boolean;
+  /** Records are held (records_held says why): the node is allowed as it is. */
+  held(): boolean;
   settings: EngineSettings;
   /** Prices and what else the effect's replay reads, from the caches. */
   launch?: LaunchKnowledge;
@@ -56,6 +59,7 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
     return { answer: allow(uid), outcome: 'ignored' };
   }
   if (!deps.ready()) return { answer: allow(uid), outcome: 'not_synced' };
+  if (deps.held()) return { answer: allow(uid), outcome: 'held' };
   if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
   const object = req.object as NodeObject;
   const node = toNodeView(object);

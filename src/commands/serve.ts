@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { startWebhookServer } from '../admission/server.ts';
 import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
 import type { Config } from '../config/load.ts';
-import { makeControllers } from '../controllers/index.ts';
+import { CONTROLLERS, makeControllers, OBSERVING } from '../controllers/index.ts';
 import { KubeClient } from '../kube/client.ts';
 import { loadClusterAccess } from '../kube/kubeconfig.ts';
 import { electLeader } from '../kube/leader.ts';
@@ -19,6 +19,7 @@ import { anyAddress, listenerRunnable as listener, type RunningServer } from '..
 import { startOpsListeners, type OpsListeners } from '../server/ops.ts';
 import { CertificateReloader } from '../server/tls.ts';
 import { ClusterCaches } from '../state/caches.ts';
+import { exportHeld, RecordHold } from '../state/record-hold.ts';
 import { servePrices } from './serve-prices.ts';
 
 export interface WatcherOptions {
@@ -93,6 +94,7 @@ const opsOptions = (w: Wiring) => ({
 async function startDisabled(w: Wiring): Promise<RunningWatcher> {
   const { config, log } = w.o;
   log.info('Node watcher disabled (set nodeWatcher.enabled=true to enable)');
+  exportHeld(w.metrics.recordsHeld, 'disabled');
   const ops = listener<OpsListeners>('ops listeners', () =>
     startOpsListeners({
       ...opsOptions(w),
@@ -131,23 +133,18 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
   );
   const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });
   const launch = caches.launchKnowledge(prices);
+  const hold = new RecordHold(caches.overlays, config, metrics.recordsHeld, log);
+  const observing = config.mode === 'observe';
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
-  const controllers = makeControllers({
-    caches,
-    client: o.client,
-    settings,
-    options: config,
-    launch,
-    prices,
-    identity,
-    metrics,
-    log,
-    now,
-  });
-  // Ready when the webhook listens, the caches have synced and Karpenter's CRDs are served; /readyz says why not.
+  const controllers = makeControllers(
+    { caches, client: o.client, settings, options: config, launch, prices, hold, identity, metrics, log, now },
+    observing ? OBSERVING : CONTROLLERS,
+  );
+  // Ready when the webhook listens (observe has none), the caches have synced and Karpenter's CRDs
+  // are served; /readyz says why not.
   const notReady = () =>
     w.shutdown.reason() ??
-    (webhook.bound() ? caches.notReady().join('; ') || undefined : 'the webhooks do not listen yet');
+    (observing || webhook.bound() ? caches.notReady().join('; ') || undefined : 'the webhooks do not listen yet');
   const ops = listener<OpsListeners>('ops listeners', () => startOpsListeners({ ...opsOptions(w), tls, notReady }));
   const webhook = listener<RunningServer>('webhooks', () =>
     startWebhookServer({
@@ -162,6 +159,7 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
         nodeClaims: caches.nodeClaims,
         existingNode: (name) => caches.nodes.get(name),
         ready: () => caches.ready,
+        held: () => hold.reason() !== undefined,
         settings,
         launch,
         now,
@@ -174,7 +172,7 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
   const manager = new Manager(
     [
       ops,
-      webhook,
+      ...(observing ? [] : [webhook]),
       { name: 'caches', start: () => caches.start(), stop: () => caches.stop() },
       // Read in the background: a node decided before the first reading gets the static table's prices.
       { name: 'prices', start: () => void prices.start(), stop: () => prices.stop() },
@@ -189,10 +187,18 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
     tls.stop();
     throw err;
   }
-  const { port: webhookPort } = webhook.bound();
+  const webhookPort = observing ? undefined : webhook.bound().port;
   const { metricsPort, healthPort } = ops.bound();
   const { labelNamespace, karpenterProvider, metrics: m } = config;
-  const said = { webhookPort, metricsPort, metricsSecure: m.secure, healthPort, labelNamespace, karpenterProvider };
+  const said = {
+    mode: config.mode,
+    webhookPort,
+    metricsPort,
+    metricsSecure: m.secure,
+    healthPort,
+    labelNamespace,
+    karpenterProvider,
+  };
   log.info({ ...said, prices: pricesSaid }, 'node watcher started');
   return { metrics, caches, webhookPort, metricsPort, healthPort, stop: drainThenStop(w, manager) };
 }

@@ -4,9 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Node as YamlNode } from 'yaml';
-import { formatDuration, parseDuration } from './duration.ts';
+import { parseDuration } from './duration.ts';
 import { envName, flagName, SETTINGS, type SettingPath, type SettingSchema } from './schema.ts';
 import { configErrors, FORMAT_RULES } from './validator.ts';
+import { type Effective, leaderElectionProblems, portProblems } from './cross-field.ts';
 
 export type Source =
   | { kind: 'default' }
@@ -16,6 +17,8 @@ export type Source =
 
 export interface Config {
   enabled: boolean;
+  mode: 'record' | 'observe';
+  holdWhileNoOverlaySelected: boolean;
   labelNamespace: string;
   overlayCacheTTLMs: number;
   maxConcurrentReconciles: number;
@@ -254,9 +257,6 @@ export function loadConfig(input: LoadInput): LoadedConfig {
   return { config: toConfig(values), sources, values, warnings: warnings.sort() };
 }
 
-/** A setting's value once validated (given or default) and where it came from, for cross-field rules. */
-type Effective = (p: SettingPath) => { value: unknown; from: string };
-
 function effective(doc: Tree, origin: Map<string, Source>): Effective {
   return (p) => ({
     value: valueAt(doc, `nodeWatcher.${p}`) ?? SETTINGS[p].default,
@@ -264,46 +264,12 @@ function effective(doc: Tree, origin: Map<string, Source>): Effective {
   });
 }
 
-/** client-go's rule: leaseDuration > renewDeadline > retryPeriod, or two leaders can overlap. */
-function leaderElectionProblems(get: Effective): string[] {
-  const ms = (p: SettingPath) => {
-    const { value, from } = get(p);
-    return { ms: parseDuration(String(value)) ?? 0, from };
-  };
-  const lease = ms('leaderElection.leaseDuration');
-  const renew = ms('leaderElection.renewDeadline');
-  const retry = ms('leaderElection.retryPeriod');
-  const out: string[] = [];
-  if (lease.ms <= renew.ms)
-    out.push(
-      `nodeWatcher.leaderElection.leaseDuration (${formatDuration(lease.ms)}, from ${lease.from}) must be longer than renewDeadline (${formatDuration(renew.ms)}, from ${renew.from})`,
-    );
-  if (renew.ms <= retry.ms)
-    out.push(
-      `nodeWatcher.leaderElection.renewDeadline (${formatDuration(renew.ms)}, from ${renew.from}) must be longer than retryPeriod (${formatDuration(retry.ms)}, from ${retry.from})`,
-    );
-  return out;
-}
-
-/** Two listeners on one port: the second would fail to bind, later and less clearly. */
-function portProblems(get: Effective): string[] {
-  const ports = (['webhook.port', 'metrics.port', 'health.port'] as const).map((path) => ({ path, ...get(path) }));
-  const out: string[] = [];
-  for (const [i, a] of ports.entries()) {
-    for (const b of ports.slice(i + 1)) {
-      if (a.value === b.value)
-        out.push(
-          `nodeWatcher.${a.path} (${a.value}, from ${a.from}) and nodeWatcher.${b.path} (${b.value}, from ${b.from}) must differ`,
-        );
-    }
-  }
-  return out;
-}
-
 function toConfig(v: Record<SettingPath, unknown>): Config {
   const ms = (p: SettingPath) => parseDuration(String(v[p])) ?? 0;
   return {
     enabled: v.enabled as boolean,
+    mode: v.mode as Config['mode'],
+    holdWhileNoOverlaySelected: v.holdWhileNoOverlaySelected as boolean,
     labelNamespace: v.labelNamespace as string,
     overlayCacheTTLMs: ms('overlayCacheTTL'),
     maxConcurrentReconciles: v.maxConcurrentReconciles as number,

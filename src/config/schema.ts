@@ -37,6 +37,19 @@ export const SETTINGS = {
     default: false,
     description: 'Opt-in switch: when false the process serves health and metrics and writes nothing.',
   },
+  mode: {
+    type: 'string',
+    default: 'record',
+    enum: ['record', 'observe'],
+    description:
+      "record: the webhook and the reconciler write each node's record. observe: the caches, metrics, report and explain, and no webhook, record or Event: what would be recorded can be read (report) before anything is.",
+  },
+  holdWhileNoOverlaySelected: {
+    type: 'boolean',
+    default: true,
+    description:
+      "While NodeOverlays exist and the overlaySelector selects none of them (most likely a wrong selector), write no record (said in the log, records_held and an alert) rather than overlay-influenced=false on every node; false records them so (your cluster has overlays that are not Veneer's and none of Veneer's).",
+  },
   labelNamespace: {
     type: 'string',
     default: 'veneer.io',

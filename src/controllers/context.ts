@@ -31,6 +31,8 @@ export interface ControllerContext {
   };
   /** This replica: the Lease's holder, the Events' reportingInstance. */
   identity: string;
+  /** Why records may not be written now (observe mode, or no overlay selected), and when they may again. */
+  hold: { reason(): string | undefined; onLift(listener: () => void): void };
   /** One recorder, so that every Event the watcher posts shares one rate and one leader. */
   events: EventRecorder;
   metrics: Metrics;

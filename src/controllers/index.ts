@@ -15,6 +15,9 @@ export type ControllerFactory = (ctx: ControllerContext) => Runnable;
 
 export const CONTROLLERS: readonly ControllerFactory[] = [gauges, recorder, launches, disruptions, events];
 
+/** Observe mode writes nothing: the controllers that only read and count. */
+export const OBSERVING: readonly ControllerFactory[] = CONTROLLERS.filter((c) => c !== recorder && c !== events);
+
 /** The controllers, sharing one EventRecorder (the reportingInstance is this replica). */
 export function makeControllers(
   deps: Omit<ControllerContext, 'events'>,

@@ -81,6 +81,9 @@ export class OverlayCache {
   readonly index: OverlayIndex;
   readonly reflector: Reflector<OverlayView>;
   private readonly policy: OverlayPolicy;
+  private readonly changed: (() => void)[] = [];
+  /** Told from the first full list on: before it, a few overlays are not the cluster's. */
+  private listed = false;
 
   constructor(deps: StateDeps, opts: OverlayCacheOptions) {
     this.policy = opts.policy;
@@ -92,13 +95,21 @@ export class OverlayCache {
       keyOf: nameOf,
       slim: (obj) => toOverlayView(obj as OverlayObject),
       handlers: {
-        upsert: (view, at) => this.index.observe(view, at),
-        remove: (view, at) => this.index.forget(view.name, at),
+        upsert: (view, at) => {
+          this.index.observe(view, at);
+          this.tell();
+        },
+        remove: (view, at) => {
+          this.index.forget(view.name, at);
+          this.tell();
+        },
         listed: (at, gapSince) => {
           if (gapSince !== undefined) this.index.markGap(gapSince, at);
           this.index.markSynced(at);
           this.index.prune(at);
           deps.metrics.cacheRefresh.inc();
+          this.listed = true;
+          this.tell();
         },
       },
       relistIntervalMs: opts.relistIntervalMs,
@@ -112,6 +123,16 @@ export class OverlayCache {
 
   selects(overlay: OverlayView): boolean {
     return this.policy.selector.matches(overlay.labels);
+  }
+
+  /** Each change the watch brings: an overlay added, changed or removed, or a (re)list. */
+  onChange(listener: () => void): void {
+    this.changed.push(listener);
+  }
+
+  private tell(): void {
+    if (!this.listed) return;
+    for (const listener of this.changed) listener();
   }
 
   /** The overlays that count at `now`, for the gauges and the counters: active, and selected. */

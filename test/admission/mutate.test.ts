@@ -22,6 +22,7 @@ const deps = (over: Partial<MutateDeps> = {}): MutateDeps => ({
   nodeClaims: { byName: () => undefined, byProviderID: () => undefined },
   existingNode: () => undefined,
   ready: () => true,
+  held: () => false,
   settings: { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: AWS_KEYS },
   now: () => T0,
   ...over,
@@ -30,6 +31,7 @@ const registered = karpenterNode({ name: 'n1', instanceType: 'm5.xlarge' });
 
 t.test('each reason for answering without a patch', async (t) => {
   t.equal(mutate(review(registered), deps({ ready: () => false }), T0 + 500).outcome, 'not_synced');
+  t.equal(mutate(review(registered), deps({ held: () => true }), T0 + 500).outcome, 'held', 'records held: no patch');
   t.equal(mutate(review(registered), deps(), T0 - 1).outcome, 'deadline', 'queued past the deadline before deciding');
   let clock = T0;
   const slow = deps({ now: () => (clock += 400) });

@@ -65,7 +65,13 @@ t.test('metrics.secure=false: /metrics over plain HTTP to anyone, for scrapers i
   await waitReady(healthPort, '/healthz');
   const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
   t.equal(res.status, 200);
-  t.match(await res.text(), /^# TYPE veneer_nodewatcher_nodes_labeled_total counter$/m);
+  const text = await res.text();
+  t.match(text, /^# TYPE veneer_nodewatcher_nodes_labeled_total counter$/m);
+  t.match(
+    text,
+    /^veneer_nodewatcher_records_held\{reason="disabled"\} 1$/m,
+    'disabled (the default here): records_held says why nothing is written, for the alerts to hold their peace',
+  );
   t.equal((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status, 404, 'only /metrics on the metrics port');
   p.child.kill('SIGTERM');
   t.equal(await p.exited, 0);

@@ -204,6 +204,19 @@ t.test('metrics settings: the switch, the cache TTL bounds, and ports that must 
   );
 });
 
+t.test('the mode and the hold: record and hold by default, observe by variable, a wrong mode named', async (t) => {
+  t.match(loadConfig({}).config, { mode: 'record', holdWhileNoOverlaySelected: true });
+  t.match(
+    loadConfig({ env: { VENEER_NODE_WATCHER_MODE: 'observe' }, flags: { '--hold-while-no-overlay-selected': 'false' } })
+      .config,
+    { mode: 'observe', holdWhileNoOverlaySelected: false },
+  );
+  t.match(
+    problems(() => loadConfig({ flags: { '--mode': 'dry-run' } })),
+    [/^nodeWatcher.mode = "dry-run" \(from flag --mode\): must be one of record, observe$/],
+  );
+});
+
 t.test('the overlay series cap and the Events settings: defaults, each source, and bounds', async (t) => {
   t.match(loadConfig({}).config, { metrics: { maxOverlaySeries: 300 }, events: { enabled: true, ratePerSecond: 10 } });
   const f = file('events.yaml', 'nodeWatcher:\n  metrics:\n    maxOverlaySeries: 50\n  events:\n    enabled: false\n');

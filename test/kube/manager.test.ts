@@ -89,6 +89,7 @@ function replica(said: string[]) {
     options: config,
     launch: {},
     prices: { current: () => undefined, onDueEnded: () => {} },
+    hold: { reason: () => undefined, onLift: () => {} },
     identity: 'replica-a',
     metrics,
     log,

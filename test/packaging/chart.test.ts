@@ -275,6 +275,24 @@ t.test("the chart's webhooks are exactly the ones the code registers", async (t)
   });
 });
 
+t.test('observe mode: no webhook, and no right to write a node or post an Event; the guard stays', async (t) => {
+  const rulesOf = (objs: Obj[]) =>
+    (find(objs, 'ClusterRole', 'veneer-node-watcher') as unknown as k8s.V1ClusterRole).rules ?? [];
+  const writes = (objs: Obj[]) =>
+    rulesOf(objs)
+      .filter((r) => r.resources?.some((res) => ['nodes', 'events'].includes(res)))
+      .flatMap((r) => r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v)).map((v) => `${v} ${r.resources}`));
+  t.same(writes(template(FULL)), ['patch nodes', 'create events'], 'record: patch nodes, post Events');
+  const observe = template([...FULL, '--set', 'nodeWatcher.mode=observe']);
+  t.notOk(find(observe, 'MutatingWebhookConfiguration'), 'observe: no mutating webhook');
+  t.same(writes(observe), [], 'observe: no right to write a node or an Event');
+  t.ok(find(observe, 'ValidatingAdmissionPolicy'), 'the guard still keeps the records made before');
+  const config = parse(
+    (find(observe, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap).data?.['config.yaml'] ?? '',
+  ) as { nodeWatcher: { mode: string; holdWhileNoOverlaySelected: boolean } };
+  t.match(config.nodeWatcher, { mode: 'observe', holdWhileNoOverlaySelected: true }, 'the process is told');
+});
+
 t.test("the matchConditions the chart renders are the engine's scope rule, for any label namespace", async (t) => {
   const conditions = (objs: Obj[]) => ({
     mutating: (

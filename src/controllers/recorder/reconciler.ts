@@ -37,6 +37,7 @@ interface ReconcilerOptions {
   settings: EngineSettings;
   /** Prices and what else the effect's replay reads. */
   launch?: LaunchKnowledge;
+  hold: ControllerContext['hold'];
   concurrency: number;
   metrics: Metrics;
   log: Logger;
@@ -45,18 +46,20 @@ interface ReconcilerOptions {
 
 /** The recorder: a reconciler that writes, so only the leader processes. */
 export function recorder(ctx: ControllerContext): Reconciler {
-  const { caches, client, settings, launch, metrics, log, now } = ctx;
+  const { caches, client, settings, launch, hold, metrics, log, now } = ctx;
   const reconciler = new Reconciler({
     caches,
     client,
     settings,
     launch,
+    hold,
     concurrency: ctx.options.maxConcurrentReconciles,
     metrics,
     log,
     now,
   });
   ctx.prices.onDueEnded(() => reconciler.requeueUndecided());
+  hold.onLift(() => reconciler.requeueUndecided());
   return reconciler;
 }
 
@@ -116,6 +119,8 @@ class Reconciler implements LeaderRunnable {
   private async reconcile(name: string): Promise<ProcessResult> {
     const { caches, settings, metrics, log } = this.o;
     if (!caches.ready) return { kind: 'after', ms: 1000 };
+    // Held nodes are not kept in the queue: the hold's end requeues every undecided node.
+    if (this.o.hold.reason() !== undefined) return { kind: 'done' };
     // Only a node that may still need a record is written, and only from the view whose
     // resourceVersion guards the write: from the metadata view, a record the reconciler had just
     // written but that view had not heard of yet was written a second time.
