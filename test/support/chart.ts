@@ -21,7 +21,7 @@ export type Obj = {
 
 export interface RuleGroup {
   name: string;
-  rules: { alert?: string; record?: string; expr: string; for?: string }[];
+  rules: { alert?: string; record?: string; expr: string; for?: string; annotations?: Record<string, string> }[];
 }
 
 export const helm = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
@@ -46,7 +46,7 @@ export const find = (objs: Obj[], kind: string, suffix = '') =>
 /** The chart's PrometheusRule groups, as a Prometheus rule file would hold them (the alerts that are off by default on). */
 export function ruleGroups(extra = ['--set', 'metrics.prometheusRule.overlayIdle.enabled=true']): RuleGroup[] {
   const rule = find(
-    template(['--set', 'metrics.prometheusRule.enabled=true', ...extra]),
+    template(['--set', 'metrics.prometheusRule.enabled=true', '--set', 'nodeWatcher.enabled=true', ...extra]),
     'PrometheusRule',
   ) as unknown as { spec: { groups: RuleGroup[] } };
   return rule.spec.groups;

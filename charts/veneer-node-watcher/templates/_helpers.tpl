@@ -75,3 +75,8 @@ A CEL list of strings, as src/engine/guard.ts writes one: ['a', 'b'], each strin
 {{- define "vnw.celList" -}}
 [{{- range $i, $s := . -}}{{ if $i }}, {{ end }}'{{ $s | replace "\\" "\\\\" | replace "'" "\\'" }}'{{- end -}}]
 {{- end -}}
+{{- /* An alert's runbook: its section of the runbook page (metrics.prometheusRule.runbookURL), anchored by its name as GitHub anchors headings. */}}
+{{- define "vnw.runbook" -}}
+{{- $root := index . 0 -}}
+{{ tpl $root.Values.metrics.prometheusRule.runbookURL $root }}#{{ index . 1 | lower }}
+{{- end -}}
