@@ -10,7 +10,6 @@ import {
   type LabelValues,
   Registry,
 } from 'prom-client';
-import type { RecordTally } from './engine/index.ts';
 
 const PREFIX = 'veneer_nodewatcher_';
 
@@ -22,7 +21,7 @@ export interface ScrapeHooks {
   nodeCounts?: () => void;
   overlayNodes?: () => void;
   overlayDollars?: () => void;
-  launches?: () => void;
+  recordsWritten?: () => void;
   overlayStates?: () => void;
   overlaysSeen?: () => void;
   providers?: () => void;
@@ -37,22 +36,6 @@ export interface ScrapeHooks {
  * 100 ms. The measurements: docs/tuning.md.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
-
-/**
- * Counts a record written by the webhook or the reconciler: nodes_labeled_total by what it
- * records, effects_total, and effect_unknown_total with the reason.
- */
-export function countRecord(
-  metrics: Metrics,
-  source: 'webhook' | 'reconciler',
-  tally: RecordTally,
-  effect: { verdict: string; reasonCode?: string } | undefined,
-): void {
-  metrics.nodesLabeled.inc({ capacity_type: tally.capacityType, instance_family: tally.instanceFamily, source });
-  if (!effect) return;
-  metrics.effects.inc({ effect: effect.verdict });
-  if (effect.reasonCode !== undefined) metrics.effectUnknown.inc({ reason: effect.reasonCode });
-}
 
 /**
  * A counter whose children count in plain numbers, added to it when it is scraped: prom-client
@@ -105,9 +88,10 @@ function recordMetrics(r: Registry[], atScrape: ScrapeHooks) {
   return {
     nodesLabeled: new Counter({
       name: `${PREFIX}nodes_labeled_total`,
-      help: 'Nodes given a record, by the capacity type and instance family of the matching overlay ("none" when no overlay matched) and by the path that wrote it.',
+      help: 'Records written, counted once by the leader when its watch first shows them, by the capacity type and instance family of the matching overlay ("none" when no overlay matched; past metrics.maxOverlaySeries series, the pairs that counted least are summed under "other") and by the path that wrote it (source: the decision story\'s decidedBy).',
       labelNames: ['capacity_type', 'instance_family', 'source'] as const,
       registers: r,
+      collect: () => atScrape.recordsWritten?.(),
     }),
     labelingErrors: new Counter({
       name: `${PREFIX}labeling_errors_total`,
@@ -138,10 +122,10 @@ function recordMetrics(r: Registry[], atScrape: ScrapeHooks) {
     }),
     launches: new Counter({
       name: `${PREFIX}launches_total`,
-      help: 'Records naming an overlay, counted once by the leader when its watch first shows them written, by overlay and effect (capacity-type, instance-type, none, unknown). Every active overlay has a series from 0. Past metrics.maxOverlaySeries series, new ones are counted under overlay="other",effect="other".',
+      help: 'Records naming an overlay, counted once by the leader when its watch first shows them written, by overlay and effect (capacity-type, instance-type, none, unknown). Every active overlay has a series from 0. Past metrics.maxOverlaySeries series, the pairs that counted least since the process started are counted under overlay="other",effect="other" (a pair that drops out of the named ones ends its series).',
       labelNames: ['overlay', 'effect'] as const,
       registers: r,
-      collect: () => atScrape.launches?.(),
+      collect: () => atScrape.recordsWritten?.(),
     }),
     recordedDisruptions: new Counter({
       name: `${PREFIX}recorded_disruptions_total`,
@@ -294,13 +278,13 @@ function effectMetrics(r: Registry[], atScrape: ScrapeHooks) {
   return {
     effects: new Counter({
       name: `${PREFIX}effects_total`,
-      help: 'Records written, by what the selected overlays changed about the launch: capacity-type (spot without them), instance-type, none, unknown.',
+      help: 'Records written, counted once by the leader when its watch first shows them, by what the selected overlays changed about the launch: capacity-type (spot without them), instance-type, none, unknown.',
       labelNames: ['effect'] as const,
       registers: r,
     }),
     effectUnknown: new Counter({
       name: `${PREFIX}effect_unknown_total`,
-      help: 'Records whose effect is unknown, by why (a bounded code: no-prices, no-spot-prices, zones, tie, fallback, ...).',
+      help: 'Records written whose effect is unknown, counted once by the leader, by why (a bounded code: no-prices, no-spot-prices, zones, tie, fallback, ...).',
       labelNames: ['reason'] as const,
       registers: r,
     }),

@@ -4,10 +4,7 @@ import {
   decide,
   decisionInput,
   jsonPatch,
-  recordTally,
   toNodeView,
-  type Effect,
-  type RecordTally,
   type EngineSettings,
   type LaunchKnowledge,
   type NodeClaimLookup,
@@ -46,8 +43,6 @@ export interface MutateDeps {
 interface MutateResult {
   answer: AdmissionResponse;
   outcome: MutateOutcome;
-  /** Set when a record was written, for nodes_labeled_total. */
-  labeled?: RecordTally & { effect?: Effect };
   detail?: string;
 }
 
@@ -76,12 +71,5 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
   }
   if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
   const patch = jsonPatch(decision.record, object.metadata ?? {}, deps.settings.keys);
-  return {
-    answer: allow(uid, patch),
-    outcome: 'patched',
-    labeled: {
-      ...recordTally(decision.record, deps.settings.keys),
-      ...(decision.effect ? { effect: decision.effect } : {}),
-    },
-  };
+  return { answer: allow(uid, patch), outcome: 'patched' };
 }

@@ -2,7 +2,7 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { parseDuration } from '../config/duration.ts';
-import { countRecord, type Metrics } from '../metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import { mutate, type MutateDeps } from './mutate.ts';
 import { type AdmissionResponse, allow, parseReview } from './review.ts';
 import { listen, type RunningServer, SLOW_CLIENT_LIMITS } from '../server/listener.ts';
@@ -13,6 +13,18 @@ import { type CertificateReloader, type ReloadTarget, secureContextOptions } fro
  * 3 MiB, so two full objects and the envelope fit in 7 MiB (controller-runtime's limit too).
  */
 const BODY_LIMIT_BYTES = 7 * 1024 * 1024;
+
+/**
+ * Reviews being read or answered at once, and the bytes their bodies declare: past either, a new
+ * one is answered 429 before its body is read (the apiserver fails open on it, failurePolicy
+ * Ignore, and the reconciler records the node). A review is answered within a millisecond, so a
+ * full house is a flood, a storm or forged requests; and a 7 MiB body, parsed, is some 30 MiB of
+ * heap (test/apiserver/webhook-flood.test.ts), so the byte budget keeps a flood of the largest
+ * well under the pod's memory limit, beside caches of 100,000 nodes. One review is always taken,
+ * whatever its size: alone it fits.
+ */
+export const MAX_IN_FLIGHT = 64;
+const MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024;
 
 interface WebhookServerOptions {
   host: string;
@@ -58,6 +70,27 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
     }
     counter.inc();
   };
+  const taken = { reviews: 0, bytes: 0 };
+  app.addHook('onRequest', (req, reply, done) => {
+    // A body without a length is taken as the largest there may be.
+    const bytes = Number(req.headers['content-length']) || BODY_LIMIT_BYTES;
+    if (taken.reviews > 0 && (taken.reviews >= MAX_IN_FLIGHT || taken.bytes + bytes > MAX_IN_FLIGHT_BYTES)) {
+      countRequest(webhookOf(req), 'unknown', 'throttled', false);
+      reply.code(429).header('retry-after', '1').send({
+        error: 'Too Many Requests',
+        message: 'too many reviews in flight; the node is admitted without a record',
+      });
+      return;
+    }
+    taken.reviews++;
+    taken.bytes += bytes;
+    // Released however the exchange ends: answered, refused, or the client gone.
+    reply.raw.once('close', () => {
+      taken.reviews--;
+      taken.bytes -= bytes;
+    });
+    done();
+  });
   app.setErrorHandler((err: { statusCode?: number; message: string }, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
     countRequest(webhookOf(req), 'unknown', status === 413 ? 'too_large' : 'invalid', false);
@@ -85,9 +118,6 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Runni
         try {
           const result = mutate(parsed.review, o.mutate, deadlineFor(req, receivedAt, o.deadlineMs));
           ({ answer, outcome } = result);
-          if (result.labeled && !dryRun) {
-            countRecord(o.metrics, 'webhook', result.labeled, result.labeled.effect);
-          }
           if (result.detail) o.log.debug({ node: request.name, outcome, detail: result.detail }, 'mutate');
         } catch (err) {
           // Never block a node: an internal error allows it unchanged.

@@ -192,7 +192,7 @@ export const SETTINGS = {
     minimum: 1,
     maximum: 10_000,
     description:
-      'At most this many series of each per-overlay metric (overlay_nodes_current, overlay_dollars_per_hour, launches_total); the rest are summed under overlay="other".',
+      'At most this many series of each metric whose label values come from the cluster (overlay names, and the capacity types and instance families of overlays: overlay_nodes_current, overlay_dollars_per_hour, launches_total, nodes_labeled_total, nodes_influenced_current); the rest are summed under "other".',
   },
   'events.enabled': {
     type: 'boolean',

@@ -43,6 +43,7 @@ export function toldOf(annotation: string | undefined): RecordTold | undefined {
     ...(story.weight !== undefined ? { weight: story.weight } : {}),
     ...(story.price !== undefined ? { price: story.price } : {}),
     ...(story.priceAdjustment !== undefined ? { priceAdjustment: story.priceAdjustment } : {}),
+    ...(story.effect?.reasonCode !== undefined ? { effectReason: story.effect.reasonCode } : {}),
   };
   return SHARED_TOLD.of(JSON.stringify(told), () => Object.freeze(told));
 }

@@ -26,7 +26,7 @@ export {
   type NodeClaimLookup,
 } from './node.ts';
 export { decidedNodeLabelKeys, toDecidedNodeView } from './decided-node.ts';
-export { recordKeys, readStory, recordTally, recordedEffect, type RecordKeys, type RecordTally } from './record.ts';
+export { recordKeys, readStory, recordedEffect, type RecordKeys } from './record.ts';
 export { jsonPatch, mergePatch } from './patch.ts';
 export { parseSelector } from './selector.ts';
 export { explainer, type Explanation, type ProviderExplanation } from './explain.ts';

@@ -75,18 +75,6 @@ export interface NodeRecord {
 }
 
 /** What a written record is counted by: the matching overlay's capacity type and family, or `none`. */
-export interface RecordTally {
-  capacityType: string;
-  instanceFamily: string;
-}
-
-export function recordTally(record: NodeRecord, keys: RecordKeys): RecordTally {
-  return {
-    capacityType: record.labels[keys.copied['capacity-type']] ?? 'none',
-    instanceFamily: record.labels[keys.copied['instance-family']] ?? 'none',
-  };
-}
-
 /** The effect a record's labels carry: a value outside EFFECTS (or none, an older record's) is unknown. */
 export function recordedEffect(labels: Readonly<Record<string, string>>, keys: RecordKeys): EffectVerdict {
   const effect = labels[keys.effect];
@@ -126,7 +114,10 @@ export interface DecisionStory {
 export type RecordTold = Pick<
   DecisionStory,
   'overlay' | 'weight' | 'price' | 'priceAdjustment' | 'decidedBy' | 'basis'
->;
+> & {
+  /** Why the effect is unknown (its reasonCode), for effect_unknown_total. */
+  effectReason?: string;
+};
 
 /** The effect as the annotation tells it: the verdict, and both worlds' launches. */
 export interface EffectStory extends Omit<Effect, 'prices'> {

@@ -11,7 +11,7 @@ import { startWatcherEnv, writeFileAtomic } from '../../kit/watcher-env.ts';
 import { issueCert } from '../../kit/pki.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { counter } from '../../kit/fleet.ts';
+import { counter, until } from '../../kit/fleet.ts';
 import { tlsHandshake } from '../../kit/scrape.ts';
 import { promtool } from '../support/prometheus.ts';
 
@@ -117,6 +117,28 @@ t.test('spot and non-Karpenter nodes are untouched; no matching overlay records 
   t.match(labelsOf(none)['veneer.io/labeled-at'], /^\d{8}T\d{6}Z$/);
 });
 
+/** POSTs to the watcher's webhook port as anyone who can reach it (not the apiserver). */
+const post = (path: string, body: string | Buffer, contentType = 'application/json') =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: watcher.webhookPort,
+        path,
+        method: 'POST',
+        ca: env.certs.caPem,
+        headers: { 'content-type': contentType },
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (c) => (data += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+
 t.test('dry-run reviews get the same answer but never count as labelled nodes', async (t) => {
   const before = counter(await scrape(), 'veneer_nodewatcher_nodes_labeled_total', {});
   const dry = await core.createNode({
@@ -138,6 +160,49 @@ t.test('dry-run reviews get the same answer but never count as labelled nodes', 
   t.equal(counter(text, 'veneer_nodewatcher_nodes_labeled_total', {}), before);
   t.ok(counter(text, 'veneer_nodewatcher_admission_requests_total', { outcome: 'patched', dry_run: 'true' }) >= 1);
 });
+
+t.test(
+  'a review forged to the webhook port gets its answer and counts no record: only what was written counts',
+  async (t) => {
+    const labeled = async () => counter(await scrape(), 'veneer_nodewatcher_nodes_labeled_total', {});
+    const before = await labeled();
+    const forged = (uid: string) =>
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid,
+          kind: { group: '', version: 'v1', kind: 'Node' },
+          operation: 'CREATE',
+          object: {
+            metadata: {
+              name: `forged-${uid}`,
+              labels: {
+                'karpenter.sh/nodepool': 'default',
+                'karpenter.sh/capacity-type': 'on-demand',
+                'karpenter.sh/registered': 'true',
+                'node.kubernetes.io/instance-type': 'm5.xlarge',
+              },
+            },
+          },
+        },
+      });
+    for (let i = 0; i < 20; i++) {
+      const answer = await post('/mutate-node', forged(`f${i}`));
+      t.ok(JSON.parse(answer.body).response.patch, `forged ${i}: answered with a patch, as the apiserver would be`);
+    }
+    t.equal(await labeled(), before, 'nodes_labeled_total: nothing was written, nothing counted');
+    await sim.createNodeClaim({ name: 'ip-10-0-0-77', claimName: 'default-counted', instanceType: 'm5.xlarge' });
+    for (let i = 0; !watcher.caches!.nodeClaims.byName('default-counted') && i < 100; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    await sim.kubeletCreate({ name: 'ip-10-0-0-77' });
+    await until('the record written counted', async () => (await labeled()) === before + 1);
+    t.ok(
+      counter(await scrape(), 'veneer_nodewatcher_nodes_labeled_total', { source: 'webhook' }) >= 1,
+      'counted by the path its story names',
+    );
+  },
+);
 
 t.test("a record a node carries at CREATE is replaced by the watcher's; an opted-out node gets none", async (t) => {
   // As a NodePool's template labels, or a kubelet's --node-labels, would bring them.
@@ -191,26 +256,6 @@ t.test('a kubelet re-registration gets AlreadyExists as usual, and no second pat
 });
 
 t.test('hostile input: 400 for anything that is not an AdmissionReview, 413 when too large', async (t) => {
-  const post = (path: string, body: string | Buffer, contentType = 'application/json') =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: watcher.webhookPort,
-          path,
-          method: 'POST',
-          ca: env.certs.caPem,
-          headers: { 'content-type': contentType },
-        },
-        (res) => {
-          let data = '';
-          res.on('data', (c) => (data += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
   {
     const path = '/mutate-node';
     const notJson = await post(path, '{"apiVersion":');

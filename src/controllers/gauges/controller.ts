@@ -14,7 +14,7 @@ export function gauges(ctx: ControllerContext): Runnable {
   const { overlays } = caches;
   const max = ctx.options.metrics.maxOverlaySeries;
   const allNodes = () => caches.nodes.nodes();
-  exportNodeCounts(metrics, caches.nodes, caches.nodeClaims, settings.keys);
+  exportNodeCounts(metrics, caches.nodes, caches.nodeClaims, settings.keys, max);
   exportWatchAges(metrics, caches.watches());
   exportCrdsServed(metrics, () => caches.crds());
   exportOverlayNodes(metrics, { nodes: allNodes, active: () => overlays.counting(now()) }, settings.keys, max);

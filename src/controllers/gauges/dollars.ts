@@ -12,7 +12,7 @@ import {
   type RecordKeys,
 } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
-import { foldSeries } from './overlays.ts';
+import { foldSeries } from '../series-cap.ts';
 
 interface DollarSeries {
   overlay: string;
@@ -43,7 +43,7 @@ export function overlayDollarSeries(
     else series.set(key, { overlay, effect, value: usd });
   }
   // Sums of prices such as 0.192 carry binary noise; the report rounds the same way.
-  return foldSeries([...series.values()], max, 'effect').map((s) => ({
+  return foldSeries([...series.values()], max, ['overlay', 'effect']).map((s) => ({
     ...s,
     value: Math.round(s.value * 10_000) / 10_000,
   }));

@@ -12,6 +12,7 @@ import {
   type RecordKeys,
 } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
+import { foldSeries } from '../series-cap.ts';
 
 interface NodeSource {
   /** Every node, by its metadata (labels). */
@@ -25,15 +26,19 @@ export function exportNodeCounts(
   source: NodeSource,
   nodeClaims: NodeClaimLookup,
   keys: RecordKeys,
+  max: number,
 ): void {
   metrics.atScrape.nodeCounts = () => {
     metrics.nodesInfluenced.reset();
+    // Capacity types are what Veneer labels its overlays with: cluster data, so capped.
+    const influenced = new Map<string, number>();
     const byEffect = new Map<string, number>(EFFECTS.map((e) => [e, 0]));
     let unreadable = 0;
     let optedOut = 0;
     for (const node of source.nodes()) {
       if (node.labels[keys.influenced] === 'true') {
-        metrics.nodesInfluenced.inc({ capacity_type: node.labels[keys.copied['capacity-type']] ?? 'unknown' });
+        const capacityType = node.labels[keys.copied['capacity-type']] ?? 'unknown';
+        influenced.set(capacityType, (influenced.get(capacityType) ?? 0) + 1);
       }
       if (node.labels[keys.influenced] !== undefined && node.told === undefined) unreadable++;
       if (node.labels[keys.optOut] === OPTED_OUT) optedOut++;
@@ -41,6 +46,9 @@ export function exportNodeCounts(
       const n = effect === undefined ? undefined : byEffect.get(effect);
       if (n !== undefined) byEffect.set(effect!, n + 1);
     }
+    const series = [...influenced].map(([capacity_type, value]) => ({ capacity_type, value }));
+    for (const { capacity_type, value } of foldSeries(series, max, ['capacity_type']))
+      metrics.nodesInfluenced.set({ capacity_type }, value);
     for (const [effect, n] of byEffect) metrics.nodesByEffect.set({ effect }, n);
     metrics.recordsUnreadable.set(unreadable);
     metrics.nodesOptedOut.set(optedOut);

@@ -7,8 +7,8 @@
 // overlays themselves, never by name.
 import { OVERLAY_STATES, overlayState, type NodeView, type OverlayView, type RecordKeys } from '../../engine/index.ts';
 import type { Metrics } from '../../metrics.ts';
+import { foldSeries } from '../series-cap.ts';
 
-export const OTHER = 'other';
 const UNKNOWN = 'unknown';
 
 interface OverlaySeries {
@@ -37,24 +37,7 @@ export function overlaySeries(
     if (node.labels[keys.influenced] === 'true' && overlay)
       add(overlay, node.labels[keys.copied['capacity-type']] || UNKNOWN, 1);
   }
-  return foldSeries([...series.values()], max, 'capacity_type');
-}
-
-/**
- * At most `max` series: the biggest stay, the rest are summed into one whose labels are all
- * `other`. Ties go by name, so that the same cluster gives the same series.
- */
-export function foldSeries<K extends string, S extends { overlay: string; value: number } & Record<K, string>>(
-  all: S[],
-  max: number,
-  second: K,
-): S[] {
-  if (all.length <= max) return all;
-  const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-  all.sort((a, b) => b.value - a.value || byName(a.overlay, b.overlay) || byName(a[second], b[second]));
-  const kept = all.slice(0, max - 1);
-  const sum = all.slice(max - 1).reduce((n, s) => n + s.value, 0);
-  return [...kept, { overlay: OTHER, [second]: OTHER, value: sum } as S];
+  return foldSeries([...series.values()], max, ['overlay', 'capacity_type']);
 }
 
 /** Computes the gauge at every scrape from what `nodes` and `active` give then. */

@@ -1,6 +1,9 @@
-// veneer_nodewatcher_launches_total{overlay, effect}: each record that names an overlay, counted
-// once, by the leader, when its watch of every node's metadata first shows the record written
-// (whoever wrote it: the webhook inline, or the reconciler).
+// Each record written, counted once, by the leader, when its watch of every node's metadata first
+// shows it (whoever wrote it: the webhook inline, or the reconciler), from what the record says:
+// veneer_nodewatcher_nodes_labeled_total{capacity_type, instance_family, source} (source: the
+// story's decidedBy), effects_total{effect}, effect_unknown_total{reason}, and for a record that
+// names an overlay launches_total{overlay, effect}. Counted from what was written, not from the
+// webhook's answers: an answer anyone can ask the webhook port for writes nothing.
 //
 // Once per cluster: only the leader counts, and only records written (their labeled-at, to the
 // second) since it became leader, so that a new leader, or the same one restarted, never counts
@@ -14,50 +17,43 @@ import { EFFECTS, fromBasicTimestamp, recordedEffect, type NodeView, type Record
 import type { LeaderRunnable } from '../../kube/manager.ts';
 import type { Metrics } from '../../metrics.ts';
 import type { ControllerContext } from '../context.ts';
-import { OTHER } from '../gauges/overlays.ts';
+import { RankedCounter } from '../series-cap.ts';
 
 /** Records older than this are history: a relist or a label change shows them again, and they are not counted. */
 export const WINDOW_MS = 60 * 60_000;
 
-interface Launch {
-  /** The record's matching-overlay value. */
-  overlay: string;
-  effect: string;
+/** What a record written is counted by. */
+interface Written {
   /** labeled-at, epoch ms (to the second). */
   writtenAt: number;
+  /** The record's matching-overlay value, when it names one. */
+  overlay?: string;
+  /** The effect its labels carry, when they carry one (a record of an older watcher may not). */
+  effect?: string;
+  capacityType: string;
+  instanceFamily: string;
+  /** The path that wrote it, as its story tells; `unknown` when the story cannot be read. */
+  source: string;
+  /** Why its effect is unknown, as its story tells. */
+  effectReason?: string;
 }
 
-/** What a record that names an overlay is counted by; undefined for a node without one. */
-export function launchOf(node: NodeView, keys: RecordKeys): Launch | undefined {
-  const overlay = node.labels[keys.matchingOverlay];
-  if (node.labels[keys.influenced] !== 'true' || !overlay) return undefined;
+/** What a record is counted by; undefined for a node without one, or whose labeled-at is not the watcher's. */
+export function writtenOf(node: NodeView, keys: RecordKeys): Written | undefined {
+  const influenced = node.labels[keys.influenced];
+  if (influenced !== 'true' && influenced !== 'false') return undefined;
   const writtenAt = fromBasicTimestamp(node.labels[keys.labeledAt]);
   if (writtenAt === undefined) return undefined;
-  return { overlay, effect: recordedEffect(node.labels, keys), writtenAt };
-}
-
-/**
- * The series a counter may have: a counter's series cannot be summed into another later, so the
- * first `max - 1` (overlay, effect) pairs keep their labels for the life of the process, and
- * every later one shares the series whose labels are both `other`: at most `max` in all.
- */
-export class SeriesCap {
-  private readonly named = new Set<string>();
-  private readonly max: number;
-
-  constructor(max: number) {
-    this.max = max;
-  }
-
-  labels(overlay: string, effect: string): { overlay: string; effect: string } {
-    const key = `${overlay}\u0000${effect}`;
-    if (this.named.has(key)) return { overlay, effect };
-    if (this.named.size < this.max - 1) {
-      this.named.add(key);
-      return { overlay, effect };
-    }
-    return { overlay: OTHER, effect: OTHER };
-  }
+  const overlay = influenced === 'true' ? node.labels[keys.matchingOverlay] : undefined;
+  return {
+    writtenAt,
+    ...(overlay ? { overlay } : {}),
+    ...(node.labels[keys.effect] !== undefined ? { effect: recordedEffect(node.labels, keys) } : {}),
+    capacityType: node.labels[keys.copied['capacity-type']] ?? 'none',
+    instanceFamily: node.labels[keys.copied['instance-family']] ?? 'none',
+    source: node.told?.decidedBy ?? 'unknown',
+    ...(node.told?.effectReason !== undefined ? { effectReason: node.told.effectReason } : {}),
+  };
 }
 
 interface LaunchCounterOptions {
@@ -88,7 +84,8 @@ export class LaunchCounter implements LeaderRunnable {
   readonly name = 'launches';
   private readonly o: LaunchCounterOptions;
   private readonly now: () => number;
-  private readonly cap: SeriesCap;
+  private readonly launches: RankedCounter<'overlay' | 'effect'>;
+  private readonly labeled: RankedCounter<'capacity_type' | 'instance_family' | 'source'>;
   /** The second this replica became leader (epoch ms); undefined while it follows. */
   private since: number | undefined;
   /** Node key -> labeled-at of the records counted, while within WINDOW_MS. */
@@ -97,27 +94,34 @@ export class LaunchCounter implements LeaderRunnable {
   constructor(opts: LaunchCounterOptions) {
     this.o = opts;
     this.now = opts.now ?? Date.now;
-    this.cap = new SeriesCap(opts.max);
-    opts.metrics.atScrape.launches = () => {
-      for (const overlay of opts.active()) for (const effect of EFFECTS) this.add(overlay, effect, 0);
+    const { metrics, max } = opts;
+    this.launches = new RankedCounter(metrics.launches, max, ['overlay', 'effect']);
+    this.labeled = new RankedCounter<'capacity_type' | 'instance_family' | 'source'>(metrics.nodesLabeled, max, [
+      'capacity_type',
+      'instance_family',
+    ]);
+    metrics.atScrape.recordsWritten = () => {
+      for (const overlay of opts.active()) for (const effect of EFFECTS) this.launches.add({ overlay, effect }, 0);
+      this.launches.flush();
+      this.labeled.flush();
     };
   }
 
   /** A node as the metadata watch shows it now. */
   seen(node: NodeView): void {
     if (this.since === undefined) return;
-    const launch = launchOf(node, this.o.keys);
-    if (!launch) return;
+    const written = writtenOf(node, this.o.keys);
+    if (!written) return;
     const key = node.uid ?? node.name;
     const now = this.now();
-    if (this.counted.has(key) || launch.writtenAt < this.since || now - launch.writtenAt > WINDOW_MS) return;
-    this.counted.set(key, launch.writtenAt);
+    if (this.counted.has(key) || written.writtenAt < this.since || now - written.writtenAt > WINDOW_MS) return;
+    this.counted.set(key, written.writtenAt);
     // Entries leave once their record is too old to count: seen() would refuse such a node anyway.
     for (const [k, at] of this.counted) {
       if (now - at <= WINDOW_MS) break;
       this.counted.delete(k);
     }
-    this.add(launch.overlay, launch.effect, 1);
+    this.count(written);
   }
 
   /** Leadership gained: records written from this second on are this replica's to count. */
@@ -131,7 +135,11 @@ export class LaunchCounter implements LeaderRunnable {
     this.counted.clear();
   }
 
-  private add(overlay: string, effect: string, n: number): void {
-    this.o.metrics.launches.inc(this.cap.labels(overlay, effect), n);
+  private count(w: Written): void {
+    const { metrics } = this.o;
+    this.labeled.add({ capacity_type: w.capacityType, instance_family: w.instanceFamily, source: w.source });
+    if (w.effect !== undefined) metrics.effects.inc({ effect: w.effect });
+    if (w.effectReason !== undefined) metrics.effectUnknown.inc({ reason: w.effectReason });
+    if (w.overlay !== undefined) this.launches.add({ overlay: w.overlay, effect: w.effect ?? 'unknown' });
   }
 }

@@ -8,14 +8,13 @@ import {
   mergePatch,
   needsRecord,
   nodeClaimFor,
-  recordTally,
   REGISTERED_LABEL,
   type EngineSettings,
   type LaunchKnowledge,
   type NodeView,
 } from '../../engine/index.ts';
 import type { ClusterCaches } from '../../state/caches.ts';
-import { countRecord, type Metrics } from '../../metrics.ts';
+import type { Metrics } from '../../metrics.ts';
 import { type ProcessResult, WorkQueue } from '../../kube/work-queue.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { failureKind, httpStatus } from '../../kube/failures.ts';
@@ -157,7 +156,6 @@ class Reconciler implements LeaderRunnable {
     } finally {
       end();
     }
-    countRecord(metrics, 'reconciler', recordTally(decision.record, settings.keys), decision.effect);
     log.debug(
       {
         node: name,

@@ -1,9 +1,7 @@
 // What each overlay is worth, as exported: the on-demand list price an hour of the nodes whose
-// record names it, by effect (overlay_dollars_per_hour), and its launches counted once each by
-// the leader (launches_total), both bounded like overlay_nodes_current.
+// record names it, by effect (overlay_dollars_per_hour), bounded like overlay_nodes_current.
 import t from 'tap';
 import {
-  EFFECTS,
   onDemandListPrice,
   recordedEffect,
   recordKeys,
@@ -12,8 +10,7 @@ import {
 } from '../../../src/engine/index.ts';
 import { createMetrics } from '../../../src/metrics.ts';
 import { exportOverlayDollars, overlayDollarSeries } from '../../../src/controllers/gauges/dollars.ts';
-import { OTHER } from '../../../src/controllers/gauges/overlays.ts';
-import { LaunchCounter, launchOf, SeriesCap, WINDOW_MS } from '../../../src/controllers/launches/counter.ts';
+import { OTHER } from '../../../src/controllers/series-cap.ts';
 
 const keys = recordKeys('veneer.io');
 const LIST: Record<string, number> = { 'm5.xlarge': 0.192, 'c6i.large': 0.085, 'r6g.large': 0.1008 };
@@ -124,91 +121,4 @@ t.test('the gauge, computed at each scrape with the prices held then', async (t)
   t.same(line(await metrics.registry.metrics()), [RI, 'capacity-type', '0'], 'the prices gone: 0');
   now = [];
   t.same(line(await metrics.registry.metrics()), undefined, 'no node names the overlay: no series');
-});
-
-t.test('what a launch is counted by', async (t) => {
-  t.same(launchOf(nodes[0]!, keys), { overlay: RI, effect: 'capacity-type', writtenAt: AT });
-  t.same(launchOf(nodes[4]!, keys), { overlay: SP, effect: 'unknown', writtenAt: AT });
-  t.equal(launchOf(nodes[7]!, keys), undefined, 'not influenced');
-  t.equal(launchOf(nodes[8]!, keys), undefined, 'no record');
-  const noTime = record('x', { overlay: RI });
-  delete (noTime.labels as Record<string, string>)['veneer.io/labeled-at'];
-  t.equal(launchOf(noTime, keys), undefined, 'no labeled-at: not a record this watcher wrote');
-});
-
-t.test('the cap of a counter: the first max-1 pairs keep their labels, later ones share other', async (t) => {
-  const cap = new SeriesCap(3);
-  t.same(cap.labels('a', 'none'), { overlay: 'a', effect: 'none' });
-  t.same(cap.labels('b', 'none'), { overlay: 'b', effect: 'none' });
-  t.same(cap.labels('c', 'none'), { overlay: OTHER, effect: OTHER });
-  t.same(cap.labels('a', 'none'), { overlay: 'a', effect: 'none' }, 'a pair admitted keeps its series');
-  t.same(new SeriesCap(1).labels('a', 'none'), { overlay: OTHER, effect: OTHER }, 'a cap of one: all in other');
-});
-
-t.test('launches: counted once, by the leader, records written since it leads', async (t) => {
-  const metrics = createMetrics();
-  let now = AT;
-  let active = [RI, SP];
-  const counter = new LaunchCounter({ metrics, keys, max: 300, active: () => active, now: () => now });
-  const counts = async () =>
-    Object.fromEntries(
-      (await metrics.launches.get()).values
-        .filter((v) => v.value > 0)
-        .map((v) => [`${v.labels.overlay} ${v.labels.effect}`, v.value]),
-    );
-  const a = record('a', { overlay: RI, effect: 'capacity-type', at: AT - 5_000, uid: 'ua' });
-  counter.seen(a);
-  t.same(await counts(), {}, 'a follower counts nothing');
-
-  now = AT + 400; // leads from the second AT
-  counter.lead();
-  counter.seen(a);
-  t.same(await counts(), {}, 'a record written before it led is not counted');
-  const b = record('b', { overlay: RI, effect: 'capacity-type', at: AT, uid: 'ub' });
-  const c = record('c', { overlay: SP, effect: 'instance-type', at: AT + 2_000, uid: 'uc' });
-  for (const n of [b, c, b, c, nodes[7]!, nodes[8]!]) counter.seen(n);
-  t.same(
-    await counts(),
-    { [`${RI} capacity-type`]: 1, [`${SP} instance-type`]: 1 },
-    'each once, however often the watch shows it; nothing for nodes without a record naming an overlay',
-  );
-  const text = await metrics.registry.metrics();
-  t.match(text, new RegExp(`^veneer_nodewatcher_launches_total\\{overlay="${SP}",effect="none"\\} 0$`, 'm'));
-  t.equal(
-    [...text.matchAll(/^veneer_nodewatcher_launches_total\{/gm)].length,
-    2 * EFFECTS.length,
-    'at scrape every active overlay has a series for each effect, from 0',
-  );
-
-  now = AT + WINDOW_MS + 3_000;
-  const d = record('d', { overlay: SP, effect: 'none', at: now - 1_000, uid: 'ud' });
-  counter.seen(d);
-  counter.seen(b);
-  t.equal((await counts())[`${SP} none`], 1, 'a new one counts');
-  t.equal((await counts())[`${RI} capacity-type`], 1, 'one older than the window is not counted again (a relist)');
-
-  counter.follow();
-  counter.seen(record('e', { overlay: SP, effect: 'none', at: now, uid: 'ue' }));
-  t.equal((await counts())[`${SP} none`], 1, 'leadership lost: nothing more counted');
-  now += 60_000;
-  counter.lead();
-  counter.seen(d);
-  counter.seen(record('f', { overlay: SP, effect: 'none', at: now, uid: 'uf' }));
-  t.equal((await counts())[`${SP} none`], 2, 'leading again: only records written since');
-
-  active = [];
-  const own = createMetrics();
-  const folded = new LaunchCounter({ metrics: own, keys, max: 2, active: () => active, now: () => now });
-  folded.lead();
-  folded.seen(record('g', { overlay: RI, effect: 'none', at: now, uid: 'ug' }));
-  folded.seen(record('h', { overlay: SP, effect: 'none', at: now, uid: 'uh' }));
-  folded.seen(record('i', { overlay: SP, effect: 'capacity-type', at: now, uid: 'ui' }));
-  t.same(
-    (await own.launches.get()).values.map((v) => [v.labels.overlay, v.labels.effect, v.value]),
-    [
-      [RI, 'none', 1],
-      [OTHER, OTHER, 2],
-    ],
-    'past the cap: one series of its own, the rest in other',
-  );
 });

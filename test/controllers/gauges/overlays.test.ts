@@ -7,9 +7,9 @@ import {
   exportOverlayNodes,
   exportOverlayStates,
   exportOverlaysSeen,
-  OTHER,
   overlaySeries,
 } from '../../../src/controllers/gauges/overlays.ts';
+import { OTHER } from '../../../src/controllers/series-cap.ts';
 import {
   computeSavingsPlan,
   ec2InstanceSavingsPlan,
