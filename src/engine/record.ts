@@ -3,7 +3,7 @@
 import { basicTimestamp, rfc3339, toLabelValue } from './labels.ts';
 import type { OverlayView } from './overlay.ts';
 import type { ProviderChoice, ProviderFrom } from './provider-choice.ts';
-import { EFFECTS, type Effect, type EffectVerdict } from './effect/types.ts';
+import { EFFECTS, MAX_OVERLAYS_SHOWN, type Effect, type EffectVerdict } from './effect/types.ts';
 
 /** The Veneer labels on an overlay that are copied onto the node (always `veneer.io/...` there). */
 const COPIED_FROM_OVERLAY = ['capacity-type', 'instance-family', 'instance-type', 'region'] as const;
@@ -122,6 +122,8 @@ export type RecordTold = Pick<
 /** The effect as the annotation tells it: the verdict, and both worlds' launches. */
 export interface EffectStory extends Omit<Effect, 'prices'> {
   prices?: { source: string; asOf?: string };
+  /** How many selected overlays priced a candidate, when more than the MAX_OVERLAYS_SHOWN named. */
+  overlaysCount?: number;
 }
 
 export function buildRecord(input: RecordInput): NodeRecord {
@@ -158,9 +160,11 @@ export function buildRecord(input: RecordInput): NodeRecord {
 }
 
 function effectStory(e: Effect): EffectStory {
-  const { prices, ...rest } = e;
+  const { prices, overlays, ...rest } = e;
   return {
     ...rest,
+    ...(overlays ? { overlays: overlays.slice(0, MAX_OVERLAYS_SHOWN) } : {}),
+    ...(overlays && overlays.length > MAX_OVERLAYS_SHOWN ? { overlaysCount: overlays.length } : {}),
     ...(prices
       ? { prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: rfc3339(prices.asOf) } : {}) } }
       : {}),

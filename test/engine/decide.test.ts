@@ -1,7 +1,7 @@
 import t from 'tap';
 import { decide, jsonPatch, mergePatch, toNodeClaimView, toNodeView } from '../../src/engine/index.ts';
 import type { Decision } from '../../src/engine/decide.ts';
-import type { DecisionStory } from '../../src/engine/record.ts';
+import { buildRecord, type DecisionStory } from '../../src/engine/record.ts';
 import {
   computeSavingsPlan,
   ec2InstanceSavingsPlan,
@@ -355,4 +355,36 @@ t.test('deciding twice yields no second patch', async (t) => {
     },
   };
   t.same(decideNode(patched), { outcome: 'recorded' });
+});
+
+t.test("the story's list of overlays that priced a candidate: at most 20 named, with the count", async (t) => {
+  const overlays = Array.from(
+    { length: 300 },
+    (_, i) => `cost-aware-ri-${String(i).padStart(3, '0')}-${'x'.repeat(40)}`,
+  );
+  const record = (names: string[]) =>
+    buildRecord({
+      keys: settings.keys,
+      overlay: undefined,
+      decidedBy: 'webhook',
+      basis: 'exact',
+      evaluatedAt: T0,
+      labeledAt: T0,
+      characteristicsFrom: 'node',
+      effect: { verdict: 'none', overlays: names },
+    });
+  const story = (names: string[]) =>
+    JSON.parse(Object.values(record(names).annotations)[0]!) as DecisionStory & {
+      effect: { overlays: string[]; overlaysCount?: number };
+    };
+  const many = story(overlays);
+  t.same(many.effect.overlays, overlays.slice(0, 20), 'the first 20, as the effect lists them');
+  t.equal(many.effect.overlaysCount, 300, 'and how many there were');
+  t.ok(
+    Object.values(record(overlays).annotations)[0]!.length < 4096,
+    'the annotation stays small whatever the cluster holds',
+  );
+  const few = story(overlays.slice(0, 20));
+  t.same(few.effect.overlays, overlays.slice(0, 20));
+  t.notOk('overlaysCount' in few.effect, 'no count when every one is named');
 });

@@ -167,6 +167,13 @@ export interface ReplacedStory {
   readonly price?: { readonly with: number; readonly without: number };
 }
 
+/**
+ * Names shown of the selected overlays that priced a candidate: a cluster may hold hundreds, and
+ * the story is an annotation in an object of at most 256 KiB, past which every write of the node
+ * fails. The count says how many there were.
+ */
+export const MAX_OVERLAYS_SHOWN = 20;
+
 /** Names shown of the nodes a replacement replaced: a multi-node consolidation can replace a hundred. */
 export const MAX_REPLACED_SHOWN = 8;
 
