@@ -6,7 +6,10 @@
 # target-dependent part, npm's choice of platform-specific optional packages, is made for the
 # target by the prune (npm names amd64 x64). test/packaging/dockerfile.test.ts checks that no production
 # dependency carries native code or an install script, which would have to run on the target.
-FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
+# Both bases are pinned by digest (the multi-platform index): a rebuild of a tag is the same
+# image, and a new base is a change of this file, reviewed (Dependabot's docker ecosystem proposes
+# it, .github/dependabot.yml). Node 24.18.0 here; distroless Node 24 on Debian 12.
+FROM --platform=$BUILDPLATFORM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS build
 ARG TARGETOS
 ARG TARGETARCH
 WORKDIR /app
@@ -19,7 +22,7 @@ RUN npm run build && npm prune --omit=dev --os="$TARGETOS" --cpu="$(echo "$TARGE
 # Runtime: distroless Node 24, no shell, no package manager, non-root. The process is PID 1 and
 # handles SIGTERM itself (readiness off, drain, exit). This stage only copies files, so building
 # it for another platform needs no emulation either.
-FROM gcr.io/distroless/nodejs24-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -242,7 +242,8 @@ function readFileIfAny(path: string): string {
 /** Lays down what a base image would hold; the build stage's base is this machine itself. */
 function standIn(stage: Stage): void {
   if (stage.base.startsWith('node:')) return;
-  if (stage.base !== DISTROLESS_NODE) throw new Error(`no stand-in for the base image ${stage.base}`);
+  // Pinned by digest in the Dockerfile: the stand-in is for the image, whichever digest.
+  if (stage.base.split('@')[0] !== DISTROLESS_NODE) throw new Error(`no stand-in for the base image ${stage.base}`);
   const at = (p: string) => join(stage.dir, p);
   mkdirSync(at('nodejs/bin'), { recursive: true });
   copyFileSync(NODE_BINARY, at('nodejs/bin/node'));

@@ -6,9 +6,9 @@
 // default; the chart pushed after it, signed and attested; the version gate refuses a tag that
 // differs from package.json or the chart; the chart's `helm test` hook is least privilege.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
 import { binary } from '../../kit/control-plane.ts';
@@ -39,13 +39,22 @@ interface Workflow {
   on: { push: { tags: string[] } };
   permissions: Record<string, string> | string;
   concurrency: { group: string; 'cancel-in-progress': boolean };
-  env: { IMAGE: string; CHART_REGISTRY: string; CHART_DIR: string; HELM_VERSION: string; CERT_MANAGER_VERSION: string };
+  env: {
+    IMAGE: string;
+    CHART_REGISTRY: string;
+    CHART_DIR: string;
+    HELM_VERSION: string;
+    CERT_MANAGER_VERSION: string;
+    KIND_VERSION: string;
+    KIND_NODE_IMAGE: string;
+  };
   jobs: {
     version: Job & { outputs: Record<string, string> };
     image: Job;
     'chart-test': Job;
     'publish-image': Job;
     chart: Job;
+    public: Job;
   };
 }
 const workflow = parse(text) as Workflow;
@@ -407,6 +416,77 @@ t.test(
     );
   },
 );
+
+t.test(
+  'the chart published names the tested digest; the kind node and the base images are pinned by digest',
+  async (t) => {
+    const chart = workflow.jobs.chart;
+    t.equal(chart.env?.IMAGE_DIGEST, expr('needs.image.outputs.digest'));
+    t.ok(at(chart, 'sed -i -E') < at(chart, 'helm package'), 'the digest is written before the chart is packaged');
+    // The job's own sed on a copy of this chart: image.digest becomes the digest, and helm shows it.
+    const dir = mkdtempSync(join(tmpdir(), 'vnw-digest-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    cpSync(CHART, join(dir, 'chart'), { recursive: true });
+    const step = chart.steps.find((s) => s.name === 'The tested digest into the chart')!;
+    const digest = `sha256:${'cd'.repeat(32)}`;
+    const r = spawnSync('bash', ['-c', step.run!], {
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        CHART_DIR: join(dir, 'chart'),
+        IMAGE_DIGEST: digest,
+        PATH: `${dirname(binary('helm'))}:${process.env.PATH}`,
+      },
+    });
+    t.equal(r.status, 0, r.stdout + r.stderr);
+    const rendered = template(['--set', 'nodeWatcher.enabled=true'], 'x', join(dir, 'chart'));
+    t.equal(
+      (find(rendered, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec?.containers[0]?.image,
+      `ghcr.io/veneer/veneer-node-watcher@${digest}`,
+      'the published chart runs exactly the image tested',
+    );
+
+    const kind = stepUsing(workflow.jobs['chart-test'], 'helm/kind-action')?.with;
+    t.equal(kind?.node_image, expr('env.KIND_NODE_IMAGE'));
+    t.equal(kind?.version, expr('env.KIND_VERSION'));
+    t.match(
+      workflow.env.KIND_NODE_IMAGE,
+      /^kindest\/node:v\d+\.\d+\.\d+@sha256:[0-9a-f]{64}$/,
+      'the kind node by digest',
+    );
+    const froms = readFileSync(join(root, 'Dockerfile'), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('FROM '));
+    t.equal(froms.length, 2);
+    for (const from of froms)
+      t.match(from, /\S+@sha256:[0-9a-f]{64}( AS \w+)?$/, `${from.split(' ').at(-3) ?? from}: by digest`);
+    const dependabot = parse(readFileSync(join(root, '.github', 'dependabot.yml'), 'utf8')) as {
+      updates: { 'package-ecosystem': string }[];
+    };
+    t.same(
+      dependabot.updates.map((u) => u['package-ecosystem']).sort(),
+      ['docker', 'github-actions', 'npm'],
+      'Dependabot proposes each new digest, commit and lock file as a change',
+    );
+  },
+);
+
+t.test('public: the chart and the image pulled with no credentials, after the chart is pushed', async (t) => {
+  const job = workflow.jobs.public;
+  t.same(needs(job).sort(), ['chart', 'image', 'version']);
+  t.same(job.permissions, {}, 'no token at all');
+  const script = runs(job);
+  t.match(script, 'HELM_REGISTRY_CONFIG="$RUNNER_TEMP/no-credentials.json"');
+  t.match(script, 'DOCKER_CONFIG="$RUNNER_TEMP/no-docker-config"');
+  t.match(script, 'helm show chart "$CHART_REGISTRY/veneer-node-watcher" --version "$VERSION"');
+  t.match(script, 'docker buildx imagetools inspect "$IMAGE@$DIGEST"');
+  t.notMatch(script, /login/, 'never logs in');
+  t.match(
+    readFileSync(join(root, 'docs', 'releasing.md'), 'utf8'),
+    /## The first release/,
+    'the one-time step it points to',
+  );
+});
 
 t.test("Chart.yaml's version and appVersion are package.json's version", async (t) => {
   t.equal(chartYaml.name, 'veneer-node-watcher');

@@ -8,6 +8,11 @@ import { binary } from '../../kit/control-plane.ts';
 import { promtool } from './prometheus.ts';
 
 export const CHART = join(import.meta.dirname, '..', '..', 'charts', 'veneer-node-watcher');
+/**
+ * The last released chart, kept as it was released: upgrades are tested from it. When a version
+ * is released, its chart replaces this one (CHANGELOG.md).
+ */
+export const PREVIOUS_CHART = join(import.meta.dirname, '..', 'fixtures', 'charts', 'veneer-node-watcher-0.1.0');
 export const RELEASE = 'veneer-node-watcher';
 export const NS = 'veneer-system';
 export const KUBE_VERSION = '1.35.4';
@@ -32,8 +37,8 @@ export const renderRaw = (extra: string[] = []) =>
   helm(['template', 'x', CHART, '--kube-version', KUBE_VERSION, ...extra]);
 
 /** `helm template` of the chart as release veneer-node-watcher in veneer-system. */
-export function template(extra: string[] = [], release = RELEASE): Obj[] {
-  const r = helm(['template', release, CHART, '--namespace', NS, '--kube-version', KUBE_VERSION, ...extra]);
+export function template(extra: string[] = [], release = RELEASE, chart = CHART): Obj[] {
+  const r = helm(['template', release, chart, '--namespace', NS, '--kube-version', KUBE_VERSION, ...extra]);
   if (r.status !== 0) throw new Error(r.stderr);
   return parseAllDocuments(r.stdout)
     .map((d) => d.toJSON() as Obj)
@@ -42,6 +47,12 @@ export function template(extra: string[] = [], release = RELEASE): Obj[] {
 
 export const find = (objs: Obj[], kind: string, suffix = '') =>
   objs.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix));
+
+/** The watcher's ConfigMap: named by its content, so found by what it holds. */
+export const configMapOf = (objs: Obj[]) =>
+  objs.find(
+    (o) => o.kind === 'ConfigMap' && (o as { data?: Record<string, string> }).data?.['config.yaml'] !== undefined,
+  );
 
 /** The chart's PrometheusRule groups, as a Prometheus rule file would hold them (the alerts that are off by default on). */
 export function ruleGroups(extra = ['--set', 'metrics.prometheusRule.overlayIdle.enabled=true']): RuleGroup[] {
