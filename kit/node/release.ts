@@ -57,13 +57,25 @@ export class ChartRelease {
   }
 
   /** `helm install --wait`: every replica Ready, or helm says why not. */
-  install(sets: string[] = []): Promise<string> {
-    return this.helm(['install', this.name, CHART, '-n', this.namespace, '--create-namespace', ...this.flags(sets)]);
+  install(sets: string[] = [], chart = CHART): Promise<string> {
+    return this.helm(['install', this.name, chart, '-n', this.namespace, '--create-namespace', ...this.flags(sets)]);
   }
 
-  /** `helm upgrade --wait` with the same values and `sets` on top. */
-  upgrade(sets: string[] = []): Promise<string> {
-    return this.helm(['upgrade', this.name, CHART, '-n', this.namespace, '--reuse-values', ...this.flags(sets)]);
+  /**
+   * `helm upgrade --wait` with the values given before and `sets` on top, as the docs say to
+   * upgrade: `--reset-then-reuse-values` renders the new chart's defaults under them
+   * (`--reuse-values` would render it with the old chart's defaults).
+   */
+  upgrade(sets: string[] = [], chart = CHART): Promise<string> {
+    return this.helm([
+      'upgrade',
+      this.name,
+      chart,
+      '-n',
+      this.namespace,
+      '--reset-then-reuse-values',
+      ...this.flags(sets),
+    ]);
   }
 
   /**

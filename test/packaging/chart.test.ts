@@ -17,6 +17,7 @@ import { recordKeys } from '../../src/engine/index.ts';
 import { mutatingMatchConditions } from '../../src/engine/scope.ts';
 import {
   CHART as chart,
+  configMapOf,
   dashboardQueries,
   find,
   helm as run,
@@ -287,9 +288,9 @@ t.test('observe mode: no webhook, and no right to write a node or post an Event;
   t.notOk(find(observe, 'MutatingWebhookConfiguration'), 'observe: no mutating webhook');
   t.same(writes(observe), [], 'observe: no right to write a node or an Event');
   t.ok(find(observe, 'ValidatingAdmissionPolicy'), 'the guard still keeps the records made before');
-  const config = parse(
-    (find(observe, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap).data?.['config.yaml'] ?? '',
-  ) as { nodeWatcher: { mode: string; holdWhileNoOverlaySelected: boolean } };
+  const config = parse((configMapOf(observe) as unknown as k8s.V1ConfigMap).data?.['config.yaml'] ?? '') as {
+    nodeWatcher: { mode: string; holdWhileNoOverlaySelected: boolean };
+  };
   t.match(config.nodeWatcher, { mode: 'observe', holdWhileNoOverlaySelected: true }, 'the process is told');
 });
 
@@ -354,10 +355,8 @@ t.test("the record's guard the chart renders is the engine's, for any label name
     engine('veneer.io', ['bob'], ['sre']),
     "chart 0.1.0's nodeWatcher.webhook.allowedUsers/allowedGroups still count",
   );
-  const cm = find(
+  const cm = configMapOf(
     template([...FULL, '--set', 'nodeWatcher.webhook.allowedUsers={bob}']),
-    'ConfigMap',
-    'veneer-node-watcher',
   ) as unknown as k8s.V1ConfigMap;
   t.notMatch(cm.data?.['config.yaml'] ?? '', /allowed/, "and stay out of the watcher's own configuration");
 });
@@ -373,8 +372,28 @@ t.test("webhook-manifests/ is the chart's rendering, not a hand-kept copy", asyn
   t.equal(committed, rendered, 'run scripts/render-manifests.sh after changing the chart');
 });
 
+t.test('the ConfigMap is named by its content: a change makes a new one, which the pods mount', async (t) => {
+  const mounted = (objs: Obj[]) =>
+    (find(objs, 'Deployment') as unknown as k8s.V1Deployment).spec?.template.spec?.volumes?.find(
+      (v) => v.name === 'config',
+    )?.configMap?.name;
+  const before = template(FULL);
+  const after = template([...FULL, '--set', 'nodeWatcher.logLevel=debug']);
+  t.match(configMapOf(before)?.metadata.name, /^veneer-node-watcher-[0-9a-f]{10}$/);
+  t.equal(mounted(before), configMapOf(before)?.metadata.name, 'the pods mount it');
+  t.not(configMapOf(after)?.metadata.name, configMapOf(before)?.metadata.name, 'another content, another name');
+  t.equal(mounted(after), configMapOf(after)?.metadata.name);
+  t.equal(
+    configMapOf(template(FULL))?.metadata.name,
+    configMapOf(before)?.metadata.name,
+    'the same values, the same name',
+  );
+  const long = template([...FULL, '--set', `fullnameOverride=${'v'.repeat(63)}`]);
+  t.ok((configMapOf(long)?.metadata.name.length ?? 99) <= 63, 'within 63 characters whatever the name');
+});
+
 t.test('the rendered config file is valid for the watcher', async (t) => {
-  const cm = find(template(FULL), 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
+  const cm = configMapOf(template(FULL)) as unknown as k8s.V1ConfigMap;
   const dir = mkdtempSync(join(tmpdir(), 'vnw-chart-'));
   writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');
   const { config } = loadConfig({ file: join(dir, 'config.yaml') });
@@ -404,7 +423,7 @@ function ports(objs: Obj[]) {
   const container = pod?.containers[0];
   const byName = (p: string | number | undefined) =>
     typeof p === 'number' ? p : container?.ports?.find((c) => c.name === p)?.containerPort;
-  const cm = find(objs, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
+  const cm = configMapOf(objs) as unknown as k8s.V1ConfigMap;
   const dir = mkdtempSync(join(tmpdir(), 'vnw-ports-'));
   writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');
   const env = Object.fromEntries(
@@ -511,11 +530,7 @@ t.test("extraEnv, extraVolumes and extraVolumeMounts are rendered as given, afte
   t.same(container(extra)?.env, [...chartEnv, ...extraEnv]);
   t.same(volumes(extra), [...(volumes(defaults) ?? []), ...extraVolumes]);
   t.same(container(extra)?.volumeMounts, [...(container(defaults)?.volumeMounts ?? []), ...extraVolumeMounts]);
-  t.same(
-    find(extra, 'ConfigMap', 'veneer-node-watcher'),
-    find(defaults, 'ConfigMap', 'veneer-node-watcher'),
-    'the config file is untouched',
-  );
+  t.same(configMapOf(extra), configMapOf(defaults), 'the config file is untouched');
 });
 
 t.test('the NetworkPolicy: only when enabled; webhook and probes open, metrics to metricsFrom', async (t) => {
@@ -1148,7 +1163,7 @@ t.test("on a real apiserver: every object accepted, and the watcher works with t
       );
   t.equal(await events('default'), 200, "Karpenter's Events on cluster-scoped NodeClaims (namespace default) are read");
   t.equal(await events('kube-system'), 403, 'Events of any other namespace are not');
-  const cm = find(full, 'ConfigMap', 'veneer-node-watcher') as unknown as k8s.V1ConfigMap;
+  const cm = configMapOf(full) as unknown as k8s.V1ConfigMap;
   const dir = mkdtempSync(join(tmpdir(), 'vnw-sa-'));
   writeFileSync(join(dir, 'config.yaml'), cm.data?.['config.yaml'] ?? '');
   const certs = await makeWebhookCerts(join(dir, 'certs'));

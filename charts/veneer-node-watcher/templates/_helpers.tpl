@@ -80,3 +80,13 @@ A CEL list of strings, as src/engine/guard.ts writes one: ['a', 'b'], each strin
 {{- $root := index . 0 -}}
 {{ tpl $root.Values.metrics.prometheusRule.runbookURL $root }}#{{ index . 1 | lower }}
 {{- end -}}
+{{- /* The watcher's config file. The guard's identities are the policy's (guard.yaml), not the process's. */}}
+{{- define "vnw.configFile" -}}
+{{- $nodeWatcher := deepCopy .Values.nodeWatcher }}
+{{- with $nodeWatcher.webhook }}{{- $_ := unset . "allowedUsers" }}{{- $_ := unset . "allowedGroups" }}{{- end }}
+nodeWatcher:
+  {{- toYaml $nodeWatcher | nindent 2 }}
+{{- end -}}
+{{- define "vnw.configMapName" -}}
+{{ include "vnw.fullname" . | trunc 52 | trimSuffix "-" }}-{{ include "vnw.configFile" . | trim | sha256sum | trunc 10 }}
+{{- end -}}

@@ -12,6 +12,7 @@ import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { builtWatcherImage } from '../../../kit/node/image.ts';
 import { NODE_ADDRESS, nodeControlPlaneOptions, RealNode } from '../../../kit/node/node.ts';
 import { ChartRelease } from '../../../kit/node/release.ts';
+import { PREVIOUS_CHART } from '../../support/chart.ts';
 import { nodeScene } from '../../../scripts/demo-node-scene.ts';
 
 assertInOwnNetworkNamespace();
@@ -212,6 +213,27 @@ t.test('helm uninstall: the webhook and the guard are gone and nodes keep joinin
   t.ok(Date.now() - started < 10_000, 'four nodes joined at once, waiting on nothing');
   t.same([...(await fleet.decidedBy('uninstalled')).values()], Array(4).fill('none'), 'and without a record');
   await until('no pod left', async () => (await release.pods()).length === 0, 60_000);
+  // The records stay; docs/installing.md's step 5 removes them as `kubectl label nodes --all
+  // <key>-` and `kubectl annotate nodes --all <key>-` do: a merge patch of each node, key by key.
+  const owned = (n: k8s.V1Node) =>
+    [...Object.keys(n.metadata?.labels ?? {}), ...Object.keys(n.metadata?.annotations ?? {})].filter(
+      (k) => k.startsWith('veneer.io/') && k !== 'veneer.io/opt-out',
+    );
+  const recorded = (await core.listNode()).items.filter((n) => owned(n).length > 0);
+  t.ok(recorded.length > 0, `${recorded.length} nodes keep their records after the uninstall`);
+  for (const n of recorded) {
+    const remove = Object.fromEntries(owned(n).map((k) => [k, null]));
+    await core.patchNode(
+      { name: n.metadata!.name!, body: { metadata: { labels: remove, annotations: remove } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+  await sleep(2000);
+  t.same(
+    (await core.listNode()).items.filter((n) => owned(n).length > 0).map((n) => n.metadata?.name),
+    [],
+    'removed once the guard is gone, and nothing writes them again',
+  );
 });
 
 t.test("hostNetwork: the pod on the node's address and its own ports; the apiserver calls it there", async (t) => {
@@ -237,6 +259,52 @@ t.test("hostNetwork: the pod on the node's address and its own ports; the apiser
     [...(await fleet.decidedBy('host-network')).values()],
     Array(6).fill('webhook'),
     "6 launches recorded inline through the host's port",
+  );
+  await release.uninstall();
+});
+
+t.test('helm upgrade from chart 0.1.0, the last released, during a burst: none lost, none written twice', async (t) => {
+  // The previous chart with this build's image: the 0.1.0 image is not rebuilt here. What the
+  // upgrade changes is the chart's: the validating webhook gives way to the policy, the
+  // ConfigMap gets a name of its content, RBAC and values move.
+  await until('no pod left', async () => (await release.pods()).length === 0, 60_000);
+  await release.install([], PREVIOUS_CHART);
+  const registrations = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+  t.equal(
+    (await registrations.listValidatingWebhookConfiguration()).items.length,
+    1,
+    "0.1.0's validating webhook in place",
+  );
+  const started = Date.now();
+  const steady = fleet.steady('from-0-1-0', 2);
+  await release.upgrade();
+  await sleep(1000);
+  const created = await steady.stop();
+  figures.push(`helm upgrade from 0.1.0 --wait, ${created} nodes created meanwhile: ${secs(started)} s`);
+  t.ok(created >= 10, `a burst during the whole roll-out (${created} nodes)`);
+  await until('every node created during the upgrade recorded', () => fleet.allRecorded('from-0-1-0', created), 90_000);
+  t.same(await fleet.wrongRecords('from-0-1-0'), [], 'no record lost or wrong');
+  t.same(
+    [...fleet.watcherWrites('from-0-1-0', [WATCHER_SA])].filter(([, w]) => w.length > 1).map(([n]) => n),
+    [],
+    'no node written twice by the reconciler',
+  );
+  t.same((await registrations.listValidatingWebhookConfiguration()).items, [], 'the validating webhook is gone');
+  t.equal(
+    (await registrations.listValidatingAdmissionPolicy()).items.length,
+    1,
+    'the record is guarded by the policy instead',
+  );
+  const configMaps = (await core.listNamespacedConfigMap({ namespace: release.namespace })).items.filter(
+    (c) => c.data?.['config.yaml'] !== undefined,
+  );
+  t.equal(configMaps.length, 1, "one ConfigMap of the watcher's: 0.1.0's was removed");
+  const pods = await readyPods();
+  t.equal(pods.length, 2);
+  t.same(
+    pods.flatMap((p) => p.status?.containerStatuses ?? []).filter((c) => c.restartCount > 0),
+    [],
+    'no container restarted',
   );
   await release.uninstall();
 });

@@ -142,8 +142,8 @@ t.test("every dashboard panel's query returns the figures of the nodes launched"
   // Two bursts, a scrape between: a counter's series is born with its first record, and rate()
   // sees only what came after a series' first sample.
   await fleet.burst('first', 8);
-  // The counter itself, not a gauge: every replica exports the gauges, but only the pod that
-  // wrote a record counts it, and a series first scraped after both bursts is born at its final
+  // The counter itself, not a gauge: every replica exports the gauges, but only the leader
+  // counts a record written, and a series first scraped after both bursts is born at its final
   // value, which no rate() window ever sees rise.
   const labeled = 'sum(veneer_nodewatcher_nodes_labeled_total)';
   await until('the first burst counted and scraped', async () => sum(await prometheus.query(labeled)) >= 8, 120_000);
@@ -287,6 +287,67 @@ t.test('VeneerNodeWatcherAbsent fires with the Deployment scaled to 0 and resolv
   );
   figures.push(`scaled back to 2 to VeneerNodeWatcherAbsent resolved: ${secs(started)} s`);
   t.pass('resolves once a replica is scraped again');
+});
+
+/** The watcher's alerts Prometheus holds now, pending (its expression holds) or firing. */
+async function active(): Promise<string[]> {
+  return (await prometheus.alerts())
+    .filter((a) => a.labels.alertname?.startsWith('VeneerNodeWatcher'))
+    .map((a) => `${a.labels.alertname} ${a.state}`);
+}
+
+/** Long enough for every rule to be evaluated twice (every 5 s) on a fresh scrape (every 5 s). */
+const settle = () => new Promise((r) => setTimeout(r, 15_000));
+
+t.test('a healthy install cries no wolf: no alert of the watcher is even pending', async (t) => {
+  await until('no alert pending or firing', async () => (await active()).length === 0, 120_000).catch(async (err) => {
+    t.comment(JSON.stringify(await active()));
+    throw err;
+  });
+  await settle();
+  t.same(await active(), [], 'and none comes back');
+});
+
+t.test('observe: nodes wait without a record, and VeneerNodeWatcherNodesPending holds its peace', async (t) => {
+  await release.upgrade(['nodeWatcher.mode=observe']);
+  await until(
+    'the hold scraped',
+    async () => sum(await prometheus.query('max(veneer_nodewatcher_records_held{reason="observe"})')) === 1,
+    120_000,
+  );
+  await fleet.burst('observed', 4);
+  await until(
+    'the pending nodes scraped',
+    async () => sum(await prometheus.query('max(veneer_nodewatcher_nodes_pending)')) === 4,
+    120_000,
+  );
+  t.ok(
+    (await prometheus.query('max by (cluster, namespace, job) (veneer_nodewatcher_nodes_pending) > 0')).length > 0,
+    "NodesPending's condition alone holds: 4 nodes without a record",
+  );
+  await settle();
+  t.same(await active(), [], 'and no alert is pending: the records are held on purpose');
+});
+
+t.test('disabled: no replica leads, and VeneerNodeWatcherNoLeader holds its peace', async (t) => {
+  await release.upgrade(['nodeWatcher.enabled=false']);
+  await until(
+    'the disabled pods scraped',
+    async () =>
+      sum(await prometheus.query('max(veneer_nodewatcher_records_held{reason="disabled"})')) === 1 &&
+      sum(await prometheus.query(`sum(veneer_nodewatcher_leader{job="${release.name}"})`)) === 0 &&
+      (await prometheus.query(`count(up{job="${release.name}"} == 1)`)).length > 0,
+    180_000,
+  );
+  t.ok(
+    (await prometheus.query('sum by (cluster, namespace, job) (veneer_nodewatcher_leader) < 1')).length > 0,
+    "NoLeader's condition alone holds: no replica leads",
+  );
+  await settle();
+  t.same(await active(), [], 'and no alert is pending: a disabled watcher elects no leader by design');
+  await release.upgrade(['nodeWatcher.mode=record']);
+  await until('the observed nodes recorded once it records', async () => fleet.allRecorded('observed', 4), 180_000);
+  t.same(await fleet.wrongRecords('observed'), [], 'each as Karpenter applied it');
 });
 
 function sum(samples: Sample[]): number {
