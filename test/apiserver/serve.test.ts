@@ -261,6 +261,42 @@ t.test('a bad configuration stops start-up with exit code 2 and says what is wro
   t.match(unknown.output(), /unknown command "launch"/);
 });
 
+t.test(
+  'version skew: a config file of a newer chart starts this version, which warns of each key it does not know',
+  async (t) => {
+    // What a later chart may render: this one's file, and settings this version has never heard of.
+    const file = join(env.cp.dir, 'newer-config.yaml');
+    writeFileSync(
+      file,
+      'nodeWatcher:\n  enabled: false\n  logLevel: info\n  aSettingOfTheNextVersion: true\n  metrics:\n    secure: false\n    newKnob: 3\n',
+    );
+    const check = run(['check-config', '--config', file]);
+    t.equal(await check.exited, 0, 'check-config: valid');
+    t.match(
+      check.output(),
+      /nodeWatcher\.aSettingOfTheNextVersion \(from .* line 4\) is not a setting of this version: ignored/,
+    );
+    const [healthPort, metricsPort] = [await freePort(), await freePort()];
+    const p = run([
+      'serve',
+      '--config',
+      file,
+      '--health-port',
+      String(healthPort),
+      '--metrics-port',
+      String(metricsPort),
+    ]);
+    await waitReady(healthPort, '/readyz');
+    t.match(
+      p.output(),
+      /"level":40.*"warning":"nodeWatcher\.metrics\.newKnob \(from .* line 7\) is not a setting of this version: ignored"/,
+    );
+    t.match(p.output(), /"level":40.*nodeWatcher\.aSettingOfTheNextVersion/, 'each key, in the log at warn');
+    p.child.kill('SIGTERM');
+    t.equal(await p.exited, 0, 'it ran, and stops cleanly');
+  },
+);
+
 t.test('--help, --version and check-config through the real entry point', async (t) => {
   const help = run(['--help']);
   t.equal(await help.exited, 0);
