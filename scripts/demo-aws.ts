@@ -3,7 +3,7 @@
 // start anywhere else. REAL Karpenter with its AWS provider (kit/aws/karpenter.ts, v1.14.3) launches
 // the nodes in a local EC2 (moto, kit/aws/moto.ts), a node maker stands in for each instance's
 // kubelet and the cloud controller (each instance "boots" 2 s before its Node's CREATE), and the
-// watcher runs with both webhooks (karpenterProvider auto: the NodeClaims name karpenter.k8s.aws).
+// watcher runs with its webhook and the record's guard (karpenterProvider auto: the NodeClaims name karpenter.k8s.aws).
 //
 // First the same pod (pinned to m5.xlarge, in a NodePool that allows spot and on-demand) is
 // launched with no overlay at all: spot, no record. Then Veneer's three overlays on AWS keys, and
@@ -40,7 +40,7 @@ const waitFor = async (what: string, cond: () => Promise<boolean> | boolean, ms 
 const OVERLAY_API = { group: 'karpenter.sh', version: 'v1alpha1', plural: 'nodeoverlays' };
 
 step(
-  `starting etcd, kube-apiserver, the local EC2 (moto), kube-scheduler, Karpenter ${AWS_KARPENTER_VERSION} (AWS provider; NodePool default allows spot and on-demand), the node maker (each instance boots ${BOOT_DELAY_MS / 1000} s before its Node's CREATE) and the watcher (both webhooks)`,
+  `starting etcd, kube-apiserver, the local EC2 (moto), kube-scheduler, Karpenter ${AWS_KARPENTER_VERSION} (AWS provider; NodePool default allows spot and on-demand), the node maker (each instance boots ${BOOT_DELAY_MS / 1000} s before its Node's CREATE) and the watcher (its webhook and the record's guard)`,
 );
 const env = await startAwsKarpenterWithWatcher({
   karpenter: { bootDelayMs: BOOT_DELAY_MS },

@@ -1,6 +1,6 @@
 // `npm run demo [-- --keep] [-- --karpenter | --aws | --node]`: the whole flow on a local control plane. Builds
 // kube-apiserver and etcd if needed, starts them, installs the Karpenter CRDs, runs the watcher
-// (webhooks and reconciler) under its own least-privilege identity with development certificates,
+// (webhook, guard and reconciler) under its own least-privilege identity with development certificates,
 // creates Veneer's overlays, launches nodes the way Karpenter does, and shows what was recorded.
 // --karpenter: REAL Karpenter (v1.15.0, its KWOK cloud provider, kit/karpenter.ts) and
 // kube-scheduler launch the nodes, for pending pods, instead of the simulation (kit/karpenter-sim.ts);

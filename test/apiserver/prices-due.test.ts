@@ -1,5 +1,5 @@
 // The first launches of a watcher that learns its region from the nodes (EKS Pod Identity:
-// credentials, no region), against a real apiserver with both webhooks registered: the region comes
+// credentials, no region), against a real apiserver with the webhook and the guard registered: the region comes
 // with the first node and AWS's prices a moment after it. A record is written once, so that node
 // waits for them (the webhook lets it in without one, the reconciler decides once they have come)
 // instead of reading `unknown` (`no-spot-prices`) for good. A reading that fails ends the wait at
