@@ -4,6 +4,7 @@ import {
   decide,
   decisionInput,
   jsonPatch,
+  restoreAtRegistration,
   toNodeView,
   type EngineSettings,
   type LaunchKnowledge,
@@ -21,6 +22,7 @@ type MutateOutcome =
   | 'undetermined'
   | 'not_synced'
   | 'held'
+  | 'restored'
   | 'deadline'
   | 'exists'
   | 'ignored'
@@ -54,6 +56,13 @@ export function mutate(review: AdmissionReview, deps: MutateDeps, deadlineAt: nu
     return { answer: allow(uid), outcome: 'ignored' };
   }
   if (!deps.ready()) return { answer: allow(uid), outcome: 'not_synced' };
+  // Whatever holds new records, the watcher's own record is put back where Karpenter's
+  // registration would rewrite it (engine/registration.ts).
+  if (req.operation === 'UPDATE') {
+    const before = (req.oldObject as NodeObject | null | undefined)?.metadata ?? {};
+    const restore = restoreAtRegistration(before, (req.object as NodeObject).metadata ?? {}, deps.settings.keys);
+    if (restore.length > 0) return { answer: allow(uid, restore), outcome: 'restored' };
+  }
   if (deps.held()) return { answer: allow(uid), outcome: 'held' };
   if (deps.now() > deadlineAt) return { answer: allow(uid), outcome: 'deadline' };
   const object = req.object as NodeObject;

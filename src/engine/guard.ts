@@ -10,6 +10,7 @@
 // carries when created are replaced by the webhook's decision (scope.ts). The chart and the kit
 // render these expressions; test/packaging/chart.test.ts keeps them equal.
 import type { RecordKeys } from './record.ts';
+import { REGISTRATION_CEL } from './registration.ts';
 
 /** Who may change a record: the watcher's own identity and the users the operator allows, and the groups it allows. */
 export interface GuardIdentities {
@@ -51,6 +52,8 @@ export function recordGuard(
         : []),
     ],
     variables: [
+      // Karpenter's registration is never refused (registration.ts): the webhook restores the record in it.
+      { name: 'registration', expression: REGISTRATION_CEL },
       { name: 'before', expression: recordLabels(keys, 'oldObject') },
       { name: 'after', expression: recordLabels(keys, 'object') },
       // The keys altered or removed.
@@ -62,12 +65,12 @@ export function recordGuard(
     ],
     validations: [
       {
-        expression: 'size(variables.changed) == 0',
+        expression: 'variables.registration || size(variables.changed) == 0',
         messageExpression: `'veneer-node-watcher: ' + variables.changed.join(', ') + ': the labels of ${keys.namespace}/ are the overlay record of this node, owned by veneer-node-watcher; they cannot be changed or removed (the identities allowed are recordGuard.allowedUsers and recordGuard.allowedGroups)'`,
         reason: 'Forbidden',
       },
       {
-        expression: `(${story(keys, 'oldObject')}) == '' || (${story(keys, 'oldObject')}) == (${story(keys, 'object')})`,
+        expression: `variables.registration || (${story(keys, 'oldObject')}) == '' || (${story(keys, 'oldObject')}) == (${story(keys, 'object')})`,
         messageExpression: `'veneer-node-watcher: ${keys.decisionAnnotation}: the story of the overlay record of this node, owned by veneer-node-watcher; it cannot be changed or removed (the identities allowed are recordGuard.allowedUsers and recordGuard.allowedGroups)'`,
         reason: 'Forbidden',
       },

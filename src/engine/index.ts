@@ -2,6 +2,7 @@
 // import what else they need from the engine's modules).
 export { decide, decisionInput, type EngineSettings, type LaunchKnowledge } from './decide.ts';
 export { needsRecord, OPTED_OUT, undecidedSelector } from './scope.ts';
+export { restoreAtRegistration } from './registration.ts';
 export { OverlayIndex } from './overlay-index.ts';
 export { CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL_LABEL, REGION, REGISTERED_LABEL, ZONE } from './well-known.ts';
 export {

@@ -74,7 +74,6 @@ export interface NodeRecord {
   annotations: Record<string, string>;
 }
 
-/** What a written record is counted by: the matching overlay's capacity type and family, or `none`. */
 /** The effect a record's labels carry: a value outside EFFECTS (or none, an older record's) is unknown. */
 export function recordedEffect(labels: Readonly<Record<string, string>>, keys: RecordKeys): EffectVerdict {
   const effect = labels[keys.effect];

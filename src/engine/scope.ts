@@ -2,6 +2,7 @@
 // (the undecided-node watch's label selector, the webhooks' matchConditions), and a filter that
 // disagreed with scope() would silently leave nodes unrecorded or call the webhook for nothing;
 // so those filters are derived here from the same declaration scope() reads.
+import { REGISTRATION_CEL } from './registration.ts';
 import { CAPACITY_TYPE, NODEPOOL_LABEL } from './well-known.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { RecordKeys } from './record.ts';
@@ -103,8 +104,9 @@ export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced' | 'o
       expression: `!(${optOut} in ${labels}) || ${labels}[${optOut}] != ${quoted(OPTED_OUT)}`,
     },
     {
-      name: 'no-record-yet',
-      expression: `request.operation == 'CREATE' || !(${quoted(keys.influenced)} in ${labels})`,
+      // Or Karpenter's registration, which may rewrite the record with the NodeClaim's labels.
+      name: 'no-record-yet-or-registration',
+      expression: `request.operation == 'CREATE' || !(${quoted(keys.influenced)} in ${labels}) || (${REGISTRATION_CEL})`,
     },
   ];
 }

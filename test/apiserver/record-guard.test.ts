@@ -140,9 +140,62 @@ t.test('the watcher and the identities the operator allows may change it', async
   );
 });
 
-t.test('the guard holds while the watcher is down', async (t) => {
+/** Record keys a NodePool's template would give: the kubelet's --node-labels, then the NodeClaim's labels at registration. */
+const template = { 'veneer.io/overlay-influenced': 'false', 'veneer.io/matching-overlay': 'from-the-template' };
+
+t.test(
+  "Karpenter's registration copies a template's record keys again: the webhook puts the record back",
+  async (t) => {
+    await sim.createNodeClaim({ name: 'ip-10-0-9-2', claimName: 'template-claim', instanceType: 'm5.xlarge' });
+    for (let i = 0; !watcher.caches!.nodeClaims.byName('template-claim') && i < 100; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    const created = await sim.kubeletCreate({ name: 'ip-10-0-9-2', extraLabels: template });
+    t.equal(
+      created.metadata?.labels?.['veneer.io/overlay-influenced'],
+      'true',
+      "at CREATE the watcher's decision replaces them",
+    );
+    const registered = await sim.register({
+      name: 'ip-10-0-9-2',
+      claimName: 'template-claim',
+      instanceType: 'm5.xlarge',
+      extraLabels: template,
+    });
+    t.match(
+      registered.metadata?.labels,
+      {
+        'karpenter.sh/registered': 'true',
+        'veneer.io/overlay-influenced': 'true',
+        'veneer.io/matching-overlay': 'cost-aware-ri-m5.xlarge-us-west-2',
+      },
+      "registered, with the record the watcher wrote, not the template's",
+    );
+    const restored = (await watcher.metrics.admissionRequests.get()).values.find(
+      (v) => v.labels.outcome === 'restored' && v.labels.dry_run === 'false',
+    );
+    t.equal(restored?.value, 1, 'put back once, in the registration update itself');
+  },
+);
+
+t.test('the guard holds while the watcher is down, and never refuses a registration', async (t) => {
   await watcher.stop();
   t.match(await patch(await as(admin), forged, 'status'), /^403 .*veneer\.io\/overlay-influenced/);
   t.match(await patch(await as('alice'), forged, 'node'), /^403 .*veneer\.io\/overlay-influenced/);
   t.equal(await influenced(), 'true');
+  // No webhook to restore it: the template's keys arrive at CREATE (fail open) and again at
+  // registration, and the guard lets Karpenter register the node.
+  await sim.createNodeClaim({ name: 'ip-10-0-9-3', claimName: 'template-claim-3', instanceType: 'm5.xlarge' });
+  await sim.kubeletCreate({ name: 'ip-10-0-9-3', extraLabels: template });
+  const registered = await sim.register({
+    name: 'ip-10-0-9-3',
+    claimName: 'template-claim-3',
+    instanceType: 'm5.xlarge',
+    extraLabels: { ...template, 'veneer.io/overlay-influenced': 'true' },
+  });
+  t.equal(registered.metadata?.labels?.['karpenter.sh/registered'], 'true', 'registered, record keys and all');
+  t.match(
+    await patch(await as('alice'), forged, 'node'),
+    /^403 /,
+    'only the registration: any other change is refused as before',
+  );
 });

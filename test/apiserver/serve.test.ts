@@ -2,13 +2,13 @@
 // config. SIGTERM under load is in test/faults/under-load.test.ts.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import t from 'tap';
 import { freePort } from '../../kit/control-plane.ts';
 import { grantMetricsReader, registerWebhooksAt, startClusterEnv } from '../../kit/watcher-env.ts';
 import { waitReady } from '../../kit/fleet.ts';
 import { scrape } from '../../kit/scrape.ts';
+import { nodeReview, post } from '../support/reviews.ts';
 
 const env = await startClusterEnv();
 t.teardown(() => env.cp.stop());
@@ -144,31 +144,7 @@ t.test(
 
 /** An AdmissionReview POSTed as the apiserver posts it: HTTPS, verified against the CA. */
 function review(host: string, port: number, uid: string): Promise<{ status: number; body: string }> {
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: { uid, kind: { group: '', version: 'v1', kind: 'Node' }, operation: 'CREATE', object: {} },
-  });
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host,
-        port,
-        path: '/mutate-node?timeout=10s',
-        method: 'POST',
-        ca: env.certs.caPem,
-        agent: false,
-        headers: { 'content-type': 'application/json' },
-      },
-      (res) => {
-        let data = '';
-        res.on('data', (c) => (data += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return post({ host, port, caPem: env.certs.caPem }, '/mutate-node?timeout=10s', nodeReview(uid));
 }
 
 t.test('by default every listener answers at [::1] and at 127.0.0.1 on the same port (`::`, dual-stack)', async (t) => {

@@ -1,7 +1,6 @@
 // The admission webhook, proven the only way that counts: the real apiserver calls it over TLS
 // and stores what it returns. The record's guard, a policy the apiserver evaluates itself:
 // test/apiserver/record-guard.test.ts.
-import { request } from 'node:https';
 import { connect } from 'node:tls';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
@@ -14,6 +13,7 @@ import { join } from 'node:path';
 import { counter, until } from '../../kit/fleet.ts';
 import { tlsHandshake } from '../../kit/scrape.ts';
 import { promtool } from '../support/prometheus.ts';
+import { nodeReview, post as postTo } from '../support/reviews.ts';
 
 const env = await startWatcherEnv({ users: [{ name: 'alice', groups: ['ops'] }] });
 t.teardown(() => env.stop());
@@ -119,25 +119,7 @@ t.test('spot and non-Karpenter nodes are untouched; no matching overlay records 
 
 /** POSTs to the watcher's webhook port as anyone who can reach it (not the apiserver). */
 const post = (path: string, body: string | Buffer, contentType = 'application/json') =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: watcher.webhookPort,
-        path,
-        method: 'POST',
-        ca: env.certs.caPem,
-        headers: { 'content-type': contentType },
-      },
-      (res) => {
-        let data = '';
-        res.on('data', (c) => (data += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  postTo({ port: watcher.webhookPort!, caPem: env.certs.caPem }, path, body, contentType);
 
 t.test('dry-run reviews get the same answer but never count as labelled nodes', async (t) => {
   const before = counter(await scrape(), 'veneer_nodewatcher_nodes_labeled_total', {});
@@ -167,24 +149,13 @@ t.test(
     const labeled = async () => counter(await scrape(), 'veneer_nodewatcher_nodes_labeled_total', {});
     const before = await labeled();
     const forged = (uid: string) =>
-      JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: {
-          uid,
-          kind: { group: '', version: 'v1', kind: 'Node' },
-          operation: 'CREATE',
-          object: {
-            metadata: {
-              name: `forged-${uid}`,
-              labels: {
-                'karpenter.sh/nodepool': 'default',
-                'karpenter.sh/capacity-type': 'on-demand',
-                'karpenter.sh/registered': 'true',
-                'node.kubernetes.io/instance-type': 'm5.xlarge',
-              },
-            },
-          },
+      nodeReview(uid, {
+        name: `forged-${uid}`,
+        labels: {
+          'karpenter.sh/nodepool': 'default',
+          'karpenter.sh/capacity-type': 'on-demand',
+          'karpenter.sh/registered': 'true',
+          'node.kubernetes.io/instance-type': 'm5.xlarge',
         },
       });
     for (let i = 0; i < 20; i++) {

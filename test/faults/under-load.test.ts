@@ -9,6 +9,7 @@ import { issueCert } from '../../kit/pki.ts';
 import { SecretVolume, tlsFiles } from '../support/secret-volume.ts';
 import { counter, Fleet, metricsOf, sleep, spawnServe, until, waitReady } from '../../kit/fleet.ts';
 import { registerWebhooksAt, startClusterEnv, WATCHER_AUDIT_POLICY } from '../../kit/watcher-env.ts';
+import { nodeReview } from '../support/reviews.ts';
 
 const REPLICAS = ['veneer-watcher-a', 'veneer-watcher-b'];
 const LEASE_MS = 3000;
@@ -91,20 +92,8 @@ function reviewsOnNewConnections(
   let running = true;
   const one = (uid: string) =>
     new Promise<void>((resolve) => {
-      const body = JSON.stringify({
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: {
-          uid,
-          kind: { group: '', version: 'v1', kind: 'Node' },
-          operation: 'CREATE',
-          object: {
-            metadata: {
-              name: uid,
-              labels: { 'karpenter.sh/nodepool': 'default', 'karpenter.sh/capacity-type': 'on-demand' },
-            },
-          },
-        },
+      const body = nodeReview(uid, {
+        labels: { 'karpenter.sh/nodepool': 'default', 'karpenter.sh/capacity-type': 'on-demand' },
       });
       const req = request(
         {

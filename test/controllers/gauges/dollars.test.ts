@@ -11,6 +11,7 @@ import {
 import { createMetrics } from '../../../src/metrics.ts';
 import { exportOverlayDollars, overlayDollarSeries } from '../../../src/controllers/gauges/dollars.ts';
 import { OTHER } from '../../../src/controllers/series-cap.ts';
+import { basicTimestamp } from '../../../src/engine/labels.ts';
 
 const keys = recordKeys('veneer.io');
 const LIST: Record<string, number> = { 'm5.xlarge': 0.192, 'c6i.large': 0.085, 'r6g.large': 0.1008 };
@@ -23,11 +24,6 @@ const book: PriceBook = {
   spot: () => undefined,
 };
 const AT = Date.parse('2026-12-03T10:00:00Z');
-const basic = (ms: number) =>
-  new Date(ms)
-    .toISOString()
-    .replace(/\.\d{3}Z$/, 'Z')
-    .replace(/[-:]/g, '');
 
 const record = (
   name: string,
@@ -40,7 +36,7 @@ const record = (
     ...(o.overlay ? { 'veneer.io/matching-overlay': o.overlay } : {}),
     ...(o.effect ? { 'veneer.io/overlay-effect': o.effect } : {}),
     ...(o.type ? { [o.beta ? 'beta.kubernetes.io/instance-type' : 'node.kubernetes.io/instance-type']: o.type } : {}),
-    'veneer.io/labeled-at': basic(o.at ?? AT),
+    'veneer.io/labeled-at': basicTimestamp(o.at ?? AT),
   },
 });
 

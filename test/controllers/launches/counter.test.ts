@@ -7,14 +7,10 @@ import type { RecordTold } from '../../../src/engine/record.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics.ts';
 import { LaunchCounter, WINDOW_MS, writtenOf } from '../../../src/controllers/launches/counter.ts';
 import { OTHER } from '../../../src/controllers/series-cap.ts';
+import { basicTimestamp } from '../../../src/engine/labels.ts';
 
 const keys = recordKeys('veneer.io');
 const AT = Date.parse('2026-12-03T10:00:00Z');
-const basic = (ms: number) =>
-  new Date(ms)
-    .toISOString()
-    .replace(/\.\d{3}Z$/, 'Z')
-    .replace(/[-:]/g, '');
 const RI = 'cost-aware-ri-m5.xlarge-us-west-2';
 const SP = 'cost-aware-compute-sp-global';
 
@@ -37,7 +33,7 @@ const record = (
     ...(o.effect ? { 'veneer.io/overlay-effect': o.effect } : {}),
     ...(o.capacityType ? { 'veneer.io/capacity-type': o.capacityType } : {}),
     ...(o.family ? { 'veneer.io/instance-family': o.family } : {}),
-    'veneer.io/labeled-at': basic(o.at ?? AT),
+    'veneer.io/labeled-at': basicTimestamp(o.at ?? AT),
   },
   told: { overlay: o.overlay ?? null, decidedBy: 'webhook', basis: 'exact', ...o.told } as RecordTold,
 });
