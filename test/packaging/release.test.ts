@@ -364,6 +364,11 @@ t.test(
   async (t) => {
     const hooks = (objs: Obj[]) => objs.filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'test');
     t.same(hooks(template()), [], 'disabled: no webhook to test');
+    t.same(
+      hooks(template(['--set', 'nodeWatcher.enabled=true', '--set', 'nodeWatcher.mode=observe'])),
+      [],
+      'observe: no webhook to test either',
+    );
     const objs = template(['--set', 'nodeWatcher.enabled=true']);
     const tests = hooks(objs);
     t.same(tests.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Pod', 'ServiceAccount']);
