@@ -208,7 +208,9 @@ export function refusedRequests(audit: AuditEntry[], user: string): string[] {
 
 /**
  * What the apiserver refused on the watcher's account, from its own metrics: the mutating
- * webhook's rejections (it never rejects) and the record guard's denials (its policy).
+ * webhook's rejections (it never rejects) and the record guard's denials (its policy). Counted
+ * from the apiserver's start: take them once the guard is registered (its readiness probe is a
+ * denial, kit/watcher-env.ts) and compare with that.
  */
 export function admissionVerdicts(apiserverMetrics: string): { rejections: number; guardDenials: number } {
   const rejections = counter(apiserverMetrics, 'apiserver_admission_webhook_rejection_count', {
