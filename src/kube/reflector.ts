@@ -50,6 +50,11 @@ export class Reflector<T> {
     return this.hasSynced;
   }
 
+  /** Whether it lists by streaming now: asked for, and not refused by the apiserver (Kubernetes 1.30, 1.31 and 1.33 refuse). */
+  get listsByStreaming(): boolean {
+    return this.streaming;
+  }
+
   /** Whether the apiserver serves the resource: undefined until it has answered a list, false after a 404. */
   get served(): boolean | undefined {
     return this.servedNow;

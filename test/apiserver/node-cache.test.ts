@@ -134,15 +134,34 @@ t.test('against the apiserver: heartbeats skipped, records move nodes out of the
   const strategic = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
   const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
   const skippedBefore = await events('nodes', 'skipped');
+  const appliedBefore = await events('nodes', 'applied');
   await core.patchNodeStatus(
     { name: 'before-start', body: heartbeatPatch(new Date(Date.now() + 1000).toISOString()) },
     strategic,
   );
-  await until(
-    'the heartbeat of a listed node seen',
-    async () => (await events('nodes', 'skipped')) - skippedBefore === 1,
-  );
-  t.pass('a node the streaming list brought is skipped at its first heartbeat: the list taught its labels');
+  if (cache.all.listsByStreaming) {
+    await until(
+      'the heartbeat of a listed node seen',
+      async () => (await events('nodes', 'skipped')) - skippedBefore === 1,
+    );
+    t.pass('a node the streaming list brought is skipped at its first heartbeat: the list taught its labels');
+  } else {
+    // An apiserver without streaming lists (1.30, 1.31, 1.33 by default): the pages taught no
+    // fingerprint, so that first heartbeat is decoded once, and the next is skipped.
+    await until(
+      'the heartbeat of a listed node decoded',
+      async () => (await events('nodes', 'applied')) > appliedBefore,
+    );
+    await core.patchNodeStatus(
+      { name: 'before-start', body: heartbeatPatch(new Date(Date.now() + 2000).toISOString()) },
+      strategic,
+    );
+    await until(
+      'the second heartbeat of a listed node skipped',
+      async () => (await events('nodes', 'skipped')) - skippedBefore === 1,
+    );
+    t.pass('listed in pages: its first heartbeat decoded, the next skipped');
+  }
   // Kubernetes keeps whole seconds: each heartbeat is a second later, or it changes nothing.
   for (let i = 0; i < 5; i++)
     await core.patchNodeStatus(
