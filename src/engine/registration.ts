@@ -5,6 +5,7 @@
 // webhook puts the record back in that very update; and the guard lets that update through
 // whatever it carries, should the webhook be down or miss it: a node's registration is never
 // refused for the sake of a record.
+import { isValidLabelValue } from './labels.ts';
 import { jsonPatch } from './patch.ts';
 import { readStory, type NodeRecord, type RecordKeys } from './record.ts';
 import { REGISTERED_LABEL } from './well-known.ts';
@@ -29,6 +30,24 @@ export const REGISTRATION_CEL = [
   `object.metadata.labels['${REGISTERED_LABEL}'] == 'true'`,
   `!(has(oldObject.metadata.labels) && '${REGISTERED_LABEL}' in oldObject.metadata.labels && oldObject.metadata.labels['${REGISTERED_LABEL}'] == 'true')`,
 ].join(' && ');
+
+/**
+ * A registration that rewrites the record, in CEL: the webhook is called for it, and for no other
+ * registration (each would wait on the webhook for nothing, and on its timeout were it hung).
+ */
+export function registrationRewritesRecordCel(
+  keys: Pick<RecordKeys, 'namespace' | 'optOut' | 'decisionAnnotation'>,
+): string {
+  const owned = `k.startsWith('${keys.namespace}/') && k != '${keys.optOut}'`;
+  const story = (node: string) =>
+    `(has(${node}.metadata.annotations) && '${keys.decisionAnnotation}' in ${node}.metadata.annotations ? ${node}.metadata.annotations['${keys.decisionAnnotation}'] : '')`;
+  return [
+    `(${REGISTRATION_CEL}) && (`,
+    `(has(oldObject.metadata.labels) && oldObject.metadata.labels.exists(k, ${owned} && (!(k in object.metadata.labels) || object.metadata.labels[k] != oldObject.metadata.labels[k])))`,
+    ` || object.metadata.labels.exists(k, ${owned} && !(has(oldObject.metadata.labels) && k in oldObject.metadata.labels))`,
+    ` || ${story('oldObject')} != ${story('object')})`,
+  ].join('');
+}
 
 /** A record's keys of a node's metadata: its labels of the namespace (the opt-out aside) and its story. */
 function recordOf(md: Metadata, keys: Pick<RecordKeys, 'namespace' | 'optOut' | 'decisionAnnotation'>): NodeRecord {
@@ -58,6 +77,9 @@ export function restoreAtRegistration(
   )
     return [];
   const record = recordOf(before, keys);
+  // What the node stored is valid; a value that is not (a made-up review) is never written back,
+  // since the apiserver would refuse the whole update with it.
+  if (!Object.values(record.labels).every(isValidLabelValue)) return [];
   const now = recordOf(after, keys);
   if (same(record.labels, now.labels) && same(record.annotations, now.annotations)) return [];
   return jsonPatch(record, after, keys);

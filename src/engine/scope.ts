@@ -2,7 +2,7 @@
 // (the undecided-node watch's label selector, the webhooks' matchConditions), and a filter that
 // disagreed with scope() would silently leave nodes unrecorded or call the webhook for nothing;
 // so those filters are derived here from the same declaration scope() reads.
-import { REGISTRATION_CEL } from './registration.ts';
+import { registrationRewritesRecordCel } from './registration.ts';
 import { CAPACITY_TYPE, NODEPOOL_LABEL } from './well-known.ts';
 import type { NodeClaimView, NodeView } from './node.ts';
 import type { RecordKeys } from './record.ts';
@@ -89,7 +89,9 @@ const quoted = (s: string) => `'${s}'`;
  * the apiserver cannot see, will bring it); at CREATE whatever record keys it carries, which the
  * decision replaces.
  */
-export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced' | 'optOut'>): MatchCondition[] {
+export function mutatingMatchConditions(
+  keys: Pick<RecordKeys, 'influenced' | 'optOut' | 'namespace' | 'decisionAnnotation'>,
+): MatchCondition[] {
   const labels = 'object.metadata.labels';
   const capacityType = quoted(SCOPE.capacityTypeLabel);
   const optOut = quoted(keys.optOut);
@@ -104,9 +106,9 @@ export function mutatingMatchConditions(keys: Pick<RecordKeys, 'influenced' | 'o
       expression: `!(${optOut} in ${labels}) || ${labels}[${optOut}] != ${quoted(OPTED_OUT)}`,
     },
     {
-      // Or Karpenter's registration, which may rewrite the record with the NodeClaim's labels.
-      name: 'no-record-yet-or-registration',
-      expression: `request.operation == 'CREATE' || !(${quoted(keys.influenced)} in ${labels}) || (${REGISTRATION_CEL})`,
+      // Or Karpenter's registration rewriting the record with the NodeClaim's labels.
+      name: 'no-record-yet-or-rewritten',
+      expression: `request.operation == 'CREATE' || !(${quoted(keys.influenced)} in ${labels}) || (${registrationRewritesRecordCel(keys)})`,
     },
   ];
 }

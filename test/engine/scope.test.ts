@@ -15,7 +15,7 @@ import {
   type RecordKeys,
 } from '../../src/engine/index.ts';
 import { CAPACITY_TYPES, mutatingMatchConditions, SCOPE, scope, type MatchCondition } from '../../src/engine/scope.ts';
-import { calls, compile, ERROR } from '../support/cel.ts';
+import { calls, compile, ERROR, type Env } from '../support/cel.ts';
 
 const NODEPOOL = SCOPE.nodePoolLabel;
 const UNKNOWN_CAPACITY_TYPE = 'preemptible';
@@ -78,11 +78,11 @@ interface Forms {
 /** Every way the forms disagree with scope() on the generated nodes, as readable lines; empty when they agree. */
 function disagreements(forms: Forms, keys: RecordKeys): string[] {
   const selector = parseSelector(forms.selector);
-  const admits = (n: NodeLabels, operation = 'UPDATE') =>
-    calls(forms.conditions, {
-      object: { metadata: n ? { name: 'n', labels: n } : { name: 'n' } },
-      request: { operation },
-    });
+  const admits = (n: NodeLabels, operation = 'UPDATE') => {
+    const env: Env = { object: { metadata: n ? { name: 'n', labels: n } : { name: 'n' } }, request: { operation } };
+    // An UPDATE that leaves the labels as they were: the node as scope() sees it.
+    return calls(forms.conditions, operation === 'UPDATE' ? { ...env, oldObject: env.object! } : env);
+  };
   const selects = (n: NodeLabels) => selector.matches(n ?? {});
   const found: string[] = [];
   const nodes = nodeLabelSets(keys);
@@ -145,7 +145,9 @@ t.test('the check fails forms that disagree', async (t) => {
       {
         selector,
         conditions: conditions.map((c) =>
-          c.name === 'no-record-yet' ? { ...c, expression: c.expression.replace(/^.*\|\| /, '') } : c,
+          c.name === 'no-record-yet-or-rewritten'
+            ? { ...c, expression: c.expression.replace("request.operation == 'CREATE' || ", '') }
+            : c,
         ),
       },
     ],
@@ -209,4 +211,37 @@ t.test('the CEL evaluator reads the shapes it is given and no others', async (t)
     'an erring condition does not call a webhook that ignores failures',
   );
   t.throws(() => compile('size(object) > 1'));
+});
+
+t.test("Karpenter's registration reaches the webhook when it rewrites the record, and only then", async (t) => {
+  const keys = recordKeys('veneer.io');
+  const conditions = mutatingMatchConditions(keys);
+  const story = JSON.stringify({ influenced: true, overlay: 'ri', decidedBy: 'webhook', basis: 'exact' });
+  const recorded = { [NODEPOOL]: 'default', [keys.influenced]: 'true', [keys.matchingOverlay]: 'ri' };
+  const update = (before: Labels, after: Labels, annotations = { before: story, after: story }) =>
+    calls(conditions, {
+      request: { operation: 'UPDATE' },
+      oldObject: {
+        metadata: { name: 'n', labels: before, annotations: { [keys.decisionAnnotation]: annotations.before } },
+      },
+      object: { metadata: { name: 'n', labels: after, annotations: { [keys.decisionAnnotation]: annotations.after } } },
+    });
+  const registered = { 'karpenter.sh/registered': 'true' };
+  t.ok(update(recorded, { ...recorded, ...registered, [keys.influenced]: 'false' }), 'a record key altered');
+  t.ok(
+    update(recorded, { ...recorded, ...registered, [`${keys.namespace}/team`]: 'x' }),
+    'a key of the namespace added',
+  );
+  const { [keys.matchingOverlay]: _, ...without } = recorded;
+  t.ok(update(recorded, { ...without, ...registered }), 'a record key removed');
+  t.ok(update(recorded, { ...recorded, ...registered }, { before: story, after: '{}' }), 'the story rewritten');
+  t.notOk(update(recorded, { ...recorded, ...registered }), 'the record left as it was: no call');
+  t.notOk(
+    update(recorded, { ...recorded, ...registered, [keys.optOut]: 'false' }),
+    "the opt-out is the launcher's: no call",
+  );
+  t.notOk(
+    update({ ...recorded, ...registered }, { ...recorded, ...registered, [keys.influenced]: 'false' }),
+    'not the registration: the guard decides, not the webhook',
+  );
 });

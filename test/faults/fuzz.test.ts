@@ -280,8 +280,10 @@ function checkReply(c: { path: string; body: string }, reply: Reply): void {
   }[];
   for (const op of ops) {
     if (!['add', 'replace', 'remove'].includes(op.op)) throw new Error(`a ${op.op} operation`);
-    const label = /^\/metadata\/labels\/veneer\.io~1([a-z-]+)$/.exec(op.path);
-    // Only the record's own keys are replaced or removed: those a node carried at CREATE.
+    // The watcher's label namespace (its opt-out aside): a key in it the watcher did not write is
+    // replaced or removed, at CREATE and where Karpenter's registration rewrites the record.
+    const label = /^\/metadata\/labels\/veneer\.io~1(.*)$/.exec(op.path);
+    if (label?.[1] === 'opt-out') throw new Error(`the opt-out label touched: ${op.op}`);
     if (op.op !== 'add' && !label && op.path !== '/metadata/annotations/veneer.io~1overlay-decision')
       throw new Error(`a ${op.op} outside the record: ${op.path}`);
     if (op.op === 'remove') continue;

@@ -1,15 +1,16 @@
-// Just enough CEL to run the webhooks' matchConditions in a unit test: string and boolean
-// literals, list literals, field and index selection, has(), `in`, `==`, `!`, `&&`, `||` and
-// the exists() macro, with CEL's error semantics (a missing field or key is an error; `&&` and
+// Just enough CEL to run the webhook's matchConditions in a unit test: string and boolean
+// literals, list literals, field and index selection, has(), `in`, `==`, `!=`, `!`, `&&`, `||`,
+// the conditional `? :`, the exists() macro (over a list's items or a map's keys) and
+// startsWith(), with CEL's error semantics (a missing field or key is an error; `&&` and
 // `||` forgive an error when the other side decides). Anything else is a parse error, so a
 // condition that outgrows this shape fails its test rather than being evaluated wrongly.
 
 export const ERROR = Symbol('cel error');
 type Value = string | boolean | readonly Value[] | { readonly [k: string]: Value } | typeof ERROR;
-type Env = Readonly<Record<string, Value>>;
+export type Env = Readonly<Record<string, Value>>;
 type Expr = (env: Env) => Value;
 
-const TOKEN = /\s*(?:('(?:[^'\\]|\\.)*')|([A-Za-z_][A-Za-z0-9_]*)|(&&|\|\||==|!=|[!()[\].,]))/y;
+const TOKEN = /\s*(?:('(?:[^'\\]|\\.)*')|([A-Za-z_][A-Za-z0-9_]*)|(&&|\|\||==|!=|[!()[\].,?:]))/y;
 
 function tokenize(source: string): string[] {
   const tokens: string[] = [];
@@ -61,6 +62,19 @@ export function compile(source: string): (env: Env) => Value {
     }
     return left;
   }
+  /** `c ? a : b`, below `||`: an error or a non-boolean condition is an error. */
+  function conditional(): Expr {
+    const condition = or();
+    if (peek() !== '?') return condition;
+    take();
+    const then = conditional();
+    take(':');
+    const otherwise = conditional();
+    return (env) => {
+      const c = condition(env);
+      return c === true ? then(env) : c === false ? otherwise(env) : ERROR;
+    };
+  }
   function or(): Expr {
     return logical('||', and);
   }
@@ -102,16 +116,27 @@ export function compile(source: string): (env: Env) => Value {
         take();
         const name = take();
         if (!ident(name)) throw new Error(`CEL: bad field ${name}`);
-        if (peek() === '(') {
+        if (peek() === '(' && name === 'startsWith') {
+          take('(');
+          const prefix = conditional();
+          take(')');
+          const t = target;
+          target = (env) => {
+            const [s, p] = [t(env), prefix(env)];
+            return typeof s === 'string' && typeof p === 'string' ? s.startsWith(p) : ERROR;
+          };
+        } else if (peek() === '(') {
           if (name !== 'exists') throw new Error(`CEL: unsupported method ${name}`);
           take('(');
           const variable = take();
           take(',');
-          const predicate = or();
+          const predicate = conditional();
           take(')');
           const list = target;
           target = (env) => {
-            const items = list(env);
+            const range = list(env);
+            // Over a map, the macros range over its keys.
+            const items = isMap(range) ? Object.keys(range) : range;
             if (!isList(items)) return ERROR;
             let failed = false;
             for (const item of items) {
@@ -127,7 +152,7 @@ export function compile(source: string): (env: Env) => Value {
         }
       } else if (peek() === '[') {
         take();
-        const key = or();
+        const key = conditional();
         take(']');
         const t = target;
         target = (env) => select(t(env), key(env));
@@ -142,14 +167,14 @@ export function compile(source: string): (env: Env) => Value {
     }
     if (t === 'true' || t === 'false') return () => t === 'true';
     if (t === '(') {
-      const inner = or();
+      const inner = conditional();
       take(')');
       return inner;
     }
     if (t === '[') {
       const items: Expr[] = [];
       while (peek() !== ']') {
-        items.push(or());
+        items.push(conditional());
         if (peek() === ',') take();
         else break;
       }
@@ -180,7 +205,7 @@ export function compile(source: string): (env: Env) => Value {
     throw new Error(`CEL: unexpected ${t} in ${JSON.stringify(source)}`);
   }
 
-  const expr = or();
+  const expr = conditional();
   if (i !== tokens.length) throw new Error(`CEL: trailing ${tokens.slice(i).join(' ')} in ${JSON.stringify(source)}`);
   return expr;
 }
