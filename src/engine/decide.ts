@@ -9,7 +9,7 @@ import type { Match, OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
 import { launchEffect } from './effect/effect.ts';
-import { countedOf, verdictsInDoubt } from './effect/moment.ts';
+import { overlaysInForce } from './effect/moment.ts';
 import type { Effect, EffectInput, InstanceLabels } from './effect/types.ts';
 import { disruptionEffect } from './disruption/controller.ts';
 import type { DisruptionEvidence } from './disruption/evidence.ts';
@@ -203,15 +203,17 @@ function effectOf(launch: LaunchSeen, origin: Exclude<LaunchOrigin, { kind: 'awa
   };
   const inputAt = (t: number): EffectInput => {
     if (!replayable) return unreplayed;
-    const active = index.activeVersionsAt(t);
+    const prices = input.launch?.prices;
+    const instanceLabels = input.launch?.instanceLabels;
+    const { counted, conflicted } = overlaysInForce(index, t, prices && { prices, provider: keys, instanceLabels });
     return {
       provider: keys,
       launched,
       claim: claim!.launch,
       pool: view.pool,
-      counted: countedOf(active),
-      conflicted: verdictsInDoubt(active),
-      prices: input.launch?.prices,
+      counted,
+      conflicted,
+      prices,
       zones: claim!.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim!.nodeClass),
       ...(input.launch?.instanceLabels ? { instanceLabels: input.launch.instanceLabels } : {}),
     };

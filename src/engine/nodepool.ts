@@ -95,6 +95,16 @@ export class NodePoolHistory {
     return undefined;
   }
 
+  /** Every NodePool as it was at `t`, in name order. */
+  allAt(t: number): NodePoolView[] {
+    const out: NodePoolView[] = [];
+    for (const name of [...this.history.keys()].sort()) {
+      const pool = this.at(name, t);
+      if (pool) out.push(pool);
+    }
+    return out;
+  }
+
   /** Drops versions that ended before `horizon`. */
   prune(horizon: number): void {
     for (const [name, versions] of this.history) {

@@ -52,6 +52,8 @@ export interface OverlayView {
   readonly weight: number;
   readonly price?: string;
   readonly priceAdjustment?: string;
+  /** The resources `spec.capacity` sets, sorted: Karpenter's validation refuses two of one weight that set one on a type. */
+  readonly capacity?: readonly string[];
   /** One combined requirement per normalized key, as Karpenter holds them. */
   readonly requirements: readonly Requirement[];
   readonly createdAt?: number;
@@ -97,6 +99,9 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
     weight: spec.weight ?? 0,
     ...(spec.price != null ? { price: spec.price } : {}),
     ...(spec.priceAdjustment != null ? { priceAdjustment: spec.priceAdjustment } : {}),
+    ...(spec.capacity != null && Object.keys(spec.capacity).length > 0
+      ? { capacity: Object.freeze(Object.keys(spec.capacity).sort()) }
+      : {}),
     requirements: combineRequirements(requirementSpecs),
     createdAt: toEpochMs(obj.metadata?.creationTimestamp),
     deletingAt: toEpochMs(obj.metadata?.deletionTimestamp),
@@ -111,12 +116,15 @@ export function toOverlayView(obj: OverlayObject): OverlayView {
         view.weight,
         view.price,
         view.priceAdjustment,
+        view.capacity,
         requirementSpecs,
         view.deletingAt,
         view.generation,
         view.ready?.status,
         view.ready?.observedGeneration,
         view.validation?.status,
+        view.validation?.reason,
+        view.validation?.observedGeneration,
       ]),
     )
     .digest('base64');

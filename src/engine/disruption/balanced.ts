@@ -146,7 +146,8 @@ export function balancedTest(
   if (evidence === undefined) return unknownPool(balanced[0]![0]);
   const split = terms.byPool.size > 1;
   const share = (part: number, total: number) => (split && total > 0 ? part / total : 1);
-  const moments = evidence.costMoments();
+  const moments = evidence.costMoments(ctx);
+  if (moments instanceof Abstain) return moments;
   const pools: PoolTerms[] = [];
   for (const [name, p] of balanced) {
     const offerings = evidence.offeringsOf(name);
@@ -203,7 +204,7 @@ export function balancedEvidence(
       return (found ?? []).map((a) => a.figures);
     },
     offeringsOf: (pool) => poolOfferings?.(pool, window.to),
-    costMoments: () => costMoments(index, window),
+    costMoments: (ctx) => costMoments(index, window, ctx),
     get window() {
       return `between ${iso(window.from)} and ${iso(window.to)}`;
     },

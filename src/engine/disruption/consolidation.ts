@@ -207,7 +207,7 @@ function priceTest(input: TestInput): PriceTest {
   const options = pricedBoth(optionsWorld(claim.candidates, s), s.worlds);
   if (options instanceof Abstain) return stopped(options);
   const { steering, total } = candidates;
-  for (const c of options.with) for (const o of c.overlays) if (!s.worlds.without.includes(o)) steering.add(o.name);
+  for (const c of options.with) for (const o of c.overlays) if (s.worlds.selected.has(o)) steering.add(o.name);
   const context: Partial<Effect> = {
     overlays: [...steering].sort(),
     prices: { source: prices.source, ...(prices.asOf !== undefined ? { asOf: prices.asOf } : {}) },

@@ -5,7 +5,7 @@
 // controllers/state/informer/pricing.go). So the price it holds is that of some moment of the hour
 // before the decision: the shift is bounded over the overlays in force at each such moment.
 import { Abstain, abstain } from '../effect/abstain.ts';
-import { countedOf, worldsOf } from '../effect/moment.ts';
+import { type CatalogContext, overlaysInForce, worldsOf } from '../effect/moment.ts';
 import type { PriceBook } from '../effect/prices.ts';
 import type { InstanceLabels } from '../effect/types.ts';
 import type { Worlds } from '../effect/worlds.ts';
@@ -21,16 +21,36 @@ import type { DecisionWindow, Interval, PoolOffering } from './types.ts';
 /** The pricing controller's period: ClusterCost's prices are at most this old. */
 const COST_REFRESH_MS = 60 * 60_000;
 
-/** The worlds at each moment ClusterCost may have priced a pool's offerings at: the hour before the window, and the window. */
-const COST_MOMENTS = new Memo<OverlayIndex, { revision: readonly number[]; from: number; to: number }, Worlds[]>(
-  (index, { from, to }) =>
-    [from, ...index.changesBetween(from, to)].map((t) => worldsOf(countedOf(index.activeVersionsAt(t)))),
-  1,
-);
+/**
+ * The worlds at each moment ClusterCost may have priced a pool's offerings at: the hour before the
+ * window, and the window; a moment whose world without the selected overlays is in doubt (a
+ * Conflict the replay of Karpenter's validation cannot settle) leaves the shift unknown.
+ */
+const COST_MOMENTS = new Memo<
+  OverlayIndex,
+  CatalogContext & { revision: readonly number[]; from: number; to: number },
+  readonly Worlds[] | Abstain
+>((index, { from, to, revision: _, ...context }) => {
+  const moments: Worlds[] = [];
+  for (const t of [from, ...index.changesBetween(from, to)]) {
+    const { counted, conflicted } = overlaysInForce(index, t, context);
+    if (conflicted.length > 0)
+      return abstain(
+        'conflict',
+        `Karpenter refused an overlay of ${conflicted[0]!.name}'s weight as a Conflict: without the selected overlays it would judge ${conflicted[0]!.name} again, maybe differently, and the pool's cost with it`,
+      );
+    moments.push(worldsOf(counted));
+  }
+  return moments;
+}, 1);
 
-/** The worlds ClusterCost may have priced with, for a command priced within `window`: one shared list per window and index revision. */
-export const costMoments = (index: OverlayIndex, window: DecisionWindow): readonly Worlds[] =>
-  COST_MOMENTS.of(index, { revision: index.revision, from: window.from - COST_REFRESH_MS, to: window.to });
+/** The worlds ClusterCost may have priced with, for a command priced within `window`: one shared list per window, index revision and catalog. */
+export const costMoments = (
+  index: OverlayIndex,
+  window: DecisionWindow,
+  context: CatalogContext,
+): readonly Worlds[] | Abstain =>
+  COST_MOMENTS.of(index, { ...context, revision: index.revision, from: window.from - COST_REFRESH_MS, to: window.to });
 
 interface ShiftInput {
   readonly pool: NodePoolView;

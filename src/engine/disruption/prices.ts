@@ -67,7 +67,7 @@ export function candidatePrice(
   return {
     with: offering.price,
     without: without[0]!.offerings[0]!.price,
-    steering: offering.overlay && !worlds.without.includes(offering.overlay) ? [offering.overlay.name] : [],
+    steering: offering.overlay && worlds.selected.has(offering.overlay) ? [offering.overlay.name] : [],
   };
 }
 

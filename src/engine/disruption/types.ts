@@ -2,6 +2,8 @@
 // Candidate): its reason, the nodes it disrupted as Karpenter priced them, and what the watcher saw
 // of its decision. The replacement the command launched is the launch's own input (EffectInput),
 // at each moment the decision may have been priced at.
+import type { Abstain } from '../effect/abstain.ts';
+import type { CatalogContext } from '../effect/moment.ts';
 import type { ChurnStory, DisruptionStory, Effect } from '../effect/types.ts';
 import type { Worlds } from '../effect/worlds.ts';
 import type { Allocatable } from '../node.ts';
@@ -59,7 +61,7 @@ export interface BalancedEvidence {
   /** The pool's NodeClaims by offering when the command was computed; undefined: not known. */
   offeringsOf(pool: string): readonly PoolOffering[] | undefined;
   /** The worlds at each moment ClusterCost may have priced those offerings at: one shared list per window. */
-  costMoments(): readonly Worlds[];
+  costMoments(context: CatalogContext): readonly Worlds[] | Abstain;
   /** The decision's window, in words. */
   readonly window: string;
 }

@@ -160,7 +160,7 @@ function unpricedAnswer(
     },
     worlds.with,
   );
-  if (!(world instanceof Abstain) && !world.some((c) => c.overlays.some((o) => !worlds.without.includes(o))))
+  if (!(world instanceof Abstain) && !world.some((c) => c.overlays.some((o) => worlds.selected.has(o))))
     return {
       verdict: 'none',
       reason: 'no selected overlay priced any candidate offering (no price source: nothing else was compared)',

@@ -7,33 +7,49 @@
 // or for another node with the same overlays.
 import { Interned } from '../interned.ts';
 import { idOf, Memo, UNANCHORED } from '../memo.ts';
-import type { OverlayVersion } from '../overlay-index.ts';
+import type { OverlayIndex, OverlayVersion } from '../overlay-index.ts';
 import type { OverlayView } from '../overlay.ts';
+import { Abstain } from './abstain.ts';
+import { type Revalidated, revalidatedWithout, type ValidationSetting } from './conflicts.ts';
 import type { CountedOverlay } from './types.ts';
 import type { Worlds } from './worlds.ts';
 
 const NONE: readonly never[] = Object.freeze([]);
 const SHARED_LISTS = new Interned<readonly CountedOverlay[]>(256);
 const SHARED_DOUBTS = new Interned<readonly OverlayView[]>(256);
-/** Of the overlays in force, those Karpenter applied, selected or not. */
-export function countedOf(active: readonly OverlayVersion[]): readonly CountedOverlay[] {
-  // Keyed by each overlay's identity and whether it is selected; the list is made only when new.
+/**
+ * Of the overlays in force, those Karpenter applied, selected or not; with `revalidated`, those
+ * whose verdict Karpenter's validation gives differently without the selected ones (conflicts.ts)
+ * count in one world only.
+ */
+export function countedOf(active: readonly OverlayVersion[], revalidated?: Revalidated): readonly CountedOverlay[] {
+  const counted: CountedOverlay[] = [];
+  // Keyed by each overlay's identity, whether it is selected and in which world it counts; the list is made only when new.
   let key = '';
-  for (const v of active) if (v.ineligible === undefined) key += `${idOf(v.overlay)}${v.selected ? 's' : ''},`;
+  for (const v of active) {
+    const change = revalidated?.get(v.overlay);
+    if (v.ineligible === undefined) {
+      const only = change === 'refused' ? ('with' as const) : undefined;
+      key += `${idOf(v.overlay)}${v.selected ? 's' : ''}${only ? 'w' : ''},`;
+      counted.push({ overlay: v.overlay, selected: v.selected, ...(only ? { only } : {}) });
+    } else if (change === 'accepted' && pricesOfferings(v.overlay)) {
+      key += `${idOf(v.overlay)}o,`;
+      counted.push({ overlay: v.overlay, selected: false, only: 'without' });
+    }
+  }
   if (key === '') return NONE;
-  return SHARED_LISTS.of(key, () =>
-    Object.freeze(
-      active
-        .filter((v) => v.ineligible === undefined)
-        .map((v) => Object.freeze({ overlay: v.overlay, selected: v.selected })),
-    ),
-  );
+  return SHARED_LISTS.of(key, () => Object.freeze(counted.map((c) => Object.freeze(c))));
 }
+
+/** Accepted, it would price the offerings it meets: it changes a price and every requirement is valid. */
+const pricesOfferings = (o: OverlayView) =>
+  (o.price !== undefined || o.priceAdjustment !== undefined) && o.requirements.every((r) => r.invalid === undefined);
 
 const WORLDS = new Memo<readonly CountedOverlay[], object, Worlds>(
   (counted) => ({
-    with: Object.freeze(counted.map((c) => c.overlay)),
-    without: Object.freeze(counted.filter((c) => !c.selected).map((c) => c.overlay)),
+    with: Object.freeze(counted.filter((c) => c.only !== 'without').map((c) => c.overlay)),
+    without: Object.freeze(counted.filter((c) => !c.selected && c.only !== 'with').map((c) => c.overlay)),
+    selected: new Set(counted.filter((c) => c.selected).map((c) => c.overlay)),
   }),
   1,
 );
@@ -45,6 +61,29 @@ const ALONE = new Memo<OverlayView, object, readonly OverlayView[]>((overlay) =>
 
 /** A world of one overlay: what it would price on its own. */
 export const alone = (overlay: OverlayView): readonly OverlayView[] => ALONE.of(overlay, UNANCHORED);
+
+/** What Karpenter's validation is replayed with, besides the overlays and NodePools at the moment. */
+export type CatalogContext = Omit<ValidationSetting, 'pools'>;
+
+/**
+ * The overlays in force at a moment as both worlds count them. Where a selected overlay shares a
+ * weight with one Karpenter refused as a Conflict, Karpenter's validation is replayed without the
+ * selected ones (conflicts.ts); where that replay abstains, or nothing is known to replay it with,
+ * the overlays in doubt are handed on and a replay they could touch abstains.
+ */
+export function overlaysInForce(
+  index: OverlayIndex,
+  t: number,
+  context: CatalogContext | undefined,
+): { counted: readonly CountedOverlay[]; conflicted: readonly OverlayView[] } {
+  const active = index.activeVersionsAt(t);
+  const doubted = verdictsInDoubt(active);
+  const setting = context && { ...context, pools: index.nodePools.allAt(t) };
+  if (doubted.length === 0 || setting === undefined) return { counted: countedOf(active), conflicted: doubted };
+  const revalidated = revalidatedWithout(active, setting);
+  if (revalidated instanceof Abstain) return { counted: countedOf(active), conflicted: doubted };
+  return { counted: countedOf(active, revalidated), conflicted: NONE };
+}
 
 /**
  * The overlays not selected whose verdict Karpenter could give differently without the selected

@@ -89,6 +89,11 @@ export interface CountedOverlay {
   readonly overlay: OverlayView;
   /** Picked by the watcher's overlaySelector: left out of the world without them. */
   readonly selected: boolean;
+  /**
+   * Not selected, yet in one world only: Karpenter's validation without the selected overlays
+   * (conflicts.ts) accepts one it refused as a Conflict (`without`), or refuses one it accepted (`with`).
+   */
+  readonly only?: 'with' | 'without';
 }
 
 export interface EffectInput {

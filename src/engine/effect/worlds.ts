@@ -32,6 +32,8 @@ export interface PricedCandidate {
 export interface Worlds {
   readonly with: readonly OverlayView[];
   readonly without: readonly OverlayView[];
+  /** The selected overlays of the world with them: those a record names as steering. */
+  readonly selected: ReadonlySet<OverlayView>;
 }
 
 /** cloudprovider.AdjustedPrice: `price` replaces, `priceAdjustment` is `±N%` or `±abs`, never below 0. */
