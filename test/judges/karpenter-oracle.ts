@@ -52,6 +52,8 @@ export interface JudgeInstanceType {
   offerings: JudgeOffering[];
   /** Resource quantities, e.g. `{cpu: '4', memory: '16Gi', pods: '58'}`. */
   capacity: Record<string, string>;
+  /** The overhead's total (kubelet and system reservations, eviction threshold); none: allocatable is the capacity. */
+  overhead?: Record<string, string>;
 }
 
 export interface JudgeNodePool {
@@ -79,6 +81,34 @@ export interface JudgeLaunch {
   instanceType: string;
   /** Index into that instance type's offerings. */
   offering: number;
+}
+
+/** An instance type as DescribeInstanceTypes describes it, with an EC2NodeClass's kubelet settings and Karpenter's options. */
+export interface AllocatableCase {
+  vcpus: number;
+  memoryMiB: number;
+  arch: string;
+  maxENIs: number;
+  ipv4PerENI: number;
+  amiFamily: string;
+  maxPods?: number;
+  podsPerCore?: number;
+  kubeReserved?: Record<string, string>;
+  systemReserved?: Record<string, string>;
+  evictionHard?: Record<string, string>;
+  vmMemoryOverheadPercent: number;
+  reservedENIs: number;
+}
+
+/** CPU in millicores, memory in bytes, pods; `parts`: capacity and each overhead's memory. */
+export interface AllocatableAnswer {
+  cpu: number;
+  memory: number;
+  pods: number;
+  parts: Record<string, number>;
+  /** Capacity (cpu, memory, pods) and the overhead's total (cpu, memory), as quantities. */
+  capacity: Record<string, string>;
+  overhead: Record<string, string>;
 }
 
 export interface JudgeCase {
@@ -310,6 +340,11 @@ export class KarpenterJudge {
   /** What Karpenter's AWS provider launches for each NodeClaim, with and without the selected overlays (v1.14.3's judge only). */
   async launch(request: LaunchRequest): Promise<LaunchAnswer> {
     return JSON.parse(await this.ask({ launch: request })) as LaunchAnswer;
+  }
+
+  /** What Karpenter's AWS provider holds each instance type to hold for pods (v1.14.3's judge only). */
+  async allocatable(cases: readonly AllocatableCase[]): Promise<AllocatableAnswer[]> {
+    return (JSON.parse(await this.ask({ allocatable: { cases } })) as { allocatable: AllocatableAnswer[] }).allocatable;
   }
 
   /** What Karpenter's consolidation decides for each candidate set, with and without the selected overlays. */

@@ -134,6 +134,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/state/virtualpods"
 	coretest "sigs.k8s.io/karpenter/pkg/test"
 	"sigs.k8s.io/karpenter/pkg/utils/pdb"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
 )
 
 func init() {
@@ -377,13 +378,15 @@ func clusterObjects(req consolidateRequest) ([]client.Object, error) {
 		for k, v := range it.Capacity {
 			capacity[k] = v.DeepCopy()
 		}
+		// What Karpenter writes at launch: the instance type's Allocatable, capacity less its overhead.
+		allocatable := resources.Subtract(capacity, it.Overhead)
 		nodeClaim := &v1.NodeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: types.UID("nodeclaim-" + n.Name), Labels: labels, CreationTimestamp: metav1.NewTime(epoch)},
 			Spec: v1.NodeClaimSpec{
 				Requirements: pool.Requirements,
 				NodeClassRef: lo.ToPtr(nodeClassRef),
 			},
-			Status: v1.NodeClaimStatus{ProviderID: providerID, NodeName: n.Name, Capacity: capacity, Allocatable: capacity},
+			Status: v1.NodeClaimStatus{ProviderID: providerID, NodeName: n.Name, Capacity: capacity, Allocatable: allocatable},
 		}
 		for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeConsolidatable} {
 			nodeClaim.StatusConditions(status.WithClock(clocktesting.NewFakeClock(epoch))).SetTrue(c)
@@ -394,7 +397,7 @@ func clusterObjects(req consolidateRequest) ([]client.Object, error) {
 			Status: corev1.NodeStatus{
 				Phase:       corev1.NodeRunning,
 				Capacity:    capacity,
-				Allocatable: capacity,
+				Allocatable: allocatable,
 				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch), Reason: "KubeletReady"}},
 			},
 		}

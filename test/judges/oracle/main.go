@@ -28,6 +28,7 @@
 //	{"wellKnown":true} -> {"wellKnownLabels":[...],"restrictedLabelDomains":[...]}  (sorted)
 //	{"launch":{...}}      -> the AWS provider's launch path (launch_aws.go)
 //	{"consolidate":{...}} -> Karpenter's consolidation decision, in two worlds (consolidate.go)
+//	{"allocatable":{...}} -> the AWS provider's allocatable per instance type (allocatable_aws.go)
 //
 // The instance types are used as given: the caller defines their requirements (instance type, zone,
 // capacity type, family, ...) as the cloud provider would. To know whose price was applied, every
@@ -83,6 +84,9 @@ type instanceTypeIn struct {
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
 	Offerings    []offeringIn                     `json:"offerings"`
 	Capacity     corev1.ResourceList              `json:"capacity"`
+	// Overhead: what the kubelet reserves and the eviction threshold, summed (the cloud provider's
+	// InstanceTypeOverhead); allocatable is capacity less this. None: allocatable is the capacity.
+	Overhead corev1.ResourceList `json:"overhead"`
 }
 
 type nodePoolIn struct {
@@ -116,7 +120,12 @@ var launchJudge func(ctx context.Context, req json.RawMessage) (any, error)
 // consolidateJudge answers {"consolidate": ...} requests: Karpenter's consolidation (consolidate.go).
 var consolidateJudge func(ctx context.Context, req json.RawMessage) (any, error)
 
+// allocatableJudge answers {"allocatable": ...} requests: the AWS provider's instance type arithmetic
+// (allocatable_aws.go), in the judge of a module that has the AWS provider; nil elsewhere.
+var allocatableJudge func(ctx context.Context, req json.RawMessage) (any, error)
+
 type request struct {
+	Allocatable   json.RawMessage  `json:"allocatable"`
 	Launch        json.RawMessage  `json:"launch"`
 	Consolidate   json.RawMessage  `json:"consolidate"`
 	Tables        bool             `json:"tables"`
@@ -234,8 +243,7 @@ func instanceTypes(in []instanceTypeIn) []*cloudprovider.InstanceType {
 			Requirements: scheduling.NewNodeSelectorRequirements(it.Requirements...),
 			Offerings:    offerings,
 			Capacity:     it.Capacity,
-			// No kubelet or system reservation: allocatable is the capacity.
-			Overhead: &cloudprovider.InstanceTypeOverhead{},
+			Overhead:     &cloudprovider.InstanceTypeOverhead{KubeReserved: it.Overhead},
 		})
 	}
 	return out
@@ -345,6 +353,15 @@ func reply(ctx context.Context, line []byte) (out []byte, message string, code i
 			return nil, "bad request: this judge was built without the AWS provider's launch code", 2
 		}
 		a, err := launchJudge(ctx, req.Launch)
+		if message, code := failed(err); code != 0 {
+			return nil, message, code
+		}
+		answer = a
+	case req.Allocatable != nil:
+		if allocatableJudge == nil {
+			return nil, "bad request: this judge was built without the AWS provider", 2
+		}
+		a, err := allocatableJudge(ctx, req.Allocatable)
 		if message, code := failed(err); code != 0 {
 			return nil, message, code
 		}
