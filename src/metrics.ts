@@ -296,7 +296,7 @@ function effectMetrics(r: Registry[], atScrape: ScrapeHooks) {
     }),
     priceRefreshes: new Counter({
       name: `${PREFIX}price_refreshes_total`,
-      help: 'Readings from AWS of what the effect is judged with, by kind (on_demand prices, spot prices, offerings: the zones each type is offered in) and result (ok, error).',
+      help: 'Readings from AWS of what the effect is judged with, by kind (on_demand prices, spot prices, offerings: the zones each type is offered in, instance_types: what DescribeInstanceTypes says of each) and result (ok, error).',
       labelNames: ['kind', 'result'] as const,
       registers: r,
     }),

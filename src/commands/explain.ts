@@ -2,6 +2,7 @@
 // `kubectl get nodes -o yaml` writes, or live from the cluster.
 import type { Config } from '../config/load.ts';
 import { claimLookup, readInputFiles, type InputFiles } from './inputs.ts';
+import { fitSizing, InstanceTypeLabels } from '../state/lookups.ts';
 import { readLive } from './live.ts';
 import {
   evidenceOfReading,
@@ -11,10 +12,11 @@ import {
   toOverlayView,
   nodeClaimFor,
   type Effect,
+  type LaunchKnowledge,
   type Explanation,
   type ProviderExplanation,
 } from '../engine/index.ts';
-import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
+import { engineSettings, karpenterSettings, overlayPolicy } from '../config/engine-settings.ts';
 import { regionOfNodes } from '../prices/region.ts';
 import { readPricesOnce } from '../prices/source.ts';
 
@@ -41,7 +43,20 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
     records: nodes.map((node) => ({ nodeClaim: nodeClaimFor(node, claims), story: readStory(node.story) })),
     ...(inputs.launching ? { launching: inputs.launching } : {}),
   });
-  const launch = { prices, zonesOf: (name: string) => inputs.nodeClassZones.get(name), disruption };
+  // As the watcher's caches hold them: a registered node's labels per type, the sizing each NodeClass gives.
+  const instanceLabels = new InstanceTypeLabels();
+  for (const node of nodes) instanceLabels.seen(node);
+  const karpenter = karpenterSettings(config);
+  const launch: LaunchKnowledge = {
+    prices,
+    zonesOf: (name) => inputs.nodeClassZones.get(name),
+    sizingOf: (name) => {
+      const sizing = inputs.nodeClassSizing.get(name);
+      return sizing && fitSizing(sizing, karpenter, instanceLabels.current);
+    },
+    instanceLabels: instanceLabels.current,
+    disruption,
+  };
   const explain = explainer(
     { overlays, nodePools: inputs.nodePools, nodeClaims: claims, launch },
     { now: at, knownSince: at },

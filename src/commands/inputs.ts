@@ -7,12 +7,13 @@ import {
   toNodePoolView,
   type NodeClaimLookup,
   type NodeClaimView,
+  type NodeClassSizing,
   type NodeObject,
   type NodePoolObject,
   type NodePoolView,
   type OverlayObject,
 } from '../engine/index.ts';
-import { NodeClaimIndex, nodeClassZones } from '../state/lookups.ts';
+import { NodeClaimIndex, nodeClassFacts } from '../state/lookups.ts';
 
 /** Input the user can fix: the CLI exits 2 and names the file. */
 export class InputError extends Error {}
@@ -33,22 +34,23 @@ export interface Inputs {
   nodePools: NodePoolView[];
   /** EC2NodeClasses by name: the zones of their subnets, for those whose subnets are resolved (none when not given or not served). */
   nodeClassZones: Map<string, ReadonlySet<string>>;
+  /** EC2NodeClasses by name: their AMI family and kubelet settings (the pods' fit). */
+  nodeClassSizing: Map<string, NodeClassSizing>;
   /** Karpenter's DisruptionLaunching Events by NodeClaim, their reason (live only, where they can be read). */
   launching?: Map<string, string>;
 }
 
 /**
- * Only the NodeClasses whose zones are known, as the watcher's cache answers: one whose subnets
- * are not resolved yet says nothing about its zones (the NodeClaim's own, if any, stand), not
- * that it launches into none.
+ * Each NodeClass's sizing, and the zones of only those whose zones are known, as the watcher's
+ * cache answers: one whose subnets are not resolved yet says nothing about its zones (the
+ * NodeClaim's own, if any, stand), not that it launches into none.
  */
-export function zonesByNodeClass(objects: readonly unknown[]): Map<string, ReadonlySet<string>> {
-  return new Map(
-    objects
-      .map(nodeClassZones)
-      .filter((c) => c.zones.size > 0)
-      .map((c) => [c.name, c.zones]),
-  );
+export function nodeClassesOf(objects: readonly unknown[]): Pick<Inputs, 'nodeClassZones' | 'nodeClassSizing'> {
+  const facts = objects.map(nodeClassFacts);
+  return {
+    nodeClassZones: new Map(facts.filter((c) => c.zones.size > 0).map((c) => [c.name, c.zones])),
+    nodeClassSizing: new Map(facts.map((c) => [c.name, c.sizing])),
+  };
 }
 
 function asObjects(value: unknown): Record<string, unknown>[] {
@@ -101,7 +103,7 @@ export function readInputFiles(files: InputFiles): Inputs {
     nodePools: files.nodePoolsFile
       ? readObjects(files.nodePoolsFile, 'NodePool').map((p) => toNodePoolView(p as NodePoolObject))
       : [],
-    nodeClassZones: zonesByNodeClass(files.nodeClassesFile ? readObjects(files.nodeClassesFile, 'EC2NodeClass') : []),
+    ...nodeClassesOf(files.nodeClassesFile ? readObjects(files.nodeClassesFile, 'EC2NodeClass') : []),
   };
 }
 

@@ -14,7 +14,7 @@ import {
 } from '../engine/index.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Inputs } from './inputs.ts';
-import { zonesByNodeClass } from './inputs.ts';
+import { nodeClassesOf } from './inputs.ts';
 
 type Kube = {
   client: KubeClient;
@@ -87,7 +87,7 @@ async function readRest(kube: Kube): Promise<Omit<Inputs, 'nodes'>> {
     overlays: overlays as Inputs['overlays'],
     nodePools: pools.map((p) => toNodePoolView(p as NodePoolObject)),
     nodeClaims,
-    nodeClassZones: zonesByNodeClass(classes),
+    ...nodeClassesOf(classes),
     launching: launchingByNodeClaim(launching),
   };
 }

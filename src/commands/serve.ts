@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { startWebhookServer } from '../admission/server.ts';
-import { engineSettings, overlayPolicy } from '../config/engine-settings.ts';
+import { engineSettings, karpenterSettings, overlayPolicy } from '../config/engine-settings.ts';
 import type { Config } from '../config/load.ts';
 import { CONTROLLERS, makeControllers, OBSERVING } from '../controllers/index.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -132,7 +132,7 @@ async function startEnabled(w: Wiring): Promise<RunningWatcher> {
     settings.keys,
   );
   const { prices, said: pricesSaid } = servePrices(config, caches.nodes, { metrics, log, now });
-  const launch = caches.launchKnowledge(prices);
+  const launch = caches.launchKnowledge(prices, karpenterSettings(config));
   const hold = new RecordHold(caches.overlays, config, metrics.recordsHeld, log);
   const observing = config.mode === 'observe';
   const identity = o.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;

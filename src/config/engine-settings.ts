@@ -8,6 +8,7 @@ import {
   withExtraKeys,
   type EngineSettings,
   type OverlayPolicy,
+  type ProviderSettings,
 } from '../engine/index.ts';
 
 export function engineSettings(config: Config): EngineSettings {
@@ -27,4 +28,12 @@ export function engineSettings(config: Config): EngineSettings {
 
 export function overlayPolicy(config: Config): OverlayPolicy {
   return { selector: parseSelector(config.overlaySelector), requireOverlayReady: config.requireOverlayReady };
+}
+
+/** Karpenter's own settings the pods' fit on an AWS type is computed with, as the configuration says Karpenter sets them. */
+export function karpenterSettings(config: Config): ProviderSettings {
+  return {
+    vmMemoryOverheadPercent: Number(config.karpenterVMMemoryOverheadPercent),
+    reservedENIs: config.karpenterReservedENIs,
+  };
 }

@@ -25,6 +25,8 @@ export interface Config {
   overlaySelector: string;
   requireOverlayReady: boolean;
   karpenterProvider: string;
+  karpenterVMMemoryOverheadPercent: string;
+  karpenterReservedENIs: number;
   instanceTypeKeys: string[];
   gracePeriodMs: number;
   historyRetentionMs: number;
@@ -276,6 +278,8 @@ function toConfig(v: Record<SettingPath, unknown>): Config {
     overlaySelector: v.overlaySelector as string,
     requireOverlayReady: v.requireOverlayReady as boolean,
     karpenterProvider: v.karpenterProvider as string,
+    karpenterVMMemoryOverheadPercent: v.karpenterVMMemoryOverheadPercent as string,
+    karpenterReservedENIs: v.karpenterReservedENIs as number,
     instanceTypeKeys: v.instanceTypeKeys as string[],
     gracePeriodMs: ms('gracePeriod'),
     historyRetentionMs: ms('historyRetention'),

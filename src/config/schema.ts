@@ -89,6 +89,21 @@ export const SETTINGS = {
     enum: ['auto', ...providers],
     description: `The Karpenter cloud provider, whose instance-type and offering keys Karpenter compares overlays with: auto follows each NodeClaim's spec.nodeClassRef.group (${providerGroups}); ${providers.join(' or ')} is used for every node, and NodeClaims of another provider are warned about and their nodes recorded with basis approximate.`,
   },
+  karpenterVMMemoryOverheadPercent: {
+    type: 'string',
+    default: '0.075',
+    pattern: '^(0(\\.[0-9]+)?|1(\\.0+)?)$',
+    description:
+      "Karpenter's --vm-memory-overhead-percent (a fraction, 0 to 1): the share of an AWS type's memory its allocatable leaves out, which the pods' fit is computed with. Set it as Karpenter's is set.",
+  },
+  karpenterReservedENIs: {
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 64,
+    description:
+      "Karpenter's --reserved-enis: network interfaces left out of an AWS type's ENI-limited pods, which the pods' fit is computed with. Set it as Karpenter's is set.",
+  },
   instanceTypeKeys: {
     type: 'string-list',
     default: [],

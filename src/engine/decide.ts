@@ -15,6 +15,7 @@ import { disruptionEffect } from './disruption/controller.ts';
 import type { DisruptionEvidence } from './disruption/evidence.ts';
 import type { PoolOffering } from './disruption/types.ts';
 import { type LaunchOrigin, launchOrigin } from './disruption/queue.ts';
+import type { FitSizing } from './effect/allocatable.ts';
 import type { PriceBook } from './effect/prices.ts';
 import { type PricesDue, pricesAwaitedUntil } from './effect/prices-due.ts';
 import { characteristics, scope } from './scope.ts';
@@ -82,6 +83,8 @@ export interface LaunchKnowledge {
   pricesDue?: PricesDue | undefined;
   /** The zones a NodeClass (by name) launches into: its subnets'. */
   zonesOf?(nodeClass: string): ReadonlySet<string> | undefined;
+  /** What a NodeClass (by name) sets that Karpenter computes allocatable from, with Karpenter's own settings: one object per NodeClass version. */
+  sizingOf?(nodeClass: string): FitSizing | undefined;
   /** The labels of a node of each instance type seen: an immutable map, a new one when a type is added. */
   instanceLabels?: InstanceLabels | undefined;
   /** What was seen of Karpenter's disruption: whether a launch replaced nodes, and which. Undefined: every launch is taken for provisioning. */
@@ -205,6 +208,8 @@ function effectOf(launch: LaunchSeen, origin: Exclude<LaunchOrigin, { kind: 'awa
     if (!replayable) return unreplayed;
     const prices = input.launch?.prices;
     const instanceLabels = input.launch?.instanceLabels;
+    const nodeClass = claim!.nodeClass;
+    const sizing = nodeClass === undefined ? undefined : input.launch?.sizingOf?.(nodeClass);
     const { counted, conflicted } = overlaysInForce(index, t, prices && { prices, provider: keys, instanceLabels });
     return {
       provider: keys,
@@ -214,8 +219,9 @@ function effectOf(launch: LaunchSeen, origin: Exclude<LaunchOrigin, { kind: 'awa
       counted,
       conflicted,
       prices,
-      zones: claim!.nodeClass === undefined ? undefined : input.launch?.zonesOf?.(claim!.nodeClass),
-      ...(input.launch?.instanceLabels ? { instanceLabels: input.launch.instanceLabels } : {}),
+      zones: nodeClass === undefined ? undefined : input.launch?.zonesOf?.(nodeClass),
+      ...(instanceLabels ? { instanceLabels } : {}),
+      ...(sizing ? { sizing } : {}),
     };
   };
   if (origin.kind === 'provisioned') return launchEffect(inputAt(at));

@@ -49,6 +49,15 @@ export {
 export { EFFECTS, type Effect, type InstanceLabels } from './effect/types.ts';
 export { onDemandListPrice, type PriceBook } from './effect/prices.ts';
 export type { PricesDue } from './effect/prices-due.ts';
+export {
+  type Ec2NodeClassSpec,
+  type FitSizing,
+  type InstanceTypeInfo,
+  KARPENTER_DEFAULTS,
+  type NodeClassSizing,
+  nodeClassSizing,
+  type ProviderSettings,
+} from './effect/allocatable.ts';
 export type { Labels } from './requirements.ts';
 export { ReportBuilder, buildReport, type Report, type ProviderReport } from './report.ts';
 export type { OverlayReport } from './report-rows.ts';

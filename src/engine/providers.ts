@@ -4,7 +4,7 @@
 // with the node's labels: any other key on a node is undefined for it.
 
 import type { Labels } from './requirements.ts';
-import { CAPACITY_TYPE, INSTANCE_TYPE, REGION, ZONE, ZONE_ID } from './well-known.ts';
+import { ARCH, CAPACITY_TYPE, INSTANCE_TYPE, REGION, ZONE, ZONE_ID } from './well-known.ts';
 
 export interface ProviderKeys {
   readonly name: string;
@@ -59,7 +59,7 @@ export const AWS_KEYS: ProviderKeys = {
   group: 'karpenter.k8s.aws',
   instanceTypeKeys: new Set([
     INSTANCE_TYPE,
-    'kubernetes.io/arch',
+    ARCH,
     'kubernetes.io/os',
     'node.kubernetes.io/windows-build',
     ZONE,
@@ -116,7 +116,7 @@ export const KWOK_KEYS: ProviderKeys = {
   group: 'karpenter.kwok.sh',
   instanceTypeKeys: new Set([
     INSTANCE_TYPE,
-    'kubernetes.io/arch',
+    ARCH,
     'kubernetes.io/os',
     ZONE,
     CAPACITY_TYPE,

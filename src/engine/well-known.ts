@@ -8,3 +8,4 @@ export const REGION = 'topology.kubernetes.io/region';
 export const CAPACITY_TYPE = 'karpenter.sh/capacity-type';
 export const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
 export const REGISTERED_LABEL = 'karpenter.sh/registered';
+export const ARCH = 'kubernetes.io/arch';

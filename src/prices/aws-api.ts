@@ -2,9 +2,12 @@
 // pkg/providers/pricing/pricing.go): on-demand from the Pricing API's GetProducts (shared tenancy
 // and bare metal, Linux, no pre-installed software, capacity "Used", the region's code), spot from
 // EC2 DescribeSpotPriceHistory (Linux/UNIX, the latest record per type and zone); and, as Karpenter
-// reads them for its offerings, the zones EC2 offers each type in (DescribeInstanceTypeOfferings).
-// Needs only pricing:GetProducts, ec2:DescribeSpotPriceHistory and ec2:DescribeInstanceTypeOfferings.
-import { type AwsClient, type XmlElement, items, text } from './aws-client.ts';
+// reads them for its offerings, the zones EC2 offers each type in (DescribeInstanceTypeOfferings);
+// and what its allocatable is computed from (DescribeInstanceTypes: vCPUs, memory, architecture,
+// ENIs). Needs only pricing:GetProducts, ec2:DescribeSpotPriceHistory,
+// ec2:DescribeInstanceTypeOfferings and ec2:DescribeInstanceTypes.
+import type { InstanceTypeInfo } from '../engine/index.ts';
+import { type AwsClient, type Xml, type XmlElement, items, text } from './aws-client.ts';
 
 interface Filter {
   Field: string;
@@ -152,4 +155,45 @@ export async function fetchOfferedZones(client: AwsClient, signal: AbortSignal):
   }
   if (zones.size === 0) throw new Error('no instance type offerings found');
   return zones;
+}
+
+const child = (node: XmlElement | undefined, name: string): XmlElement | undefined => {
+  const v = node?.[name];
+  return v !== undefined && typeof v === 'object' && !Array.isArray(v) ? v : undefined;
+};
+
+/** A list's `item` texts (`<supportedArchitectures><item>arm64</item></supportedArchitectures>`). */
+function texts(list: Xml | Xml[] | undefined): string[] {
+  if (list === undefined || typeof list === 'string' || Array.isArray(list)) return [];
+  const item = list.item;
+  return (Array.isArray(item) ? item : [item]).filter((i): i is string => typeof i === 'string');
+}
+
+/**
+ * What DescribeInstanceTypes says of each type that the AWS provider's allocatable reads
+ * (instancetype/types.go): the default vCPUs, memory, the first architecture, the default network
+ * card's ENIs and the IPv4 addresses per ENI. A type missing any of them is left out.
+ */
+export async function fetchInstanceTypes(
+  client: AwsClient,
+  signal: AbortSignal,
+): Promise<Map<string, InstanceTypeInfo>> {
+  const out = new Map<string, InstanceTypeInfo>();
+  for await (const t of ec2Items(client, 'DescribeInstanceTypes', { MaxResults: '100' }, 'instanceTypeSet', signal)) {
+    const name = text(t, 'instanceType');
+    const network = child(t, 'networkInfo');
+    const card = Number(text(network ?? {}, 'defaultNetworkCardIndex') ?? 0);
+    const cardInfo = items(network?.networkCards).find((c) => Number(text(c, 'networkCardIndex') ?? 0) === card);
+    const info = {
+      vcpus: Number(text(child(t, 'vCpuInfo') ?? {}, 'defaultVCpus')),
+      memoryMiB: Number(text(child(t, 'memoryInfo') ?? {}, 'sizeInMiB')),
+      arch: texts(child(t, 'processorInfo')?.supportedArchitectures)[0] ?? '',
+      maxENIs: Number(text(cardInfo ?? network ?? {}, 'maximumNetworkInterfaces')),
+      ipv4PerENI: Number(text(network ?? {}, 'ipv4AddressesPerInterface')),
+    };
+    if (name && info.arch && [info.vcpus, info.memoryMiB, info.maxENIs, info.ipv4PerENI].every(Number.isFinite))
+      out.set(name, info);
+  }
+  if (out.size === 0) throw new Error('no instance types described');
+  return out;
 }

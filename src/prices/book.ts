@@ -1,6 +1,6 @@
 // A snapshot of list prices the engine reads (engine/effect/prices.ts PriceBook): on-demand per
 // instance type, spot per instance type and zone, with where they came from and when.
-import type { PriceBook } from '../engine/index.ts';
+import type { InstanceTypeInfo, PriceBook } from '../engine/index.ts';
 
 const EMPTY: ReadonlySet<string> = new Set();
 
@@ -11,6 +11,7 @@ export class Prices implements PriceBook {
   private readonly onDemandPrices: ReadonlyMap<string, number>;
   private readonly spotPrices: ReadonlyMap<string, ReadonlyMap<string, number>> | undefined;
   private readonly offered: ReadonlyMap<string, ReadonlySet<string>> | undefined;
+  private readonly described: ReadonlyMap<string, InstanceTypeInfo> | undefined;
 
   /** `spot` undefined: the source has no spot prices at all; `offered` undefined: it does not say where types are offered. */
   constructor(o: {
@@ -20,6 +21,8 @@ export class Prices implements PriceBook {
     onDemand: ReadonlyMap<string, number>;
     spot?: ReadonlyMap<string, ReadonlyMap<string, number>>;
     offered?: ReadonlyMap<string, ReadonlySet<string>>;
+    /** DescribeInstanceTypes, by type; undefined: not read. */
+    described?: ReadonlyMap<string, InstanceTypeInfo>;
   }) {
     this.source = o.source;
     this.asOf = o.asOf;
@@ -29,7 +32,12 @@ export class Prices implements PriceBook {
     this.offered = o.offered;
     // Declared only when known: the engine tells "offered nowhere" from "not said".
     if (this.offered === undefined) this.offeredZones = undefined;
+    this.described = o.described;
+    if (this.described === undefined) this.instanceInfo = undefined;
   }
+
+  instanceInfo?: (instanceType: string) => InstanceTypeInfo | undefined = (instanceType) =>
+    this.described?.get(instanceType);
 
   offeredZones?: (instanceType: string) => ReadonlySet<string> | undefined = (instanceType) =>
     this.offered?.get(instanceType) ?? EMPTY;

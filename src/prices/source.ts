@@ -13,7 +13,7 @@
 // until its first reading has ended: a record is written once, and a launch decided a moment before
 // them would read unknown for good.
 import type { Logger } from 'pino';
-import type { PriceBook, PricesDue } from '../engine/index.ts';
+import type { InstanceTypeInfo, PriceBook, PricesDue } from '../engine/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Config } from '../config/load.ts';
 import { type PriceMode, priceSettings } from './settings.ts';
@@ -52,6 +52,7 @@ export class PriceSource {
   private onDemand: { prices: Map<string, number>; source: string; at?: number } | undefined;
   private spot: { prices: Map<string, Map<string, number>>; at: number } | undefined;
   private offered: Map<string, Set<string>> | undefined;
+  private described: Map<string, InstanceTypeInfo> | undefined;
   private book: Prices | undefined;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
@@ -155,17 +156,19 @@ export class PriceSource {
     if (!this.client || this.stopped) return;
     // Loaded here, as the client is: aws-api's imports bring the SDK's signer and XML parser,
     // which static and off modes (explain offline) never use.
-    const { fetchOfferedZones, fetchOnDemand, fetchSpot } = await import('./aws-api.ts');
+    const { fetchInstanceTypes, fetchOfferedZones, fetchOnDemand, fetchSpot } = await import('./aws-api.ts');
     const client = await this.client;
     const region = this.region!;
     const signal = AbortSignal.timeout(this.o.timeoutMs);
     const isolated = this.mode === 'isolated';
-    const [od, spot, offered] = await Promise.allSettled([
+    const [od, spot, offered, described] = await Promise.allSettled([
       isolated ? Promise.resolve(undefined) : fetchOnDemand(client, region, signal),
       fetchSpot(client, new Date(this.o.now()), signal),
       fetchOfferedZones(client, signal),
+      fetchInstanceTypes(client, signal),
     ]);
     if (offered.status === 'fulfilled') this.offered = offered.value;
+    if (described.status === 'fulfilled') this.described = described.value;
     const at = this.o.now();
     if (od.status === 'fulfilled' && od.value)
       this.onDemand = { prices: new Map([...this.onDemand!.prices, ...od.value]), source: 'aws', at };
@@ -174,11 +177,13 @@ export class PriceSource {
       ? [
           ['spot', spot],
           ['offerings', offered],
+          ['instance_types', described],
         ]
       : [
           ['on_demand', od],
           ['spot', spot],
           ['offerings', offered],
+          ['instance_types', described],
         ]) as [string, PromiseSettledResult<unknown>][]) {
       this.o.metrics.priceRefreshes.inc({ kind, result: result.status === 'fulfilled' ? 'ok' : 'error' });
       if (result.status === 'rejected')
@@ -208,6 +213,7 @@ export class PriceSource {
       onDemand: this.onDemand.prices,
       ...(this.spot ? { spot: this.spot.prices } : {}),
       ...(this.offered ? { offered: this.offered } : {}),
+      ...(this.described ? { described: this.described } : {}),
     });
   }
 

@@ -15,13 +15,15 @@ import {
   type OverlayView,
   type PriceBook,
   type PricesDue,
+  type ProviderSettings,
   recordAtMark,
   type RecordKeys,
 } from '../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
-import { InstanceTypeLabels, NodeClassCache } from './launch-caches.ts';
+import { NodeClassCache } from './launch-caches.ts';
+import { InstanceTypeLabels } from './lookups.ts';
 import { NodeClaimIndex } from './lookups.ts';
 import { DisruptionWatch } from './disruption/watch.ts';
 import { PoolOfferings } from './disruption/pool-offerings.ts';
@@ -274,7 +276,10 @@ export class ClusterCaches {
   }
 
   /** What a launch's replay reads from the caches, with what `prices` holds and expects at the time of each read. */
-  launchKnowledge(prices: { current(): PriceBook | undefined; due(): PricesDue | undefined }): LaunchKnowledge {
+  launchKnowledge(
+    prices: { current(): PriceBook | undefined; due(): PricesDue | undefined },
+    karpenter: ProviderSettings,
+  ): LaunchKnowledge {
     const instanceTypes = this.instanceTypes;
     return {
       get prices() {
@@ -284,6 +289,7 @@ export class ClusterCaches {
         return prices.due();
       },
       zonesOf: (nodeClass) => this.nodeClasses.zonesOf(nodeClass),
+      sizingOf: (nodeClass) => this.nodeClasses.sizingOf(nodeClass, karpenter, instanceTypes.current),
       get instanceLabels() {
         return instanceTypes.current;
       },

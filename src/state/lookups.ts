@@ -1,24 +1,41 @@
 // What the watcher's caches and the CLI's reads of the same objects share: an EC2NodeClass
-// reduced to its zones, and NodeClaims found by providerID or name. Apart from the caches, so
+// reduced to its zones and sizing, and NodeClaims found by providerID or name. Apart from the caches, so
 // that `explain` and `report` on files load no HTTP client.
-import type { NodeClaimLookup, NodeClaimView } from '../engine/index.ts';
+import {
+  type Ec2NodeClassSpec,
+  type FitSizing,
+  INSTANCE_TYPE,
+  type InstanceLabels,
+  type Labels,
+  type NodeClaimLookup,
+  type NodeClaimView,
+  type NodeClassSizing,
+  nodeClassSizing,
+  type NodeView,
+  type ProviderSettings,
+  REGISTERED_LABEL,
+} from '../engine/index.ts';
 
 interface Ec2NodeClassObject {
   metadata?: { name?: string };
+  spec?: Ec2NodeClassSpec | null;
   status?: { subnets?: { zone?: string }[] | null } | null;
 }
 
-export interface NodeClassZones {
+export interface NodeClassFacts {
   readonly name: string;
   readonly zones: ReadonlySet<string>;
+  /** What Karpenter computes each type's allocatable with: its AMI family and kubelet settings. */
+  readonly sizing: NodeClassSizing;
 }
 
-/** An EC2NodeClass reduced to its name and its subnets' zones. */
-export function nodeClassZones(obj: unknown): NodeClassZones {
+/** An EC2NodeClass reduced to its name, its subnets' zones and its sizing. */
+export function nodeClassFacts(obj: unknown): NodeClassFacts {
   const o = obj as Ec2NodeClassObject;
   return {
     name: o.metadata?.name ?? '',
     zones: new Set((o.status?.subnets ?? []).flatMap((s) => (s.zone ? [s.zone] : []))),
+    sizing: nodeClassSizing(o.spec),
   };
 }
 
@@ -81,5 +98,41 @@ export class NodeClaimIndex implements NodeClaimLookup {
 
   byName(name: string): NodeClaimView | undefined {
     return this.named.get(name);
+  }
+}
+
+const SIZINGS = new WeakMap<ProviderSettings, WeakMap<NodeClassSizing, WeakMap<InstanceLabels, FitSizing>>>();
+
+/**
+ * A NodeClass's sizing with Karpenter's settings and the types a registered node was seen of: one
+ * object per NodeClass version, settings and map of types seen, so that the replay's memos, which
+ * key on it, find what was worked out before.
+ */
+export function fitSizing(nodeClass: NodeClassSizing, settings: ProviderSettings, seen: InstanceLabels): FitSizing {
+  const bySizing = SIZINGS.get(settings) ?? new WeakMap<NodeClassSizing, WeakMap<InstanceLabels, FitSizing>>();
+  SIZINGS.set(settings, bySizing);
+  const bySeen = bySizing.get(nodeClass) ?? new WeakMap<InstanceLabels, FitSizing>();
+  bySizing.set(nodeClass, bySeen);
+  const sizing = bySeen.get(seen) ?? { nodeClass, settings, registered: new Set(seen.keys()) };
+  bySeen.set(seen, sizing);
+  return sizing;
+}
+
+/**
+ * The labels of one registered node per instance type (Karpenter copies every NodeClaim label at
+ * registration). Handed out as one immutable map, replaced when a type is first seen (a cluster
+ * runs a few hundred types at most): the engine's memos key on the map's identity.
+ */
+export class InstanceTypeLabels {
+  private byType: ReadonlyMap<string, Labels> = new Map();
+
+  seen(node: NodeView): void {
+    const type = node.labels[INSTANCE_TYPE];
+    if (type !== undefined && node.labels[REGISTERED_LABEL] === 'true' && !this.byType.has(type))
+      this.byType = new Map([...this.byType, [type, node.labels]]);
+  }
+
+  get current(): InstanceLabels {
+    return this.byType;
   }
 }

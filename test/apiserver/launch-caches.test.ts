@@ -1,18 +1,19 @@
 // What the effect reads from the cluster besides the NodeClaim, against a real apiserver: each
 // EC2NodeClass's zones (from its status' subnets, as the AWS provider resolves them), with the
-// cluster serving no EC2NodeClass at all or forbidding the watcher to read them; and the labels of
-// a registered node per instance type.
+// cluster serving no EC2NodeClass at all or forbidding the watcher to read them, and its sizing (AMI
+// family, kubelet settings); and the labels of a registered node per instance type.
 import { Writable } from 'node:stream';
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
-import { InstanceTypeLabels, NodeClassCache } from '../../src/state/launch-caches.ts';
+import { NodeClassCache } from '../../src/state/launch-caches.ts';
+import { InstanceTypeLabels } from '../../src/state/lookups.ts';
 import { clientFor, ControlPlane } from '../../kit/control-plane.ts';
 import { EC2_NODECLASS_API, installAwsCRDs } from '../../kit/aws/karpenter.ts';
 import { until } from '../../kit/fleet.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import type { NodeView } from '../../src/engine/index.ts';
+import { KARPENTER_DEFAULTS, type NodeView } from '../../src/engine/index.ts';
 
 const cp = await ControlPlane.start();
 t.teardown(() => cp.stop());
@@ -70,6 +71,17 @@ t.test("EC2NodeClasses: their resolved subnets' zones, followed as the status ch
   });
   await until('the cache has it', async () => cache.reflector.store.has('default'), 10_000);
   t.equal(cache.zonesOf('default'), undefined, 'no subnets resolved yet: unknown, not "no zone"');
+  // Its sizing, as the CRD served it back (the fields the API server keeps are the provider's).
+  const seen = new Map([['m5.large', {}]]);
+  const sizing = cache.sizingOf('default', KARPENTER_DEFAULTS, seen)!;
+  t.same(sizing.nodeClass, { amiFamily: 'AL2023', kubelet: {}, expressions: false });
+  t.same([...sizing.registered], ['m5.large']);
+  t.equal(
+    cache.sizingOf('default', KARPENTER_DEFAULTS, seen),
+    sizing,
+    'one object while nothing changes: the memos find it',
+  );
+  t.equal(cache.sizingOf('other', KARPENTER_DEFAULTS, seen), undefined);
   const subnets = (zones: string[]) =>
     zones.map((zone, i) => ({ id: `subnet-0${i}`, zone, zoneID: `use1-az${i + 1}` }));
   const setSubnets = (zones: string[]) =>

@@ -18,7 +18,9 @@ async function inNamespace(): Promise<void> {
   const { awsClient } = await import('../../src/prices/aws-client.ts');
   const { assertLoopbackOnly } = await import('../../kit/aws/netns.ts');
   const { startMoto, ZONES } = await import('../../kit/aws/moto.ts');
-  const { fetchOfferedZones, fetchOnDemand, fetchSpot } = await import('../../src/prices/aws-api.ts');
+  const { fetchInstanceTypes, fetchOfferedZones, fetchOnDemand, fetchSpot } = await import(
+    '../../src/prices/aws-api.ts'
+  );
   const { PriceSource } = await import('../../src/prices/source.ts');
   const { staticOnDemand } = await import('../../src/prices/static-table.ts');
   const { createMetrics } = await import('../../src/metrics.ts');
@@ -160,6 +162,15 @@ async function inNamespace(): Promise<void> {
     );
   });
 
+  t.test("DescribeInstanceTypes: what the provider's allocatable is computed from", async (t) => {
+    const described = await fetchInstanceTypes(client, signal());
+    t.ok(described.size > 100, `${described.size} types described`);
+    // EC2's own figures (moto's copy of DescribeInstanceTypes): the default network card's ENIs.
+    t.same(described.get('m5.large'), { vcpus: 2, memoryMiB: 8192, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 });
+    t.same(described.get('m6g.large'), { vcpus: 2, memoryMiB: 8192, arch: 'arm64', maxENIs: 3, ipv4PerENI: 10 });
+    t.equal(described.get('c6i.large')?.memoryMiB, 4096);
+  });
+
   t.test(
     "errors: the service's code and status; a refusal is not retried, a failure is, up to the attempts allowed",
     async (t) => {
@@ -256,6 +267,8 @@ async function inNamespace(): Promise<void> {
       'm5.large offered in the zones of the seed',
     );
     t.equal(book.offeredZones?.('no.such-type')?.size, 0, 'a type EC2 offers nowhere: no zone (not "unknown")');
+    t.equal(book.instanceInfo?.('m5.large')?.maxENIs, 3, 'DescribeInstanceTypes read with them');
+    t.equal(await metric(registry, 'price_refreshes_total{kind="instance_types",result="ok"}'), '1');
     t.equal(await metric(registry, 'price_refreshes_total{kind="on_demand",result="ok"}'), '1');
     t.equal(await metric(registry, 'price_refreshes_total{kind="offerings",result="ok"}'), '1');
     t.equal(await metric(registry, 'prices_known{kind="spot",source="aws"}'), '5');

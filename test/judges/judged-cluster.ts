@@ -8,12 +8,18 @@ import {
   toNodePoolView,
   toOverlayView,
 } from '../../src/engine/index.ts';
+import type { InstanceTypeInfo } from '../../src/engine/effect/allocatable.ts';
 import type { JudgeCondition, JudgeNodePool, JudgeOverlay } from './karpenter-oracle.ts';
 import { type CatalogType, LAUNCH_REGION, overlayLabels } from './launch-cases.ts';
 
-/** The generated catalog as the watcher's price source: on-demand, spot by zone, where each type is offered, every type. */
-export function catalogPrices(catalog: ReadonlyMap<string, CatalogType>, asOf: number): PriceBook {
+/** The generated catalog as the watcher's price source: on-demand, spot by zone, where each type is offered, every type, and what DescribeInstanceTypes says of each where given. */
+export function catalogPrices(
+  catalog: ReadonlyMap<string, CatalogType>,
+  asOf: number,
+  info?: ReadonlyMap<string, InstanceTypeInfo>,
+): PriceBook {
   return {
+    ...(info ? { instanceInfo: (x: string) => info.get(x) } : {}),
     source: 'generated',
     asOf,
     region: LAUNCH_REGION,

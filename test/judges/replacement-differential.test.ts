@@ -43,6 +43,8 @@ import {
 } from './karpenter-oracle.ts';
 import { Choices } from './karpenter-cluster.ts';
 import { catalogPrices, judgedIndex } from './judged-cluster.ts';
+import { type CaseSizing, sizeCatalog } from './case-sizing.ts';
+import { type FitSizing, KARPENTER_DEFAULTS } from '../../src/engine/effect/allocatable.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';
 import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
 import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
@@ -63,9 +65,17 @@ const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'),
 const T0 = Date.parse('2026-02-01T10:00:00Z');
 const at = (ms: number) => new Date(ms).toISOString();
 
+/** The provider's allocatable as a NodeClaim's status carries it. */
+const allocatableQuantities = (a: { cpu: number; memory: number; pods: number }) => ({
+  cpu: `${a.cpu}m`,
+  memory: String(a.memory),
+  pods: String(a.pods),
+});
+
 /** The engine's effect on the replacement of `set`, decided as the watcher decides its node. */
 function engineEffect(
   c: ConsolidationCase,
+  sizing: CaseSizing,
   index: OverlayIndex,
   set: string[],
   w: WorldCommand,
@@ -85,7 +95,7 @@ function engineEffect(
       metadata: { name: `${name}-claim` },
       status: {
         conditions: [{ type: 'DisruptionReason', status: 'True', reason: 'Underutilized' }],
-        allocatable: c.request.instanceTypes.find((x) => x.name === n.instanceType)!.capacity,
+        allocatable: allocatableQuantities(sizing.allocatable.get(n.instanceType)!),
       },
     });
     return {
@@ -129,8 +139,15 @@ function engineEffect(
     else pool[same] = { ...pool[same]!, count: pool[same]!.count + 1 };
     offerings.set(n.nodePool, pool);
   }
+  // A node of each of the cluster's types registered: the provider may hold the memory it reported.
+  const fit: FitSizing = {
+    nodeClass: sizing.nodeClass,
+    settings: KARPENTER_DEFAULTS,
+    registered: new Set(c.request.nodes.map((n) => n.instanceType)),
+  };
   const launch: LaunchKnowledge = {
-    prices: catalogPrices(c.catalog, T0),
+    prices: catalogPrices(c.catalog, T0, sizing.info),
+    sizingOf: () => fit,
     zonesOf: () => new Set(c.zones),
     instanceLabels: types,
     disruption: evidence,
@@ -205,21 +222,28 @@ t.test(
     const started = Date.now();
     const ahead: {
       c: ConsolidationCase;
-      answer: Promise<{ answer: ConsolidateAnswer; launches: Map<number, ReplacementLaunches> }>;
+      answer: Promise<{
+        sizing: CaseSizing;
+        answer: ConsolidateAnswer;
+        launches: Map<number, ReplacementLaunches>;
+      }>;
     }[] = [];
     let generated = ONLY_CASE ?? 0;
     const ask = () => {
-      const c = generateConsolidationCase(new Choices(SEED * 100_003 + generated++));
-      const answer = judge
-        .consolidate(c.request)
-        .then(async (answer) => ({ answer, launches: await replacementLaunches(launchJudge, c, answer) }));
+      const choices = new Choices(SEED * 100_003 + generated++);
+      const c = generateConsolidationCase(choices);
+      // Sized by the AWS provider's code first: the judge's types then have Karpenter's allocatable.
+      const answer = sizeCatalog(c.request.instanceTypes, c.catalog, choices, launchJudge).then(async (sizing) => {
+        const answer = await judge.consolidate(c.request);
+        return { sizing, answer, launches: await replacementLaunches(launchJudge, c, answer) };
+      });
       ahead.push({ c, answer });
     };
     const last = ONLY_CASE === undefined ? CASES : ONLY_CASE + 1;
     for (let n = ONLY_CASE ?? 0; n < last; n++) {
       while (ahead.length < Math.min(IN_FLIGHT, last - n)) ask();
       const { c, answer: pending } = ahead.shift()!;
-      const { answer, launches } = await pending;
+      const { sizing, answer, launches } = await pending;
       if (answer.error) throw new Error(`cluster ${n}: the judge could not run it: ${answer.error}`);
       // Since two hours: ClusterCost's prices, up to an hour old, are then those of the overlays too.
       const index = judgedIndex(c.request, answer.statuses, policy, T0 - 7_200_000);
@@ -253,6 +277,7 @@ t.test(
         const launched = launch?.with.picks?.[0] ?? w.replacement!.instanceTypes[0]!;
         const { effect: e, outcome } = engineEffect(
           c,
+          sizing,
           index,
           set,
           w,

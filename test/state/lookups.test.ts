@@ -11,7 +11,7 @@ import { claimLookup, readInputFiles } from '../../src/commands/inputs.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { NodeClaimCache } from '../../src/state/caches.ts';
-import { NodeClaimIndex, nodeClassZones } from '../../src/state/lookups.ts';
+import { NodeClaimIndex, nodeClassFacts } from '../../src/state/lookups.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { ReflectorHandlers } from '../../src/kube/reflector-options.ts';
 
@@ -79,13 +79,17 @@ t.test('of NodeClaims that share a name the last counts, once', async (t) => {
 
 t.test("an EC2NodeClass reduced to its subnets' zones; one with no subnets yet says nothing", async (t) => {
   t.same(
-    nodeClassZones({
+    nodeClassFacts({
       metadata: { name: 'default' },
       status: { subnets: [{ zone: 'us-west-2a' }, { zone: 'us-west-2b' }, { zone: 'us-west-2a' }, {}] },
     }),
-    { name: 'default', zones: new Set(['us-west-2a', 'us-west-2b']) },
+    {
+      name: 'default',
+      zones: new Set(['us-west-2a', 'us-west-2b']),
+      sizing: { amiFamily: 'Custom', kubelet: {}, expressions: false },
+    },
   );
-  t.same(nodeClassZones({ metadata: { name: 'new' }, status: null }), { name: 'new', zones: new Set() });
+  t.match(nodeClassFacts({ metadata: { name: 'new' }, status: null }), { name: 'new', zones: new Set() });
   const dir = mkdtempSync(join(tmpdir(), 'vnw-lookups-'));
   const list = (kind: string, items: object[]) => {
     const path = join(dir, `${kind}.json`);

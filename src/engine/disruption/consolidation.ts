@@ -119,6 +119,7 @@ function priceTestOf(command: Command, r: EffectInput): PriceTest {
     prices: r.prices,
     zones: r.zones,
     instanceLabels: r.instanceLabels,
+    sizing: r.sizing,
     candidates: command.candidates,
   };
   return r.claim === undefined ? priceTest(input) : PRICE_TESTS.of(r.claim.candidates, input);
@@ -152,7 +153,7 @@ function setting(input: TestInput) {
     );
   const zones = launchZones(claim, input.zones);
   if (zones === undefined) return abstain('zones', 'the zones its EC2NodeClass launches into are not known');
-  return { provider, claim, pool, prices, zones, instanceLabels: input.instanceLabels };
+  return { provider, claim, pool, prices, zones, instanceLabels: input.instanceLabels, sizing: input.sizing };
 }
 
 /** The candidates priced in both worlds (sumCandidatePrices), by NodePool and by type. */

@@ -10,7 +10,7 @@ import { type PricedCandidate, priceWorld, type Worlds } from '../effect/worlds.
 import { Memo } from '../memo.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
-import { fitShown, tooSmall } from './fit.ts';
+import { exactFitOf, fitShown, tooSmall } from './fit.ts';
 import { type FilterRequirements, type OptionSetting, optionsWorld, pricedBoth, worstLaunchPrice } from './prices.ts';
 import type { Candidate } from './types.ts';
 
@@ -55,13 +55,14 @@ export function catalogCutTypes(
       `the price source (${s.prices.source}) does not list its instance types: the options Karpenter cut by price are not known`,
     );
   const { claim, provider } = s;
+  const exact = exactFitOf(s);
   const types = UNLISTED.of(claim.candidates, {
     catalog,
     pinned: claim.pinned,
     allowed: claim.allowed,
     instanceLabels: s.instanceLabels,
     provider,
-  }).filter((type) => !exclude.has(type.name) && !tooSmall(type, claim, s.candidates));
+  }).filter((type) => !exclude.has(type.name) && !tooSmall(type, claim, s.candidates) && exact(type) !== false);
   const world = { ...optionsWorld([], s), candidates: types };
   const all = { with: priceWorld(world, s.worlds.with), without: priceWorld(world, s.worlds.without) };
   const fits = fitsOf(s);
@@ -104,7 +105,10 @@ export function candidateCutTypes(
     [...names].filter((name) => !listed.has(name)),
     s,
   );
-  const types = world.candidates.filter((type) => allowedByName(type, claim) && !tooSmall(type, claim, s.candidates));
+  const exact = exactFitOf(s);
+  const types = world.candidates.filter(
+    (type) => allowedByName(type, claim) && !tooSmall(type, claim, s.candidates) && exact(type) !== false,
+  );
   const priced = pricedBoth({ ...world, candidates: types }, s.worlds);
   if (priced instanceof Abstain) return priced;
   const fits = fitsOf(s);
@@ -115,14 +119,20 @@ export function candidateCutTypes(
     );
 }
 
-/** Whether the pods are shown to fit a type, from the options Karpenter kept and the candidates' NodeClaims. */
-const fitsOf = (s: CutSetting) =>
-  fitShown(
+/**
+ * Whether the pods are shown to fit a type: by Karpenter's own arithmetic where what it reads is
+ * known, else from the options Karpenter kept and the candidates' NodeClaims.
+ */
+const fitsOf = (s: CutSetting) => {
+  const exact = exactFitOf(s);
+  const shown = fitShown(
     s.claim,
     candidateTypes(s.claim.candidates, s.claim.pinned, s.provider, s.instanceLabels),
     s.provider,
     s.candidates,
   );
+  return (type: CandidateType) => exact(type) ?? shown(type);
+};
 
 interface UnlistedInput {
   readonly catalog: readonly string[];

@@ -4,12 +4,14 @@
 // so a kept option is a type they fit. A type with less CPU or memory than the requests could not
 // be one; a type that meets every requirement and has at least the CPU and memory of a kept option
 // could.
+import { awsAllocatable, type FitSizing } from '../effect/allocatable.ts';
 import type { CandidateType } from '../effect/candidates.ts';
+import type { PriceBook } from '../effect/prices.ts';
 import type { ClaimForEffect } from '../effect/types.ts';
 import { labelValue } from '../normalize.ts';
 import { AWS_LABEL, type ProviderKeys } from '../providers.ts';
 import { requirementPasses } from '../requirements.ts';
-import { INSTANCE_TYPE } from '../well-known.ts';
+import { ARCH, INSTANCE_TYPE } from '../well-known.ts';
 import type { Candidate } from './types.ts';
 
 /** A type's vCPUs and memory in bytes as the AWS provider labels them (instance-cpu, instance-memory in MiB); NaN: not known. */
@@ -85,5 +87,67 @@ export function fitShown(
   return (type) => {
     const has = capacityOf(type);
     return (held.has(type.name) || smallest.some((s) => s.cpu <= has.cpu && s.memory <= has.memory)) && meets(type);
+  };
+}
+
+/** What the exact fit reads: the NodeClaim, the sizing, DescribeInstanceTypes (the price source's catalog). */
+interface ExactFitSetting {
+  readonly claim: ClaimForEffect;
+  readonly provider: ProviderKeys;
+  readonly prices: PriceBook;
+  readonly sizing?: FitSizing | undefined;
+}
+
+const EC2_ARCH: Readonly<Record<string, string>> = { x86_64: 'amd64', arm64: 'arm64' };
+
+/**
+ * Karpenter's own answer to "would the pods fit this type?" (scheduling keeps a type whose
+ * requirements the NodeClaim's admit and whose allocatable holds its requests), where everything
+ * it reads is known; undefined elsewhere. Not for a type a registered node was seen of: once one
+ * registered, the provider may hold the memory that node reported (its discovered capacity) in
+ * place of its formula's figure.
+ */
+export function exactFitOf(s: ExactFitSetting): (type: CandidateType) => boolean | undefined {
+  const { claim, sizing, prices } = s;
+  const requests = claim.requests;
+  const requirements = claim.requirements;
+  if (sizing === undefined || sizing.nodeClass.expressions || sizing.nodeClass.amiFamily === undefined)
+    return () => undefined;
+  if (requests === undefined || requests.other || requirements === undefined || prices.instanceInfo === undefined)
+    return () => undefined;
+  return (type) => {
+    if (sizing.registered.has(type.name)) return undefined;
+    const info = prices.instanceInfo!(type.name);
+    if (info === undefined) return undefined;
+    // What EC2 says of the type defines the keys its name does not.
+    const labels: Record<string, string> = {
+      ...type.labels,
+      [AWS_LABEL.cpu]: String(info.vcpus),
+      [AWS_LABEL.memory]: String(info.memoryMiB),
+      ...(EC2_ARCH[info.arch] ? { [ARCH]: EC2_ARCH[info.arch]! } : {}),
+    };
+    const known = new Set([...(type.known ?? Object.keys(type.labels)), AWS_LABEL.cpu, AWS_LABEL.memory, ARCH]);
+    let unknown = false;
+    for (const r of requirements) {
+      if (r.key === INSTANCE_TYPE || s.provider.offeringKeys.has(r.key) || !s.provider.instanceTypeKeys.has(r.key))
+        continue;
+      const fixed = s.provider.fixedValues?.get(r.key);
+      if (
+        fixed
+          ? !fixed.some((v) => requirementPasses(r, v))
+          : known.has(r.key) && !requirementPasses(r, labelValue(labels, r.key))
+      )
+        return false;
+      if (!fixed && !known.has(r.key)) unknown = true;
+    }
+    if (unknown) return undefined;
+    let a: ReturnType<typeof awsAllocatable>;
+    try {
+      a = awsAllocatable(info, sizing.nodeClass.kubelet, sizing.nodeClass.amiFamily, sizing.settings);
+    } catch {
+      // A kubelet value the provider would refuse too: no figure to compare with.
+      return undefined;
+    }
+    return !over(requests.cpu, a.cpu / 1000) && !over(requests.memory, a.memory) && !over(requests.pods, a.pods);
   };
 }

@@ -2,6 +2,7 @@
 // resolveNodePrice) and an option's WorstLaunchPrice under the replacement's requirements
 // (cloudprovider/types.go), both overlays applied. consolidation.ts runs the test in both worlds;
 // cut-options.ts prices the types that are not options but could have been.
+import type { FitSizing } from '../effect/allocatable.ts';
 import { Abstain, abstain } from '../effect/abstain.ts';
 import { internedCandidate } from '../effect/candidates.ts';
 import { candidateTypes } from '../effect/effect.ts';
@@ -79,6 +80,8 @@ export interface OptionSetting {
   readonly prices: PriceBook;
   readonly zones: ReadonlySet<string>;
   readonly instanceLabels: InstanceLabels | undefined;
+  /** What the pods' fit is computed from, where known (fit.ts). */
+  readonly sizing?: FitSizing | undefined;
 }
 
 /** Types by name, priced as the replacement's options are: its offerings in the zones it could launch in. */

@@ -1,5 +1,6 @@
 // The list prices a launch was decided with, as the engine reads them: a snapshot the watcher's
 // price sources keep up to date (src/prices), passed in like the caches' views.
+import type { InstanceTypeInfo } from './allocatable.ts';
 import { labelValue } from '../normalize.ts';
 import type { Labels } from '../requirements.ts';
 import { INSTANCE_TYPE } from '../well-known.ts';
@@ -27,6 +28,8 @@ export interface PriceBook {
    * when it cannot list them: a consolidation's options that the overlays cut away are among them.
    */
   instanceTypes?(): readonly string[];
+  /** What DescribeInstanceTypes says of a type (vCPUs, memory, architecture, ENIs), undefined when not known. */
+  instanceInfo?(instanceType: string): InstanceTypeInfo | undefined;
 }
 
 /**

@@ -6,6 +6,7 @@ import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayView } from '../overlay.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels, Requirement } from '../requirements.ts';
+import type { FitSizing } from './allocatable.ts';
 import type { PriceBook } from './prices.ts';
 
 export const EFFECTS = ['capacity-type', 'instance-type', 'replacement', 'none', 'unknown'] as const;
@@ -116,6 +117,12 @@ export interface EffectInput {
    * immutable map, a new one whenever a type is added, so that the replay's memos key on it.
    */
   readonly instanceLabels?: InstanceLabels | undefined;
+  /**
+   * What Karpenter's AWS provider computes a type's allocatable from besides the type (the
+   * NodeClaim's NodeClass's settings, its own): with the price source's DescribeInstanceTypes,
+   * whether the pods fit a type has Karpenter's answer. One object per NodeClass version.
+   */
+  readonly sizing?: FitSizing | undefined;
   /**
    * The instance types the NodeClaim would list without the selected overlays, where they differ
    * from its own (a replacement, whose options consolidation cut by overlaid prices): the launch

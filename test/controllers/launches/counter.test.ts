@@ -171,7 +171,7 @@ t.test('past the cap, the overlays that launched the most keep their names, not 
   );
   launch('first-seen', 'reserved-instance');
   await metrics.registry.metrics();
-  t.same(await values(metrics, 'launches'), { [`busy none`]: 3, [`${OTHER} ${OTHER}`]: 2 });
+  t.same(await values(metrics, 'launches'), { 'busy none': 3, [`${OTHER} ${OTHER}`]: 2 });
   t.same(
     await values(metrics, 'nodesLabeled'),
     { 'compute-savings-plan none webhook': 3, 'reserved-instance none webhook': 3 },

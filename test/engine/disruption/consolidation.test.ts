@@ -14,6 +14,12 @@ import { replacementEffect } from '../../../src/engine/disruption/controller.ts'
 import { reasonOf } from '../../../src/engine/disruption/reasons.ts';
 import type { Candidate } from '../../../src/engine/disruption/types.ts';
 import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
+import {
+  type FitSizing,
+  type InstanceTypeInfo,
+  KARPENTER_DEFAULTS,
+  nodeClassSizing,
+} from '../../../src/engine/effect/allocatable.ts';
 import { AWS_KEYS } from '../../../src/engine/providers.ts';
 import { Prices } from '../../../src/prices/book.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
@@ -36,7 +42,14 @@ const SPOT: Record<string, number> = {
   'm5a.large': 0.035,
 };
 
-function prices(catalog = true): PriceBook {
+/** DescribeInstanceTypes, as EC2 (and the kit's moto) answers it. */
+const DESCRIBED: Record<string, InstanceTypeInfo> = {
+  'm5.large': { vcpus: 2, memoryMiB: 8192, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
+  'c6i.large': { vcpus: 2, memoryMiB: 4096, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
+  'r6i.large': { vcpus: 2, memoryMiB: 16384, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
+};
+
+function prices(catalog = true, described = false): PriceBook {
   return {
     source: 'test',
     asOf: 0,
@@ -45,8 +58,15 @@ function prices(catalog = true): PriceBook {
     onDemand: (x) => OD[x],
     spot: (x) => SPOT[x],
     ...(catalog ? { instanceTypes: () => Object.keys(OD) } : {}),
+    ...(described ? { instanceInfo: (x: string) => DESCRIBED[x] } : {}),
   };
 }
+/** An AL2023 EC2NodeClass with no kubelet settings, no node of any type registered yet. */
+const AL2023: FitSizing = {
+  nodeClass: nodeClassSizing({ amiSelectorTerms: [{ alias: 'al2023@latest' }] }),
+  settings: KARPENTER_DEFAULTS,
+  registered: new Set(),
+};
 const pool = toNodePoolView({ metadata: { name: 'on-demand' } });
 const RI = toOverlayView(reservedInstance('m5.large', 'us-east-1'));
 
@@ -85,6 +105,8 @@ function effect(o: {
   claim?: Partial<ClaimForEffect>;
   catalog?: boolean;
   nodeLabelsOf?: (instanceType: string) => Record<string, string> | undefined;
+  /** The NodeClass's sizing, and DescribeInstanceTypes in the price source: the pods' fit is Karpenter's. */
+  sizing?: FitSizing;
 }) {
   const labelsOf = o.nodeLabelsOf;
   return replacementEffect(
@@ -96,8 +118,9 @@ function effect(o: {
       pool,
       counted: o.overlays ?? [{ overlay: RI, selected: true }],
       conflicted: [],
-      prices: prices(o.catalog ?? true),
+      prices: prices(o.catalog ?? true, o.sizing !== undefined),
       zones: new Set([ZONE]),
+      ...(o.sizing ? { sizing: o.sizing } : {}),
       // A node of each type the function knows, as the caches hand them out: one map.
       ...(labelsOf
         ? { instanceLabels: new Map(Object.keys(OD).flatMap((x) => (labelsOf(x) ? [[x, labelsOf(x)!]] : []))) }
@@ -398,6 +421,26 @@ t.test("several nodes: a replaced node's own NodeClaim tells whether the pods fi
   t.equal(e.verdict, 'replacement', e.reason ?? '');
   t.equal(e.disruption?.replacedWithout, false);
   t.equal(held(undefined).reasonCode, 'unseen-options', "without the NodeClaims' allocatable it is not known");
+  const sized = effect({
+    candidates: ['m5.large'],
+    launched: ['m5.large', 'on-demand'],
+    replaced: ['a', 'b'].map((name) => node('c6i.large', 'on-demand', name)),
+    claim,
+    sizing: AL2023,
+  });
+  t.equal(sized.verdict, 'replacement', `sized as Karpenter sizes c6i.large, the fit is known: ${sized.reason ?? ''}`);
+  t.equal(sized.disruption?.replacedWithout, false);
+  t.equal(
+    effect({
+      candidates: ['m5.large'],
+      launched: ['m5.large', 'on-demand'],
+      replaced: ['a', 'b'].map((name) => node('c6i.large', 'on-demand', name)),
+      claim,
+      sizing: { ...AL2023, registered: new Set(['c6i.large']) },
+    }).reasonCode,
+    'unseen-options',
+    'a c6i.large registered: Karpenter may hold the memory it reported, not its formula',
+  );
   const crowded = held({ ...c6iLarge, pods: 3 });
   t.equal(crowded.disruption?.replacedWithout, true, 'more pods than c6i.large holds: it was no option');
   t.not(crowded.verdict, 'replacement', 'and without the RI m5.large ($0.096) would have replaced the pair');
