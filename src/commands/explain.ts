@@ -3,6 +3,7 @@
 import type { Config } from '../config/load.ts';
 import { claimLookup, readInputFiles, type InputFiles } from './inputs.ts';
 import { fitSizing, InstanceTypeLabels } from '../state/lookups.ts';
+import { PoolOfferings } from '../state/disruption/pool-offerings.ts';
 import { readLive } from './live.ts';
 import {
   evidenceOfReading,
@@ -42,10 +43,15 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
     claims: inputs.nodeClaims,
     records: nodes.map((node) => ({ nodeClaim: nodeClaimFor(node, claims), story: readStory(node.story) })),
     ...(inputs.launching ? { launching: inputs.launching } : {}),
+    ...(inputs.candidates ? { candidates: inputs.candidates } : {}),
+    ...(inputs.approvals ? { approvals: inputs.approvals } : {}),
   });
-  // As the watcher's caches hold them: a registered node's labels per type, the sizing each NodeClass gives.
+  // As the watcher's caches hold them: a registered node's labels per type, the sizing each NodeClass
+  // gives, each NodePool's NodeClaims by offering (Balanced's pool cost).
   const instanceLabels = new InstanceTypeLabels();
   for (const node of nodes) instanceLabels.seen(node);
+  const poolOfferings = new PoolOfferings();
+  for (const claim of inputs.nodeClaims) poolOfferings.upsert(claim);
   const karpenter = karpenterSettings(config);
   const launch: LaunchKnowledge = {
     prices,
@@ -56,6 +62,7 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
     },
     instanceLabels: instanceLabels.current,
     disruption,
+    poolOfferings: (pool, createdBefore) => poolOfferings.offerings(pool, createdBefore),
   };
   const explain = explainer(
     { overlays, nodePools: inputs.nodePools, nodeClaims: claims, launch },

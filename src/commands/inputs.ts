@@ -3,6 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import {
+  type ApprovalSeen,
+  type CandidateSeen,
   toNodeClaimView,
   toNodePoolView,
   type NodeClaimLookup,
@@ -38,6 +40,9 @@ export interface Inputs {
   nodeClassSizing: Map<string, NodeClassSizing>;
   /** Karpenter's DisruptionLaunching Events by NodeClaim, their reason (live only, where they can be read). */
   launching?: Map<string, string>;
+  /** Karpenter's ConsolidationCandidate and ConsolidationApproved Events (live only, where they can be read). */
+  candidates?: CandidateSeen[];
+  approvals?: ApprovalSeen[];
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   type RecordKeys,
 } from '../engine/index.ts';
 import type { KubeClient } from '../kube/client.ts';
+import type { EventObject } from '../state/disruption/watch.ts';
 import type { Inputs } from './inputs.ts';
 import { nodeClassesOf } from './inputs.ts';
 
@@ -55,7 +56,7 @@ async function all(kube: Kube, path: string, o: { fieldSelector?: string } = {})
   return items;
 }
 
-/** Everything but the nodes: overlays, NodePools, NodeClaims (as views), EC2NodeClasses' zones, launch Events. */
+/** Everything but the nodes: overlays, NodePools, NodeClaims (as views), EC2NodeClasses, Karpenter's disruption Events. */
 async function readRest(kube: Kube): Promise<Omit<Inputs, 'nodes'>> {
   const [{ OVERLAYS_PATH, NODEPOOLS_PATH, NODECLAIMS_PATH }, { EC2_NODECLASSES_PATH }, events] = await Promise.all([
     import('../state/caches.ts'),
@@ -64,7 +65,13 @@ async function readRest(kube: Kube): Promise<Omit<Inputs, 'nodes'>> {
   ]);
   const optional = (code: number | undefined, ...allowed: number[]) => code !== undefined && allowed.includes(code);
   const nodeClaims: Inputs['nodeClaims'] = [];
-  const [overlays, pools, classes, launching] = await Promise.all([
+  // Karpenter's Events; without the right to read them, the records and the marks tell what they can.
+  const eventsOf = (selector: string) =>
+    all(kube, events.LAUNCHING_EVENTS_PATH, { fieldSelector: selector }).catch((err: unknown) => {
+      if (optional(kube.httpStatus(err), 403)) return [];
+      throw err;
+    });
+  const [overlays, pools, classes, launching, candidates, approvals] = await Promise.all([
     all(kube, OVERLAYS_PATH),
     all(kube, NODEPOOLS_PATH),
     // Served only where Karpenter's AWS provider is installed; readable only with the chart's rights.
@@ -72,13 +79,10 @@ async function readRest(kube: Kube): Promise<Omit<Inputs, 'nodes'>> {
       if (optional(kube.httpStatus(err), 404, 403)) return [];
       throw err;
     }),
-    // Which NodeClaims Karpenter's disruption launched; without the right, the records tell.
-    all(kube, events.LAUNCHING_EVENTS_PATH, { fieldSelector: events.LAUNCHING_EVENTS_SELECTOR }).catch(
-      (err: unknown) => {
-        if (optional(kube.httpStatus(err), 403)) return [];
-        throw err;
-      },
-    ),
+    // Which NodeClaims Karpenter's disruption launched, when consolidation decided, Balanced's scores.
+    eventsOf(events.LAUNCHING_EVENTS_SELECTOR),
+    eventsOf(events.CANDIDATE_EVENTS_SELECTOR),
+    eventsOf(events.APPROVAL_EVENTS_SELECTOR),
     eachItem(kube, NODECLAIMS_PATH, (c) =>
       nodeClaims.push(toNodeClaimView(c as Parameters<typeof toNodeClaimView>[0])),
     ),
@@ -89,6 +93,15 @@ async function readRest(kube: Kube): Promise<Omit<Inputs, 'nodes'>> {
     nodeClaims,
     ...nodeClassesOf(classes),
     launching: launchingByNodeClaim(launching),
+    // As the watcher's caches keep them: the decision's window and Balanced's scores are read alike.
+    candidates: candidates.flatMap((e) => {
+      const c = events.candidateEvent(e as EventObject);
+      return c.nodeClaim !== '' && c.at !== undefined ? [{ nodeClaim: c.nodeClaim, at: c.at }] : [];
+    }),
+    approvals: approvals.flatMap((e) => {
+      const a = events.approvalEvent(e as EventObject);
+      return a.at !== undefined && a.figures !== undefined ? [{ object: a.object, at: a.at, figures: a.figures }] : [];
+    }),
   };
 }
 

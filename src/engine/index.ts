@@ -31,7 +31,13 @@ export { recordKeys, readStory, recordedEffect, type RecordKeys } from './record
 export { jsonPatch, mergePatch } from './patch.ts';
 export { parseSelector } from './selector.ts';
 export { explainer, type Explanation, type ProviderExplanation } from './explain.ts';
-export { type DisruptionEvidence, type DisruptionMark, evidenceOfReading } from './disruption/evidence.ts';
+export {
+  type ApprovalSeen,
+  type CandidateSeen,
+  type DisruptionEvidence,
+  type DisruptionMark,
+  evidenceOfReading,
+} from './disruption/evidence.ts';
 export {
   type ApprovalFigures,
   type ConsolidationApproval,

@@ -274,4 +274,65 @@ t.test('live, from the cluster', async (t) => {
   const gone = await run(['no-such-node'], { KUBECONFIG: kubeconfig });
   t.equal(gone.code, 1);
   t.match(gone.err, /veneer-node-watcher explain: .*404/s);
+
+  // Karpenter's disruption Events, read as the watcher's caches read them: the decision's window and
+  // Balanced's scores come from them live, so explain judges a replacement as the record was judged.
+  const core = env.admin.makeApiClient(k8s.CoreV1Api);
+  const event = (name: string, kind: string, object: string, reason: string, message: string, at: string) =>
+    core.createNamespacedEvent({
+      namespace: 'default',
+      body: {
+        metadata: { name },
+        involvedObject: { kind, name: object, apiVersion: 'karpenter.sh/v1' },
+        reason,
+        message,
+        type: 'Normal',
+        source: { component: 'karpenter' },
+        firstTimestamp: new Date(at),
+        lastTimestamp: new Date(at),
+      },
+    });
+  await event(
+    'c1',
+    'NodeClaim',
+    'live-1-claim',
+    'ConsolidationCandidate',
+    'Can be consolidated',
+    '2026-12-01T10:00:00Z',
+  );
+  await event(
+    'a1',
+    'NodePool',
+    'od',
+    'ConsolidationApproved',
+    'score 0.85 >= threshold 0.50 (k: 2, savings 33.3%, disruption 39.3%)',
+    '2026-12-01T10:00:05Z',
+  );
+  await event(
+    'n1',
+    'Node',
+    'live-1',
+    'ConsolidationApproved',
+    'score 0.85 >= threshold 0.50 (k: 2, savings 33.3%, disruption 39.3%)',
+    '2026-12-01T10:00:05Z',
+  );
+  const before = process.env.KUBECONFIG;
+  process.env.KUBECONFIG = kubeconfig;
+  t.teardown(() => {
+    process.env.KUBECONFIG = before;
+  });
+  const { readLive } = await import('../../src/commands/live.ts');
+  const inputs = await readLive('live-1');
+  t.same(inputs.candidates, [{ nodeClaim: 'live-1-claim', at: Date.parse('2026-12-01T10:00:00Z') }]);
+  t.same(
+    inputs.approvals,
+    [
+      {
+        object: 'NodePool/od',
+        at: Date.parse('2026-12-01T10:00:05Z'),
+        figures: { score: 0.85, threshold: 0.5, k: 2, savingsPct: 33.3, disruptionPct: 39.3 },
+      },
+    ],
+    "the NodePool's approval; the Node's, which the watcher does not read either, left out",
+  );
 });

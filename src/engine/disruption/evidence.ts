@@ -48,11 +48,25 @@ export interface DisruptionEvidence {
   ): readonly ConsolidationApproval[];
 }
 
+/** A ConsolidationCandidate Event read: the NodeClaim it is on and when it last happened. */
+export interface CandidateSeen {
+  readonly nodeClaim: string;
+  readonly at: number;
+}
+
+/** A ConsolidationApproved Event read: the object it is on (`NodeClaim/x`, `NodePool/y`), when, and its figures. */
+export interface ApprovalSeen extends ConsolidationApproval {
+  readonly object: string;
+}
+
 /**
  * The evidence of one reading of the cluster (explain, report): the marks on the NodeClaims there
- * now, the DisruptionLaunching Events read with them, and, for what is gone since (the nodes a
- * replacement replaced are deleted once it is up), what the records tell: a record of a
- * replacement names its reason and the nodes it replaced, as the watcher saw them then.
+ * now, the DisruptionLaunching, ConsolidationCandidate and ConsolidationApproved Events read with
+ * them (as the watcher's caches hold them live: the decision's window and Balanced's score are
+ * read alike), and, for what is gone since (the nodes a replacement replaced are deleted once it
+ * is up), what the records tell: a record of a replacement names its reason and the nodes it
+ * replaced, as the watcher saw them then. Without the candidate Events (files, or no right to
+ * read Events) the decision's window is the one the marks alone give.
  */
 export function evidenceOfReading(reading: {
   claims: readonly NodeClaimView[];
@@ -60,6 +74,8 @@ export function evidenceOfReading(reading: {
   records: readonly { nodeClaim: NodeClaimView | undefined; story: DecisionStory | undefined }[];
   /** DisruptionLaunching Events by NodeClaim: their reason. */
   launching?: ReadonlyMap<string, string>;
+  candidates?: readonly CandidateSeen[];
+  approvals?: readonly ApprovalSeen[];
 }): DisruptionEvidence {
   const reasonOf = new Map(reading.launching ?? []);
   const marks = new Map<string, DisruptionMark>();
@@ -96,7 +112,27 @@ export function evidenceOfReading(reading: {
       });
     }
   }
+  const { candidates, approvals } = reading;
   return {
+    ...(candidates
+      ? {
+          candidateAt: (nodeClaim: string, notAfter: number) => {
+            let latest: number | undefined;
+            for (const c of candidates)
+              if (c.nodeClaim === nodeClaim && c.at <= notAfter && (latest === undefined || c.at > latest))
+                latest = c.at;
+            return latest;
+          },
+        }
+      : {}),
+    ...(approvals
+      ? {
+          approvalsBetween: (kind: 'NodeClaim' | 'NodePool', name: string, from: number, to: number) =>
+            approvals
+              .filter((a) => a.object === `${kind}/${name}` && a.at >= from && a.at <= to)
+              .map(({ at, figures }) => ({ at, figures })),
+        }
+      : {}),
     launching: (name) => reasonOf.get(name),
     marksBetween: (from, to) => [...marks.values()].filter((m) => m.markedAt >= from && m.markedAt <= to),
     replacementsCreatedBetween: (from, to, reason) =>

@@ -25,7 +25,7 @@ export const CANDIDATE_EVENTS_SELECTOR = 'involvedObject.kind=NodeClaim,reason=C
 /** Balanced consolidation's approvals: on the candidate's NodeClaim (and Node, not read) for one node, on the NodePool for several. */
 export const APPROVAL_EVENTS_SELECTOR = 'involvedObject.kind!=Node,reason=ConsolidationApproved';
 
-interface EventObject {
+export interface EventObject {
   metadata?: { name?: string; creationTimestamp?: string };
   involvedObject?: { kind?: string; name?: string };
   reason?: string;
@@ -55,6 +55,19 @@ function eventTime(e: EventObject): number | undefined {
   const t = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? '');
   return Number.isNaN(t) ? undefined : t;
 }
+
+/** A ConsolidationCandidate Event as the watcher keeps it (and `explain` reads it live). */
+export const candidateEvent = (e: EventObject): CandidateEvent => ({
+  nodeClaim: e.involvedObject?.name ?? '',
+  at: eventTime(e),
+});
+
+/** A ConsolidationApproved Event as the watcher keeps it (and `explain` reads it live). */
+export const approvalEvent = (e: EventObject): ApprovalEvent => ({
+  object: `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''}`,
+  at: eventTime(e),
+  figures: parseApproval(e.message),
+});
 
 /** One DisruptionLaunching Event, reduced to the NodeClaim it names and Karpenter's reason. */
 export interface LaunchingEvent {
@@ -136,15 +149,11 @@ export class DisruptionWatch implements DisruptionEvidence {
       remove: (event) => this.reasonOf.delete(event.nodeClaim),
     });
     this.candidates = eventsReflector(deps, 'consolidation-events', CANDIDATE_EVENTS_SELECTOR, {
-      slim: (e) => ({ nodeClaim: e.involvedObject?.name ?? '', at: eventTime(e) }),
+      slim: candidateEvent,
       upsert: (event) => this.candidateSeen(event),
     });
     this.approvals = eventsReflector(deps, 'approval-events', APPROVAL_EVENTS_SELECTOR, {
-      slim: (e) => ({
-        object: `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''}`,
-        at: eventTime(e),
-        figures: parseApproval(e.message),
-      }),
+      slim: approvalEvent,
       upsert: (event) => {
         if (event.at === undefined || event.figures === undefined) return;
         this.approved.add(event.object, { at: event.at, figures: event.figures });

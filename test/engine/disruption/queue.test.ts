@@ -198,3 +198,32 @@ t.test('a reading of the cluster: marks there now, and what the records tell of 
   const live = evidenceOfReading({ claims: [replacement], records: [], launching: new Map([['new', 'Drifted']]) });
   t.equal(live.launching('new'), 'Drifted', 'the Events read live');
 });
+
+t.test(
+  "a reading's ConsolidationCandidate and ConsolidationApproved Events, as the watcher's caches answer",
+  async (t) => {
+    const figures = { score: 0.85, threshold: 0.5, k: 2, savingsPct: 33.3, disruptionPct: 39.3 };
+    const ev = evidenceOfReading({
+      claims: [],
+      records: [],
+      candidates: [
+        { nodeClaim: 'a', at: T - 30_000 },
+        { nodeClaim: 'a', at: T - 10_000 },
+        { nodeClaim: 'b', at: T - 5_000 },
+      ],
+      approvals: [
+        { object: 'NodeClaim/a', at: T - 20_000, figures },
+        { object: 'NodePool/od', at: T - 20_000, figures },
+      ],
+    });
+    t.equal(ev.candidateAt?.('a', T), T - 10_000, 'the latest no later than asked');
+    t.equal(ev.candidateAt?.('a', T - 15_000), T - 30_000);
+    t.equal(ev.candidateAt?.('a', T - 60_000), undefined);
+    t.equal(ev.candidateAt?.('c', T), undefined, 'none on that NodeClaim');
+    t.same(ev.approvalsBetween?.('NodeClaim', 'a', T - 60_000, T), [{ at: T - 20_000, figures }]);
+    t.same(ev.approvalsBetween?.('NodePool', 'od', T - 10_000, T), [], 'outside the window');
+    const files = evidenceOfReading({ claims: [], records: [] });
+    t.equal(files.candidateAt, undefined, 'from files, no Event read: the window the marks give, as before');
+    t.equal(files.approvalsBetween, undefined);
+  },
+);
