@@ -6,9 +6,13 @@
 // the pods' requests read too), or the `anyway` path in a Balanced pool (`balanced`: its score
 // without the overlays, from Karpenter's ConsolidationApproved Event, before the launch replay). A burst: every node from one NodeClaim's options, as a multi-node
 // consolidation's or a drift wave's replacements share them.
-import type { DisruptionEvidence } from '../src/engine/index.ts';
+import { type DisruptionEvidence, KARPENTER_DEFAULTS, nodeClassSizing } from '../src/engine/index.ts';
 import { karpenterNode } from '../kit/veneer.ts';
 import { type DecisionEngine, effectFixture, THIS_ENGINE } from './decision.ts';
+
+/** What DescribeInstanceTypes says of the catalog's types: 4 vCPUs and 16 GiB hold the replacement's requests. */
+const DESCRIBED = { vcpus: 4, memoryMiB: 16384, arch: 'x86_64', maxENIs: 4, ipv4PerENI: 15 };
+const AL2023 = nodeClassSizing({ amiSelectorTerms: [{ alias: 'al2023@latest' }] });
 
 export type ReplacementPath = 'anyway' | 'caused' | 'multi' | 'balanced';
 
@@ -57,6 +61,9 @@ export function replacementPerNode(
     ...f.prices,
     onDemand: (x: string) => od(x),
     spot: (x: string, z: string) => (od(x) ?? 0) * (0.33 + f.zones.indexOf(z) / 100),
+    // DescribeInstanceTypes: the pods' fit is computed (fit.ts), as the watcher computes it on AWS.
+    instanceInfo: (x: string) =>
+      x === replacedType ? { ...DESCRIBED, vcpus: 2, memoryMiB: 8192, maxENIs: 3, ipv4PerENI: 10 } : DESCRIBED,
   };
   const marks = (path === 'multi' ? ['old', 'old-2'] : ['old']).map((name) => ({
     nodeClaim: name,
@@ -91,7 +98,17 @@ export function replacementPerNode(
   // nodeLabelsOf: the same, as engines before the labels were handed over as one map read them
   // (bench/ab.ts runs this input on another commit's engine too).
   const nodeLabelsOf = (x: string) => instanceLabels.get(x);
-  const launch = { ...f.launch, prices, disruption: evidence, instanceLabels, nodeLabelsOf, poolOfferings };
+  const sizing = { nodeClass: AL2023, settings: KARPENTER_DEFAULTS, registered: new Set(instanceLabels.keys()) };
+  const launch = {
+    ...f.launch,
+    prices,
+    disruption: evidence,
+    instanceLabels,
+    nodeLabelsOf,
+    poolOfferings,
+    // The NodeClass's sizing, one object as the caches hand it out (engines before the fit ignore it).
+    sizingOf: () => sizing,
+  };
   // On-demand: the watcher records on-demand nodes only.
   const capacityTypes = ['on-demand'];
   const out: number[] = [];
