@@ -10,7 +10,8 @@ import { idOf, Memo, UNANCHORED } from '../memo.ts';
 import type { OverlayIndex, OverlayVersion } from '../overlay-index.ts';
 import type { OverlayView } from '../overlay.ts';
 import { Abstain } from './abstain.ts';
-import { type Revalidated, revalidatedWithout, type ValidationSetting } from './conflicts.ts';
+import { type Revalidated, revalidatedWithout } from './conflicts.ts';
+import type { ValidationSetting } from './offerings-met.ts';
 import type { CountedOverlay } from './types.ts';
 import type { Worlds } from './worlds.ts';
 
