@@ -201,9 +201,11 @@ t.test("every dashboard panel's query returns the figures of the nodes launched"
       t.same(Object.keys(byLabel(samples, 'source')), ['webhook'], `${title}: written by the webhook, inline`);
     else if (figure('labeling_errors_total')) t.equal(sum(samples), 0, `${title}: no error`);
     else if (figure('admission_duration_seconds_bucket'))
+      // The deadline (500 ms) lies in the histogram's bucket from 0.25 s to 1 s: one review past
+      // 0.25 s among the 16 (a starved pod on a loaded machine) reads as a p99 anywhere up to 1 s.
       t.ok(
-        samples.length > 0 && samples.every((s) => s.value > 0 && s.value <= 0.5),
-        `${title}: within the webhook's deadline`,
+        samples.length > 0 && samples.every((s) => s.value > 0 && s.value <= 1),
+        `${title}: within the webhook's deadline (${samples.map((s) => s.value).join(', ') || 'no series'})`,
       );
     else if (figure('launches_total'))
       t.same(
