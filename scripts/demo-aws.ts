@@ -27,6 +27,7 @@ import { scrape } from '../kit/scrape.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../kit/veneer.ts';
 import { grantMetricsReader, pauseMutatingWebhook } from '../kit/watcher-env.ts';
 import { consolidationScene } from './demo-aws-consolidation.ts';
+import { driftScene } from './demo-aws-drift.ts';
 
 assertInOwnNetworkNamespace();
 const t0 = Number(process.env.VENEER_DEMO_T0 ?? Date.now());
@@ -344,11 +345,17 @@ try {
   );
   if (flipped) await cli(['explain', flipped, '--prices-source', 'isolated', '--prices-region', REGION]);
   await cli(['report']);
-  // test/aws/replacement.test.ts runs the scene with more checks at its checkpoints; test/packaging/demo.test.ts
-  // runs the demo without it, so that `npm test` runs it once.
+  // test/aws/replacement.test.ts and test/aws/lifecycle.test.ts run the scenes with more checks;
+  // test/packaging/demo.test.ts runs the demo without them, so that `npm test` runs each once.
   if (process.env.VENEER_DEMO_SKIP_CONSOLIDATION === '1')
-    step('the consolidation scene skipped (VENEER_DEMO_SKIP_CONSOLIDATION=1: test/aws/replacement.test.ts runs it)');
-  else await consolidationScene({ admin, watcher, vcpusOf: (type) => karpenter.vcpus.get(type)!, step, cli });
+    step(
+      'the consolidation and drift scenes skipped (VENEER_DEMO_SKIP_CONSOLIDATION=1: test/aws/replacement.test.ts and lifecycle.test.ts run them)',
+    );
+  else {
+    const deps = { admin, watcher, vcpusOf: (type: string) => karpenter.vcpus.get(type)!, step, cli };
+    await consolidationScene(deps);
+    await (await driftScene(deps)).stop();
+  }
   step('tearing down');
   await teardown();
   step('done');

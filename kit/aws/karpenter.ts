@@ -79,6 +79,10 @@ export interface AwsNodePool {
   instanceTypes?: string[];
   /** spec.disruption (default NO_DISRUPTION: Karpenter replaces and deletes nothing it launched). */
   disruption?: NodePoolDisruption;
+  /** spec.template.spec.expireAfter (default `Never`); part of the NodePool's hash, so changing it drifts. */
+  expireAfter?: string;
+  /** spec.limits: `cpu`, `memory`, `nodes`... as Kubernetes quantities. */
+  limits?: Record<string, string>;
 }
 
 /** A NodePool's spec.disruption, as karpenter.sh/v1 has it. */
@@ -128,10 +132,11 @@ export function awsNodePoolObject(p: AwsNodePool) {
         spec: {
           nodeClassRef: { group: 'karpenter.k8s.aws', kind: 'EC2NodeClass', name: 'default' },
           requirements,
-          expireAfter: 'Never',
+          expireAfter: p.expireAfter ?? 'Never',
         },
       },
       disruption: p.disruption ?? NO_DISRUPTION,
+      ...(p.limits ? { limits: p.limits } : {}),
     },
   };
 }

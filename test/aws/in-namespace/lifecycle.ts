@@ -1,0 +1,166 @@
+// The body of test/aws/lifecycle.test.ts, run in a network namespace with only loopback. Real
+// Karpenter on AWS with the watcher beside it runs the demo's drift scene (scripts/demo-aws-drift.ts)
+// in a NodePool whose nodes expire after 100 s, and goes on:
+//
+// 1. Drift under the Reserved Instance overlay. The pod's node is an m5.large only the overlay made
+//    (t3.large without it: `instance-type`). A label added to the NodePool's template drifts it
+//    (NodePoolDrifted); Karpenter launches its replacement through the provisioner's scheduling of
+//    the drifted node's pods, whatever the prices (drift.go; no price filter), and deletes the
+//    drifted node once the replacement is initialized. The replacement's record is that launch's
+//    effect (`instance-type`), names the node it replaced, and is never `replacement`.
+// 2. Expiration. The replacement's expireAfter (100 s from its creation) passes; Karpenter's
+//    expiration controller deletes the NodeClaim with no replacement made first (no pre-spin, no
+//    DisruptionReason), the pod is evicted and made again, and the provisioner launches its next
+//    node: a provisioning launch, recorded with its launch effect.
+//
+// Each record is read back by `explain NODE -o json` live, as an operator would: the verdict agrees.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import t, { type Test } from 'tap';
+import * as k8s from '@kubernetes/client-node';
+import { until } from '../../../kit/fleet.ts';
+import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
+import { NODECLAIM_API } from '../../../kit/karpenter-controller.ts';
+import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
+import { reservedInstance } from '../../../kit/veneer.ts';
+import { type DriftScene, driftScene, type RolloutNode } from '../../../scripts/demo-aws-drift.ts';
+import type { Explanation } from '../../../src/engine/explain.ts';
+
+assertInOwnNetworkNamespace();
+t.setTimeout(480_000);
+const started = Date.now();
+const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: 2000, nodePools: [] } });
+const { cp, karpenter, admin, watcher } = env;
+let scene: DriftScene | undefined;
+t.teardown(async () => {
+  await scene?.stop();
+  if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
+  await env.stop();
+});
+const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+const core = admin.makeApiClient(k8s.CoreV1Api);
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+t.comment(
+  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${secs(Date.now() - started)}`,
+);
+const RI = reservedInstance('m5.large', REGION);
+const EXPIRE_AFTER_S = 100;
+
+let out = '';
+const print = (line: string) => {
+  out += `${line}\n`;
+};
+const kubeconfig = cp.writeKubeConfig();
+const run = async (args: string[]) =>
+  (
+    await promisify(execFile)(
+      process.execPath,
+      [join(import.meta.dirname, '..', '..', '..', 'src', 'cli.ts'), ...args],
+      {
+        env: { ...process.env, KUBECONFIG: kubeconfig },
+      },
+    )
+  ).stdout;
+const cli = async (args: string[]) => {
+  print(`\n$ veneer-node-watcher ${args.join(' ')}`);
+  print((await run(args)).trimEnd());
+};
+
+/** `explain NODE -o json`, live: what an operator reads must be what the record says. */
+async function explainAgrees(t: Test, r: RolloutNode): Promise<void> {
+  const [e] = JSON.parse(
+    await run(['explain', r.node, '-o', 'json', '--prices-source', 'isolated', '--prices-region', REGION]),
+  ) as Explanation[];
+  t.equal(e?.overlay, r.story.overlay, 'explain names the overlay the record names');
+  t.equal(
+    e?.effect?.verdict,
+    r.story.effect?.verdict,
+    `explain reads the record's verdict (${r.story.effect?.verdict})`,
+  );
+  t.equal(e?.effect?.disruption?.reason, r.story.effect?.disruption?.reason, 'and the same disruption reason');
+}
+
+interface Claim {
+  metadata: { name: string; creationTimestamp?: string; deletionTimestamp?: string };
+  status?: { conditions?: { type: string; status: string; reason?: string }[] };
+}
+const claim = async (name: string) =>
+  (await custom.getClusterCustomObject({ ...NODECLAIM_API, name }).catch(() => undefined)) as Claim | undefined;
+
+t.test("a rollout under the RI overlay: the drift replacement reads its launch's effect", async (t) => {
+  const sceneStarted = Date.now();
+  scene = await driftScene({
+    admin,
+    watcher,
+    vcpusOf: (type) => karpenter.vcpus.get(type)!,
+    step: (msg) => print(`[scene] ${msg}`),
+    cli,
+    print,
+    expireAfter: `${EXPIRE_AFTER_S}s`,
+  });
+  const { first, replacement } = scene;
+  t.comment(`the scene ran in ${secs(Date.now() - sceneStarted)}`);
+  t.equal(first.instanceType, 'm5.large', 'the Reserved Instance, at 0.00');
+  t.equal(first.story.overlay, RI.metadata.name);
+  t.equal(first.story.effect?.verdict, 'instance-type', 'without the overlay: t3.large');
+  t.equal(first.story.effect?.disruption, undefined, 'a provisioning launch');
+  await t.test('the first node, explained', (t) => explainAgrees(t, first));
+
+  t.equal(replacement.instanceType, 'm5.large', 'the provisioner schedules the pod again: m5.large');
+  t.equal(replacement.story.overlay, RI.metadata.name, 'the replacement names the overlay');
+  const effect = replacement.story.effect!;
+  t.equal(effect.verdict, 'instance-type', `its launch's effect, not replacement: ${effect.reason ?? ''}`);
+  t.match(
+    effect.disruption,
+    {
+      reason: 'Drifted',
+      replacedCount: 1,
+      replaced: [{ nodeClaim: first.claim, node: first.node, instanceType: 'm5.large' }],
+    },
+    'launched by the drift of the node it names',
+  );
+  const launching = await core.listNamespacedEvent({
+    namespace: 'default',
+    fieldSelector: `involvedObject.kind=NodeClaim,involvedObject.name=${replacement.claim},reason=DisruptionLaunching`,
+  });
+  t.match(launching.items[0]?.message ?? '', /Drifted/, "Karpenter's own word: DisruptionLaunching, Drifted");
+  await until('the drifted NodeClaim gone', async () => (await claim(first.claim)) === undefined, 120_000);
+  await t.test('the replacement, explained', (t) => explainAgrees(t, replacement));
+  t.match(out, /launched by Karpenter's disruption: Drifted, replacing 1 node\(s\)/, 'explain tells the drift');
+  if (!t.passing()) t.comment(out);
+});
+
+t.test("expiration: no replacement first; the pod's next node is a provisioning launch", async (t) => {
+  const { first, replacement } = scene!;
+  let deletedAt = 0;
+  let expired: Claim | undefined;
+  await until(
+    "the replacement's NodeClaim expired and deleting",
+    async () => {
+      expired = await claim(replacement.claim);
+      if (expired?.metadata.deletionTimestamp) deletedAt = Date.parse(expired.metadata.deletionTimestamp);
+      return deletedAt > 0 || expired === undefined;
+    },
+    (EXPIRE_AFTER_S + 60) * 1000,
+  );
+  t.ok(deletedAt > 0, 'seen deleting');
+  const age = deletedAt - Date.parse(expired!.metadata.creationTimestamp ?? '');
+  t.ok(age >= EXPIRE_AFTER_S * 1000, `deleted ${secs(age)} after its creation: expireAfter ${EXPIRE_AFTER_S}s`);
+  t.notOk(
+    expired!.status?.conditions?.some((c) => c.type === 'DisruptionReason' && c.status === 'True'),
+    "no DisruptionReason: the expiration controller deletes, the disruption controller's commands are not involved",
+  );
+  const next = await scene!.next([first.claim, replacement.claim], 'the node after the expiration');
+  const nextClaim = await claim(next.claim);
+  t.ok(
+    Date.parse(nextClaim!.metadata.creationTimestamp ?? '') >= deletedAt,
+    'its NodeClaim created once the expired one was deleting: no pre-spin',
+  );
+  t.equal(next.instanceType, 'm5.large');
+  t.equal(next.story.effect?.verdict, 'instance-type', 'its launch effect');
+  t.equal(next.story.effect?.disruption, undefined, 'a provisioning launch: no replaced node');
+  await t.test('the node after the expiration, explained', (t) => explainAgrees(t, next));
+  await scene!.stop();
+  t.comment(`the whole file: ${secs(Date.now() - started)}`);
+});
