@@ -63,6 +63,7 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
     instanceLabels: instanceLabels.current,
     disruption,
     poolOfferings: (pool, createdBefore) => poolOfferings.offerings(pool, createdBefore),
+    poolCapacity: (pool, createdBefore, except) => poolOfferings.capacity(pool, createdBefore, except),
   };
   const explain = explainer(
     { overlays, nodePools: inputs.nodePools, nodeClaims: claims, launch },

@@ -4,7 +4,7 @@ import type { Labels } from './requirements.ts';
 import { KarpenterView } from './karpenter-view.ts';
 import { chooseProvider, type ProviderChoice, type ProviderSetting } from './provider-choice.ts';
 import { KNOWN_PROVIDERS, type ProviderKeys } from './providers.ts';
-import { nodeClaimFor, type NodeClaimLookup, type NodeClaimView, type NodeView } from './node.ts';
+import { type Allocatable, nodeClaimFor, type NodeClaimLookup, type NodeClaimView, type NodeView } from './node.ts';
 import type { Match, OverlayIndex } from './overlay-index.ts';
 import type { OverlayView } from './overlay.ts';
 import { type Basis, buildRecord, type DecidedBy, type NodeRecord, type RecordKeys } from './record.ts';
@@ -91,6 +91,8 @@ export interface LaunchKnowledge {
   disruption?: DisruptionEvidence | undefined;
   /** A NodePool's NodeClaims created by `createdBefore`, counted by offering: what Balanced consolidation's pool cost sums. */
   poolOfferings?(nodePool: string, createdBefore: number): readonly PoolOffering[] | undefined;
+  /** The capacity of a NodePool's NodeClaims created by `createdBefore` but those in `except`: what counted against its limits. */
+  poolCapacity?(nodePool: string, createdBefore: number, except: ReadonlySet<string>): Allocatable | undefined;
 }
 
 export type Decision =
@@ -230,6 +232,8 @@ function effectOf(launch: LaunchSeen, origin: Exclude<LaunchOrigin, { kind: 'awa
     at,
     evidence: input.launch?.disruption,
     poolOfferings: input.launch?.poolOfferings,
+    poolCapacity: input.launch?.poolCapacity,
+    pool: view.pool?.name,
     inputAt,
     replayable,
     annotated: claim?.launch?.priceOverlayApplied === true,

@@ -24,6 +24,7 @@ export {
   type NodeObject,
   type NodeView,
   type NodeClaimView,
+  type Allocatable,
   type NodeClaimLookup,
 } from './node.ts';
 export { decidedNodeLabelKeys, toDecidedNodeView } from './decided-node.ts';

@@ -55,6 +55,7 @@ export interface NodeClaimObject {
     nodeName?: string | null;
     conditions?: { type?: string; status?: string; reason?: string | null; lastTransitionTime?: Timestamp }[] | null;
     allocatable?: Record<string, string | number> | null;
+    capacity?: Record<string, string | number> | null;
   } | null;
 }
 
@@ -95,6 +96,11 @@ export interface NodeClaimView {
    * type of the nodes it replaced is told by it (engine/disruption/fit.ts).
    */
   readonly allocatable?: Allocatable;
+  /**
+   * status.capacity, one shared object per distinct figure: what Karpenter's cluster state counts
+   * of it against its NodePool's limits (StateNode.Capacity), once launched.
+   */
+  readonly capacity?: Allocatable;
 }
 
 /** CPU in cores, memory in bytes, pods: what a type holds for pods, as Karpenter's scheduling counts it. */
@@ -104,12 +110,18 @@ export interface Allocatable {
   readonly pods: number;
 }
 
-function allocatableOf(status: NodeClaimObject['status']): Allocatable | undefined {
-  const a = status?.allocatable ?? {};
-  const cpu = parseQuantity(a.cpu);
-  const memory = parseQuantity(a.memory);
-  const pods = parseQuantity(a.pods);
+function resourcesOf(a: Record<string, string | number> | null | undefined): Allocatable | undefined {
+  const cpu = parseQuantity(a?.cpu);
+  const memory = parseQuantity(a?.memory);
+  const pods = parseQuantity(a?.pods);
   return cpu === undefined || memory === undefined || pods === undefined ? undefined : { cpu, memory, pods };
+}
+
+const SHARED_CAPACITIES = new Interned<Allocatable>(4096);
+
+function capacityOf(status: NodeClaimObject['status']): Allocatable | undefined {
+  const c = resourcesOf(status?.capacity);
+  return c && SHARED_CAPACITIES.of(`${c.cpu}/${c.memory}/${c.pods}`, () => Object.freeze(c));
 }
 
 /**
@@ -254,7 +266,8 @@ export function toNodeClaimView(obj: NodeClaimObject): NodeClaimView {
     ...optional('launch', sharedLaunch(obj)),
     ...optional('disruptionReason', disruption?.reason ?? undefined),
     ...optional('disruptionMarkedAt', disruption ? toEpochMs(disruption.lastTransitionTime) : undefined),
-    ...optional('allocatable', disruption ? allocatableOf(obj.status) : undefined),
+    ...optional('allocatable', disruption ? resourcesOf(obj.status?.allocatable) : undefined),
+    ...optional('capacity', capacityOf(obj.status)),
   };
 }
 

@@ -1,9 +1,10 @@
 // NodePools reduced to what Karpenter's overlay controller reads of them (the name and the
-// template's labels) and its consolidation policy (Balanced consolidation scores a command by its
-// NodePools' costs), kept per version so that a launch is judged with the labels its NodePool
+// template's labels), its consolidation policy (Balanced consolidation scores a command by its
+// NodePools' costs) and its limits (a replacement's options are the types within them), kept per version so that a launch is judged with the labels its NodePool
 // had then: a label removed later still counted for the nodes launched before.
 import { normalizedKey, normalizedValue } from './normalize.ts';
 import { toEpochMs } from './overlay.ts';
+import { parseQuantity } from './quantity.ts';
 import type { Labels } from './requirements.ts';
 import { type Version, VersionHistory } from './versions.ts';
 
@@ -14,6 +15,7 @@ export interface NodePoolObject {
   spec?: {
     template?: { metadata?: { labels?: Record<string, string> | null } | null } | null;
     disruption?: { consolidationPolicy?: string | null } | null;
+    limits?: Record<string, string | number> | null;
   } | null;
 }
 
@@ -23,6 +25,8 @@ export interface NodePoolView {
   readonly templateLabels: Labels;
   /** spec.disruption.consolidationPolicy; undefined: Karpenter's default, WhenEmptyOrUnderutilized. */
   readonly consolidationPolicy?: string;
+  /** spec.limits by resource name, as numbers (cores, bytes, pods); NaN: a value that is not a quantity. */
+  readonly limits?: Readonly<Record<string, number>>;
   readonly createdAt?: number;
   readonly deletingAt?: number;
 }
@@ -36,10 +40,14 @@ export function toNodePoolView(obj: NodePoolObject): NodePoolView {
   const createdAt = toEpochMs(obj.metadata?.creationTimestamp);
   const deletingAt = toEpochMs(obj.metadata?.deletionTimestamp);
   const policy = obj.spec?.disruption?.consolidationPolicy ?? undefined;
+  const limits = Object.entries(obj.spec?.limits ?? {});
   return {
     name: obj.metadata?.name ?? '',
     templateLabels: labels,
     ...(policy !== undefined ? { consolidationPolicy: policy } : {}),
+    ...(limits.length > 0
+      ? { limits: Object.fromEntries(limits.map(([name, q]) => [name, parseQuantity(q) ?? Number.NaN])) }
+      : {}),
     ...(createdAt !== undefined ? { createdAt } : {}),
     ...(deletingAt !== undefined ? { deletingAt } : {}),
   };
@@ -53,12 +61,13 @@ interface PoolVersion extends Version {
 export class NodePoolHistory {
   private readonly history = new VersionHistory<PoolVersion>();
 
-  /** Records a NodePool as seen at `at`; only a change of its template labels or consolidation policy starts a version. */
+  /** Records a NodePool as seen at `at`; only a change of its template labels, consolidation policy or limits starts a version. */
   observe(pool: NodePoolView, at: number): void {
     const versions = this.history.get(pool.name) ?? [];
     const open = this.history.open(pool.name);
     const versionKey = JSON.stringify([
       pool.consolidationPolicy ?? '',
+      Object.entries(pool.limits ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)),
       ...Object.entries(pool.templateLabels).sort(([a], [b]) => (a < b ? -1 : 1)),
     ]);
     if (pool.deletingAt !== undefined) {

@@ -295,6 +295,7 @@ export class ClusterCaches {
       },
       disruption: this.disruption,
       poolOfferings: (pool, createdBefore) => this.poolOfferings.offerings(pool, createdBefore),
+      poolCapacity: (pool, createdBefore, except) => this.poolOfferings.capacity(pool, createdBefore, except),
     };
   }
 

@@ -38,7 +38,7 @@ export function catalogPrices(
 export function judgedIndex(
   cluster: {
     overlays: readonly (JudgeOverlay & { selected: boolean })[];
-    nodePools: readonly (JudgeNodePool & { consolidationPolicy?: string })[];
+    nodePools: readonly (JudgeNodePool & { consolidationPolicy?: string; limits?: Record<string, string> })[];
   },
   statuses: Record<string, { conditions: JudgeCondition[] } | undefined>,
   policy: OverlayPolicy,
@@ -68,6 +68,7 @@ export function judgedIndex(
         spec: {
           template: { metadata: { labels: p.labels } },
           ...(p.consolidationPolicy ? { disruption: { consolidationPolicy: p.consolidationPolicy } } : {}),
+          ...(p.limits ? { limits: p.limits } : {}),
         },
       }),
     ),

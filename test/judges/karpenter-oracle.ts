@@ -199,6 +199,8 @@ export interface ConsolidateNodePool extends JudgeNodePool {
   consolidateAfter?: string;
   /** spec.disruption.consolidationPolicy; WhenEmptyOrUnderutilized when absent. */
   consolidationPolicy?: 'WhenEmpty' | 'WhenEmptyOrUnderutilized' | 'Balanced';
+  /** spec.limits, as quantities. */
+  limits?: Record<string, string>;
 }
 
 /** A running, initialized node Karpenter launched (with its NodeClaim), and the pods bound to it (ReplicaSet-owned). */

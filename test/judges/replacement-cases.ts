@@ -9,7 +9,7 @@
 // with pods of several eviction costs (pod-deletion-cost), so that scores fall on both sides of 1/2.
 // Each node is asked alone, all together, the small ones together, and some sets of two or three,
 // of Karpenter's consolidation (computeConsolidation, filterOutSameInstanceType for several) in
-// both worlds.
+// both worlds. Once the catalog is sized, some NodePools get a limit (withLimits).
 import type {
   ConsolidateNode,
   ConsolidateNodePool,
@@ -18,6 +18,7 @@ import type {
   JudgeOverlay,
 } from './karpenter-oracle.ts';
 import type { Choices } from './karpenter-cluster.ts';
+import { parseQuantity } from '../../src/engine/quantity.ts';
 import {
   ALL_ZONES,
   type CatalogType,
@@ -225,4 +226,36 @@ function packing(
       selected: c.chance(0.85),
     },
   };
+}
+
+const LIMITED = ['cpu', 'memory', 'pods'] as const;
+
+/** A type's capacity of `resource`, as the judge's sized type carries it. */
+export function capacityOf(c: ConsolidationCase, type: string, resource: string): number {
+  const quantity = c.request.instanceTypes.find((x) => x.name === type)?.capacity[resource];
+  return parseQuantity(quantity) ?? 0;
+}
+
+/**
+ * In three clusters of ten, a limit on CPU, memory or pods for each NodePool in turn: what its nodes
+ * hold plus what one of the catalog's types holds, a half to three times over. Karpenter's simulation
+ * leaves the candidates out, so the limit leaves a replacement that and the candidates' own: the
+ * types over it are no option in either world. Drawn from their own choices after the catalog is
+ * sized (capacity by the provider's code), so the clusters without limits stay as they were.
+ * Returns the NodePools limited.
+ */
+export function withLimits(c: ConsolidationCase, choices: Choices): string[] {
+  if (!choices.chance(0.3)) return [];
+  const limited: string[] = [];
+  for (const pool of c.request.nodePools) {
+    if (pool !== c.request.nodePools[0] && !choices.chance(0.5)) continue;
+    const resource = choices.pick(LIMITED);
+    const used = c.request.nodes
+      .filter((n) => n.nodePool === pool.name)
+      .reduce((sum, n) => sum + capacityOf(c, n.instanceType, resource), 0);
+    const extra = capacityOf(c, choices.pick(c.request.instanceTypes).name, resource) * choices.pick([0.5, 1, 1.5, 3]);
+    pool.limits = { [resource]: String(Math.floor(used + extra)) };
+    limited.push(pool.name);
+  }
+  return limited;
 }

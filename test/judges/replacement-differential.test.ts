@@ -46,7 +46,7 @@ import { catalogPrices, judgedIndex } from './judged-cluster.ts';
 import { type CaseSizing, sizeCatalog } from './case-sizing.ts';
 import { type FitSizing, KARPENTER_DEFAULTS } from '../../src/engine/effect/allocatable.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';
-import { type ConsolidationCase, generateConsolidationCase } from './replacement-cases.ts';
+import { capacityOf, type ConsolidationCase, generateConsolidationCase, withLimits } from './replacement-cases.ts';
 import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
 import { logAnswer } from '../support/answer-log.ts';
 import { expected, worldDiffers } from './launch-verdict.ts';
@@ -58,6 +58,8 @@ const ONLY_CASE =
     ? undefined
     : Number(process.env.VENEER_REPLACEMENT_ORACLE_CASE);
 const IN_FLIGHT = 16;
+/** Mixed into a cluster's seed for its limits' own choices (withLimits). */
+const LIMITS_STREAM = 0x4c494d;
 /** A launch the engine leaves unknown by design: types whose fit it cannot show, a Conflict, Karpenter's cut at 60 or 600. */
 const ANYWAY_ABSTAIN = new Set(['unseen-options', 'conflict', 'truncation', 'candidates-cut']);
 const settings: EngineSettings = { keys: recordKeys('veneer.io'), gracePeriodMs: 60_000, provider: 'auto' };
@@ -152,6 +154,12 @@ function engineEffect(
     instanceLabels: types,
     disruption: evidence,
     poolOfferings: (pool) => offerings.get(pool),
+    // What its limits count: every node of the pool, with its type's capacity (the judge's NodeClaims carry it).
+    poolCapacity: (pool, _createdBefore, except) => {
+      const others = c.request.nodes.filter((n) => n.nodePool === pool && !except.has(`${n.name}-claim`));
+      const sum = (resource: string) => others.reduce((s, n) => s + capacityOf(c, n.instanceType, resource), 0);
+      return { cpu: sum('cpu'), memory: sum('memory'), pods: sum('pods') };
+    },
   };
   const claim = toNodeClaimView({
     metadata: {
@@ -218,6 +226,8 @@ t.test(
       minValues: 0,
       balanced: 0,
       balancedRejectedWith: 0,
+      limited: 0,
+      limitedAbstained: 0,
     };
     const started = Date.now();
     const ahead: {
@@ -230,10 +240,12 @@ t.test(
     }[] = [];
     let generated = ONLY_CASE ?? 0;
     const ask = () => {
-      const choices = new Choices(SEED * 100_003 + generated++);
+      const seed = SEED * 100_003 + generated++;
+      const choices = new Choices(seed);
       const c = generateConsolidationCase(choices);
       // Sized by the AWS provider's code first: the judge's types then have Karpenter's allocatable.
       const answer = sizeCatalog(c.request.instanceTypes, c.catalog, choices, launchJudge).then(async (sizing) => {
+        withLimits(c, new Choices(seed ^ LIMITS_STREAM));
         const answer = await judge.consolidate(c.request);
         return { sizing, answer, launches: await replacementLaunches(launchJudge, c, answer) };
       });
@@ -271,6 +283,8 @@ t.test(
         if (wo.reason?.startsWith('filterOutSameInstanceType')) stats.sameType++;
         if (w.replacement!.requirements.some((r) => r.minValues !== undefined)) stats.minValues++;
         if (w.balanced) stats.balanced++;
+        const limited = c.request.nodePools.some((p) => p.name === w.replacement!.nodePool && p.limits);
+        if (limited) stats.limited++;
         const want = wo.decision === 'replace' && wo.balanced?.approved !== false ? 'anyway' : 'replacement';
         // Replaced anyway by on-demand nodes: the type Karpenter's launch code launches with the overlays.
         const launch = launches.get(i);
@@ -303,6 +317,7 @@ t.test(
         if (says === undefined) {
           const key = `${e.reasonCode} (judge: ${want})`;
           abstained.set(key, (abstained.get(key) ?? 0) + 1);
+          if (limited) stats.limitedAbstained++;
           continue;
         }
         if (says !== want) {
@@ -355,7 +370,7 @@ t.test(
         .join(', ') || 'none';
     const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
     const rate = stats.judged === 0 ? 0 : (100 * abstentions) / stats.judged;
-    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools; ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools, ${stats.limited} of NodePools with limits (${stats.limitedAbstained} abstained); ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
     t.comment(summary);
     console.error(`replacement differential: ${summary}, seed ${SEED}`);
     if (ONLY_CASE !== undefined) return;
@@ -370,6 +385,7 @@ t.test(
       (decided.get('anyway (instance-type)') ?? 0) > 0,
       'replacements made anyway that would have launched another type occur',
     );
+    t.ok(stats.limited > 0, 'replacements in NodePools with limits occur');
     t.ok(abstentions < stats.judged * 0.25, `the engine abstains on few (${abstentions} of ${stats.judged})`);
   },
 );

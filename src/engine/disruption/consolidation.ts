@@ -20,11 +20,13 @@ import {
 } from '../effect/types.ts';
 import type { PricedCandidate } from '../effect/worlds.ts';
 import { Memo } from '../memo.ts';
+import type { Allocatable } from '../node.ts';
 import type { NodePoolView } from '../nodepool.ts';
 import { CAPACITY_TYPE, INSTANCE_TYPE } from '../well-known.ts';
 import { anywayEffect, optionsWithout, type WithoutOptions } from './anyway.ts';
 import { balancedTest, type CommandTerms, isBalanced } from './balanced.ts';
 import { type CutSetting, candidateCutTypes, catalogCutTypes } from './cut-options.ts';
+import { roomOf } from './limits.ts';
 import { type CommandRules, minValuesRule } from './price-filter.ts';
 import {
   candidatePrice,
@@ -101,6 +103,7 @@ interface Tested {
 /** What the price test reads: every field is in its memo's key. */
 type TestInput = Omit<EffectInput, 'launched' | 'nodeClaimFound' | 'withoutCandidates'> & {
   readonly candidates: readonly Candidate[];
+  readonly used: Allocatable | undefined;
 };
 
 /**
@@ -121,6 +124,7 @@ function priceTestOf(command: Command, r: EffectInput): PriceTest {
     instanceLabels: r.instanceLabels,
     sizing: r.sizing,
     candidates: command.candidates,
+    used: command.used,
   };
   return r.claim === undefined ? priceTest(input) : PRICE_TESTS.of(r.claim.candidates, input);
 }
@@ -197,11 +201,13 @@ function priceTest(input: TestInput): PriceTest {
   const known = setting(input);
   if (known instanceof Abstain) return stopped(known);
   const { claim, prices, zones } = known;
+  const room = roomOf({ pool: known.pool, used: input.used, prices, sizing: known.sizing });
   const s: CutSetting = {
     ...known,
     worlds: worldsOf(input.counted),
     reqs: { capacityTypes: claim.capacityTypes, zones },
     candidates: input.candidates,
+    ...(room ? { room } : {}),
   };
   const candidates = priceCandidates(input.candidates, s);
   if (candidates instanceof Abstain) return stopped(candidates);

@@ -25,6 +25,7 @@
 import type { Effect, EffectInput } from '../effect/types.ts';
 import { Interned } from '../interned.ts';
 import { idOf, Memo } from '../memo.ts';
+import type { Allocatable } from '../node.ts';
 import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayIndex } from '../overlay-index.ts';
 import { NODEPOOL_LABEL } from '../well-known.ts';
@@ -37,7 +38,7 @@ import type { DisruptionEvidence, DisruptionMark } from './evidence.ts';
 import type { LaunchOrigin } from './queue.ts';
 import { type Method, reasonOf } from './reasons.ts';
 import { commandStory } from './story.ts';
-import type { Candidate, Command, Judged, PoolOffering } from './types.ts';
+import type { Candidate, Command, DecisionWindow, Judged, PoolOffering } from './types.ts';
 import { decisionWindow, effectAtDecision, momentsWithin } from './validation.ts';
 
 /** How a replacement is judged, by its command's method (controller.go, NewMethods). */
@@ -56,6 +57,12 @@ interface DisruptionSetting {
   readonly at: number;
   readonly evidence: DisruptionEvidence | undefined;
   readonly poolOfferings: ((pool: string, createdBefore: number) => readonly PoolOffering[] | undefined) | undefined;
+  /** The capacity of a NodePool's NodeClaims created by then, but some: what counted against its limits. */
+  readonly poolCapacity:
+    | ((pool: string, createdBefore: number, except: ReadonlySet<string>) => Allocatable | undefined)
+    | undefined;
+  /** The replacement's NodePool. */
+  readonly pool: string | undefined;
   /** The replacement's launch as the replay takes it at a moment. */
   readonly inputAt: (moment: number) => EffectInput;
   /** Whether the launch can be replayed (its provider's code is known, its NodeClaim names its candidates): else one moment is as good as any. */
@@ -103,6 +110,7 @@ function commandOf(origin: Extract<Disruption, { kind: 'replacement' }>, s: Disr
     ...(window !== undefined
       ? { window, balanced: balancedEvidence(window, marks, s.evidence, s.index, s.poolOfferings) }
       : {}),
+    ...optionalUsed(window, marks, s),
     churn: churnOf(
       marks.map((m) => m.record),
       s.index,
@@ -110,6 +118,18 @@ function commandOf(origin: Extract<Disruption, { kind: 'replacement' }>, s: Disr
     ),
   };
 }
+
+/** The capacity of the replacement's NodePool besides the candidates at the decision's end, one object per figure: the price test's memo keys on it. */
+function optionalUsed(
+  window: DecisionWindow | undefined,
+  marks: readonly DisruptionMark[],
+  s: DisruptionSetting,
+): { used?: Allocatable } {
+  if (window === undefined || s.pool === undefined) return {};
+  const used = s.poolCapacity?.(s.pool, window.to, new Set(marks.map((m) => m.nodeClaim)));
+  return used ? { used: SHARED_USED.of(`${used.cpu}/${used.memory}/${used.pods}`, () => Object.freeze(used)) } : {};
+}
+const SHARED_USED = new Interned<Allocatable>(256);
 
 /** A candidate as Karpenter priced it: its NodeClaim's labels, its NodePool as of the mark; one object per mark and NodePool. */
 const CANDIDATES = new Memo<DisruptionMark, { pool: NodePoolView | undefined }, Candidate>(

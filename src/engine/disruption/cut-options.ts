@@ -11,6 +11,7 @@ import { Memo } from '../memo.ts';
 import type { ProviderKeys } from '../providers.ts';
 import type { Labels } from '../requirements.ts';
 import { exactFitOf, fitShown, tooSmall } from './fit.ts';
+import type { Room } from './limits.ts';
 import { type FilterRequirements, type OptionSetting, optionsWorld, pricedBoth, worstLaunchPrice } from './prices.ts';
 import type { Candidate } from './types.ts';
 
@@ -19,8 +20,10 @@ export interface CutType {
   readonly type: CandidateType;
   readonly with: PricedCandidate | undefined;
   readonly without: PricedCandidate | undefined;
-  /** The pods are shown to fit it: it was no option only if Karpenter cut it. */
+  /** The pods are shown to fit it, within the NodePool's limits: it was no option only if Karpenter cut it. */
   readonly fits: boolean;
+  /** Whether the NodePool's limits left it room is not known (limits.ts). */
+  readonly roomUnsure?: boolean;
 }
 
 /** A cut type priced in both worlds. */
@@ -36,6 +39,8 @@ export interface CutSetting extends OptionSetting {
   readonly reqs: FilterRequirements;
   /** The command's candidates: their NodeClaims tell what their own types hold. */
   readonly candidates: readonly Candidate[];
+  /** Where the replacement's NodePool has limits: each type's room in them (limits.ts). */
+  readonly room?: (type: CandidateType) => Room;
 }
 
 /**
@@ -62,7 +67,13 @@ export function catalogCutTypes(
     allowed: claim.allowed,
     instanceLabels: s.instanceLabels,
     provider,
-  }).filter((type) => !exclude.has(type.name) && !tooSmall(type, claim, s.candidates) && exact(type) !== false);
+  }).filter(
+    (type) =>
+      !exclude.has(type.name) &&
+      !tooSmall(type, claim, s.candidates) &&
+      exact(type) !== false &&
+      s.room?.(type) !== 'over',
+  );
   const world = { ...optionsWorld([], s), candidates: types };
   const all = { with: priceWorld(world, s.worlds.with), without: priceWorld(world, s.worlds.without) };
   const fits = fitsOf(s);
@@ -77,14 +88,14 @@ export function catalogCutTypes(
             type,
             with: w instanceof Abstain ? undefined : w[0],
             without: wo instanceof Abstain ? undefined : wo[0],
-            fits: fits(type),
+            ...fits(type),
           };
         })
       : types.map((type, i) => ({
           type,
           with: (all.with as readonly PricedCandidate[])[i],
           without: (all.without as readonly PricedCandidate[])[i],
-          fits: fits(type),
+          ...fits(type),
         }));
   return priced.filter((p) => p.without === undefined || worstLaunchPrice(p.without, s.reqs) < totalWithout);
 }
@@ -107,13 +118,17 @@ export function candidateCutTypes(
   );
   const exact = exactFitOf(s);
   const types = world.candidates.filter(
-    (type) => allowedByName(type, claim) && !tooSmall(type, claim, s.candidates) && exact(type) !== false,
+    (type) =>
+      allowedByName(type, claim) &&
+      !tooSmall(type, claim, s.candidates) &&
+      exact(type) !== false &&
+      s.room?.(type) !== 'over',
   );
   const priced = pricedBoth({ ...world, candidates: types }, s.worlds);
   if (priced instanceof Abstain) return priced;
   const fits = fitsOf(s);
   return types
-    .map((type, i) => ({ type, with: priced.with[i]!, without: priced.without[i]!, fits: fits(type) }))
+    .map((type, i) => ({ type, with: priced.with[i]!, without: priced.without[i]!, ...fits(type) }))
     .filter(
       (t) => worstLaunchPrice(t.with, s.reqs) < total.with || worstLaunchPrice(t.without, s.reqs) < total.without,
     );
@@ -131,7 +146,9 @@ const fitsOf = (s: CutSetting) => {
     s.provider,
     s.candidates,
   );
-  return (type: CandidateType) => exact(type) ?? shown(type);
+  // A type over only what the pool's other nodes may have left: whether it was an option is not known.
+  return (type: CandidateType): Pick<CutType, 'fits' | 'roomUnsure'> =>
+    s.room?.(type) === 'unsure' ? { fits: false, roomUnsure: true } : { fits: exact(type) ?? shown(type) };
 };
 
 interface UnlistedInput {

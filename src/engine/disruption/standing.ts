@@ -136,9 +136,10 @@ function standsIn(
       'min-values',
       "without the selected overlays whether the options left meet the replacement's minValues depends on labels of theirs the watcher does not know",
     );
+  const unfit = could!.filter((t) => !t.fits);
   return abstain(
     'unseen-options',
-    `without the selected overlays ${names(could!.filter((t) => !t.fits).map((t) => t.type.name))} would undercut the replaced nodes, and whether their pods fit it is not known`,
+    `without the selected overlays ${names(unfit.map((t) => t.type.name))} would undercut the replaced nodes, and whether their pods fit it${unfit.some((t) => t.roomUnsure) ? " and the NodePool's limits left room for it" : ''} is not known`,
   );
 }
 

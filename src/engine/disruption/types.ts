@@ -34,6 +34,8 @@ export interface Command {
   readonly window?: DecisionWindow;
   /** What Balanced scoring read of it, as far as the watcher saw it. */
   readonly balanced?: BalancedEvidence;
+  /** The capacity of the replacement's NodePool besides the candidates when it was computed: what its limits left (limits.ts). */
+  readonly used?: Allocatable;
   /** Of its candidates, the recorded ones whose overlay had changed or gone (churn.ts). */
   readonly churn: readonly ChurnStory[];
 }

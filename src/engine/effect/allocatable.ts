@@ -55,7 +55,7 @@ export interface ProviderSettings {
 
 export const KARPENTER_DEFAULTS: ProviderSettings = { vmMemoryOverheadPercent: 0.075, reservedENIs: 0 };
 
-/** CPU in millicores, memory in bytes, pods. */
+/** CPU (millicores in awsAllocatable, cores in awsCapacity), memory in bytes, pods. */
 interface Allocatable {
   readonly cpu: number;
   readonly memory: number;
@@ -166,6 +166,20 @@ export function awsAllocatable(
       evictionMemory(formulaMemory, kubelet.evictionHard),
     pods: podCount - reservedPods,
   };
+}
+
+/**
+ * The type's capacity as the provider's NewInstanceType sets it (CPU in cores, memory in bytes by
+ * the formula, pods): what a NodePool's limits are compared with (filterByRemainingResources).
+ */
+export function awsCapacity(
+  info: InstanceTypeInfo,
+  kubelet: KubeletSettings,
+  amiFamily: string | undefined,
+  settings: ProviderSettings = KARPENTER_DEFAULTS,
+): Allocatable {
+  const flags = FAMILY_FLAGS[amiFamily ?? ''] ?? DEFAULT_FLAGS;
+  return { cpu: info.vcpus, memory: memoryCapacity(info, settings), pods: pods(info, kubelet, flags, settings) };
 }
 
 /** What an EC2NodeClass sets that the arithmetic reads. */

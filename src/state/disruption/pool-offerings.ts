@@ -2,8 +2,10 @@
 // consolidation's pool cost (pkg/state/cost, UpdateNodeClaim): a NodeClaim counts once it carries
 // its instance type, zone, capacity type and NodePool labels, until it is gone. Kept as the
 // NodeClaim cache's events come; counted per pool when a Balanced replacement asks, and that count
-// kept until the pool's NodeClaims change.
+// kept until the pool's NodeClaims change. Their capacity too: what a consolidation's simulation
+// held the pool to use against its limits (engine/disruption/limits.ts).
 import {
+  type Allocatable,
   CAPACITY_TYPE,
   INSTANCE_TYPE,
   NODEPOOL_LABEL,
@@ -16,6 +18,7 @@ interface Counted {
   readonly pool: string;
   readonly offering: string;
   readonly createdAt: number | undefined;
+  readonly capacity: Allocatable | undefined;
 }
 
 export class PoolOfferings {
@@ -33,9 +36,15 @@ export class PoolOfferings {
     }
     const offering = [type, zone, capacityType].join('\u0000');
     const known = this.byClaim.get(claim.name);
-    if (known?.pool === pool && known.offering === offering && known.createdAt === claim.createdAt) return;
+    if (
+      known?.pool === pool &&
+      known.offering === offering &&
+      known.createdAt === claim.createdAt &&
+      known.capacity === claim.capacity
+    )
+      return;
     this.remove(claim);
-    const counted = { pool, offering, createdAt: claim.createdAt };
+    const counted = { pool, offering, createdAt: claim.createdAt, capacity: claim.capacity };
     this.byClaim.set(claim.name, counted);
     const p = this.pools.get(pool) ?? { claims: new Map(), version: 0 };
     p.claims.set(claim.name, counted);
@@ -72,5 +81,21 @@ export class PoolOfferings {
     });
     this.counts.set(pool, { version: p.version, before: createdBefore, offerings });
     return offerings;
+  }
+
+  /** The capacity of the pool's NodeClaims created by `createdBefore` (or when, unknown), but those named in `except`. */
+  capacity(pool: string, createdBefore: number, except: ReadonlySet<string>): Allocatable {
+    let [cpu, memory, pods] = [0, 0, 0];
+    for (const [name, c] of this.pools.get(pool)?.claims ?? [])
+      if (
+        c.capacity !== undefined &&
+        !except.has(name) &&
+        (c.createdAt === undefined || c.createdAt <= createdBefore)
+      ) {
+        cpu += c.capacity.cpu;
+        memory += c.capacity.memory;
+        pods += c.capacity.pods;
+      }
+    return { cpu, memory, pods };
   }
 }

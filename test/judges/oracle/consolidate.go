@@ -75,7 +75,7 @@
 // gives one; no PDBs, no DaemonSets.
 //
 // Request: {"consolidate": {"instanceTypes", "nodePools" (each also "weight", "consolidateAfter"
-// (default "0s"), "consolidationPolicy" (default WhenEmptyOrUnderutilized)), "overlays" (each with
+// (default "0s"), "consolidationPolicy" (default WhenEmptyOrUnderutilized), "limits"), "overlays" (each with
 // "selected"), "nodes": [{"name", "nodePool", "instanceType", "zone", "capacityType", "pods":
 // [{"cpu", "memory", "deletionCost"}]}], "commands": [["n1"], ["n2", "n3"]], "spotToSpot"}}. Answer: {"statuses",
 // "statusesWithout", "commands": [{"with", "without"}], "error"}; each world's command is
@@ -169,6 +169,9 @@ type consolidateNodePoolIn struct {
 	Weight              *int32  `json:"weight"`
 	ConsolidateAfter    *string `json:"consolidateAfter"`
 	ConsolidationPolicy string  `json:"consolidationPolicy"`
+	// Limits is spec.limits: the scheduler leaves out a type whose capacity is over what the
+	// NodePool's other nodes leave of them (filterByRemainingResources).
+	Limits map[string]string `json:"limits"`
 }
 
 type consolidateRequest struct {
@@ -332,6 +335,16 @@ func clusterObjects(req consolidateRequest) ([]client.Object, error) {
 				},
 				Disruption: v1.Disruption{ConsolidationPolicy: policy, ConsolidateAfter: consolidateAfter, Budgets: []v1.Budget{{Nodes: "100%"}}},
 			},
+		}
+		if len(np.Limits) > 0 {
+			pool.Spec.Limits = v1.Limits{}
+			for name, q := range np.Limits {
+				quantity, err := resource.ParseQuantity(q)
+				if err != nil {
+					return nil, badRequest{fmt.Errorf("NodePool %q: limit %s %q: %w", np.Name, name, q, err)}
+				}
+				pool.Spec.Limits[corev1.ResourceName(name)] = quantity
+			}
 		}
 		// Ready, as Karpenter's NodePool status controllers leave a valid NodePool whose node class is ready.
 		pool.StatusConditions().SetTrue(v1.ConditionTypeValidationSucceeded)

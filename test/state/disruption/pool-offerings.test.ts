@@ -71,3 +71,31 @@ t.test("each NodePool's NodeClaims by offering, as ClusterCost counts them", asy
   t.equal(pools.offerings('other', at)[0]?.count, 2, 'a NodeClaim that moves pools moves with it');
   t.same(pools.offerings('none', at), []);
 });
+
+t.test("each NodePool's capacity, as a consolidation's simulation counts it against the limits", async (t) => {
+  const pools = new PoolOfferings();
+  const at = Date.parse('2026-12-01T11:00:00Z');
+  const launched = (name: string, type: string, capacity: Record<string, string>, createdAt?: string) =>
+    toNodeClaimView({
+      metadata: { name, labels: offering(type), ...(createdAt ? { creationTimestamp: createdAt } : {}) },
+      status: { capacity },
+    });
+  const m5 = { cpu: '2', memory: '7577Mi', pods: '29', 'ephemeral-storage': '20Gi' };
+  pools.upsert(launched('a', 'm5.large', m5, '2026-12-01T10:00:00Z'));
+  pools.upsert(launched('candidate', 'c6i.large', { cpu: '2', memory: '3788Mi', pods: '29' }, '2026-12-01T10:00:00Z'));
+  pools.upsert(launched('later', 'm5.large', m5, '2026-12-01T11:00:05Z'));
+  pools.upsert(claim('launching', offering('t3.large')));
+  t.same(
+    pools.capacity('od', at, new Set(['candidate'])),
+    { cpu: 2, memory: 7577 * 2 ** 20, pods: 29 },
+    'the candidates, those created later, and those not launched yet (no status.capacity) do not count',
+  );
+  pools.upsert(launched('a', 'm5.large', { cpu: '2', memory: '7577Mi', pods: '110' }, '2026-12-01T10:00:00Z'));
+  t.equal(pools.capacity('od', at, new Set()).pods, 139, 'a capacity written later is read');
+  t.same(pools.capacity('none', at, new Set()), { cpu: 0, memory: 0, pods: 0 });
+  t.equal(
+    launched('x', 'm5.large', m5).capacity,
+    launched('y', 'm5.large', m5).capacity,
+    'one object per figure: 100,000 NodeClaims of a few types hold a few',
+  );
+});
