@@ -14,9 +14,6 @@
 //    node: a provisioning launch, recorded with its launch effect.
 //
 // Each record is read back by `explain NODE -o json` live, as an operator would: the verdict agrees.
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { until } from '../../../kit/fleet.ts';
@@ -25,7 +22,7 @@ import { NODECLAIM_API } from '../../../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
 import { type DriftScene, driftScene, type RolloutNode } from '../../../scripts/demo-aws-drift.ts';
-import type { Explanation } from '../../../src/engine/explain.ts';
+import { explainAgrees as explainedAs, runCli } from './explained.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(480_000);
@@ -52,34 +49,11 @@ const print = (line: string) => {
   out += `${line}\n`;
 };
 const kubeconfig = cp.writeKubeConfig();
-const run = async (args: string[]) =>
-  (
-    await promisify(execFile)(
-      process.execPath,
-      [join(import.meta.dirname, '..', '..', '..', 'src', 'cli.ts'), ...args],
-      {
-        env: { ...process.env, KUBECONFIG: kubeconfig },
-      },
-    )
-  ).stdout;
 const cli = async (args: string[]) => {
   print(`\n$ veneer-node-watcher ${args.join(' ')}`);
-  print((await run(args)).trimEnd());
+  print((await runCli(kubeconfig, args)).trimEnd());
 };
-
-/** `explain NODE -o json`, live: what an operator reads must be what the record says. */
-async function explainAgrees(t: Test, r: RolloutNode): Promise<void> {
-  const [e] = JSON.parse(
-    await run(['explain', r.node, '-o', 'json', '--prices-source', 'isolated', '--prices-region', REGION]),
-  ) as Explanation[];
-  t.equal(e?.overlay, r.story.overlay, 'explain names the overlay the record names');
-  t.equal(
-    e?.effect?.verdict,
-    r.story.effect?.verdict,
-    `explain reads the record's verdict (${r.story.effect?.verdict})`,
-  );
-  t.equal(e?.effect?.disruption?.reason, r.story.effect?.disruption?.reason, 'and the same disruption reason');
-}
+const explainAgrees = (t: Test, r: RolloutNode) => explainedAs(t, kubeconfig, r.node, r.story);
 
 interface Claim {
   metadata: { name: string; creationTimestamp?: string; deletionTimestamp?: string };
