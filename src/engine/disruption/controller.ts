@@ -119,13 +119,17 @@ function commandOf(origin: Extract<Disruption, { kind: 'replacement' }>, s: Disr
   };
 }
 
-/** The capacity of the replacement's NodePool besides the candidates at the decision's end, one object per figure: the price test's memo keys on it. */
+/**
+ * The capacity of the replacement's NodePool besides the candidates at the decision's end, where it
+ * has limits (else nothing is summed), one object per figure: the price test's memo keys on it.
+ */
 function optionalUsed(
   window: DecisionWindow | undefined,
   marks: readonly DisruptionMark[],
   s: DisruptionSetting,
 ): { used?: Allocatable } {
-  if (window === undefined || s.pool === undefined) return {};
+  if (window === undefined || s.pool === undefined || s.index.nodePools.at(s.pool, window.to)?.limits === undefined)
+    return {};
   const used = s.poolCapacity?.(s.pool, window.to, new Set(marks.map((m) => m.nodeClaim)));
   return used ? { used: SHARED_USED.of(`${used.cpu}/${used.memory}/${used.pods}`, () => Object.freeze(used)) } : {};
 }

@@ -26,6 +26,7 @@ export class PoolOfferings {
   /** The NodeClaims of each pool, and a version that changes with them. */
   private readonly pools = new Map<string, { claims: Map<string, Counted>; version: number }>();
   private readonly counts = new Map<string, { version: number; before: number; offerings: PoolOffering[] }>();
+  private readonly capacities = new Map<string, { version: number; before: number; sum: Allocatable }>();
 
   upsert(claim: NodeClaimView): void {
     const l = claim.labels;
@@ -62,6 +63,7 @@ export class PoolOfferings {
     if (p.claims.size === 0) {
       this.pools.delete(known.pool);
       this.counts.delete(known.pool);
+      this.capacities.delete(known.pool);
     }
   }
 
@@ -83,19 +85,37 @@ export class PoolOfferings {
     return offerings;
   }
 
-  /** The capacity of the pool's NodeClaims created by `createdBefore` (or when, unknown), but those named in `except`. */
+  /**
+   * The capacity of the pool's NodeClaims created by `createdBefore` (or when, unknown), but those
+   * named in `except`: the sum kept until the pool's NodeClaims change, less the few excepted.
+   */
   capacity(pool: string, createdBefore: number, except: ReadonlySet<string>): Allocatable {
-    let [cpu, memory, pods] = [0, 0, 0];
-    for (const [name, c] of this.pools.get(pool)?.claims ?? [])
-      if (
-        c.capacity !== undefined &&
-        !except.has(name) &&
-        (c.createdAt === undefined || c.createdAt <= createdBefore)
-      ) {
-        cpu += c.capacity.cpu;
-        memory += c.capacity.memory;
-        pods += c.capacity.pods;
-      }
-    return { cpu, memory, pods };
+    const p = this.pools.get(pool);
+    if (p === undefined) return { cpu: 0, memory: 0, pods: 0 };
+    let kept = this.capacities.get(pool);
+    if (kept?.version !== p.version || kept.before !== createdBefore) {
+      kept = { version: p.version, before: createdBefore, sum: sumOf(p.claims.values(), createdBefore) };
+      this.capacities.set(pool, kept);
+    }
+    const excepted = sumOf(
+      [...except].flatMap((name) => p.claims.get(name) ?? []),
+      createdBefore,
+    );
+    return {
+      cpu: kept.sum.cpu - excepted.cpu,
+      memory: kept.sum.memory - excepted.memory,
+      pods: kept.sum.pods - excepted.pods,
+    };
   }
+}
+
+function sumOf(claims: Iterable<Counted>, createdBefore: number): Allocatable {
+  let [cpu, memory, pods] = [0, 0, 0];
+  for (const c of claims)
+    if (c.capacity !== undefined && (c.createdAt === undefined || c.createdAt <= createdBefore)) {
+      cpu += c.capacity.cpu;
+      memory += c.capacity.memory;
+      pods += c.capacity.pods;
+    }
+  return { cpu, memory, pods };
 }
