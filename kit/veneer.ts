@@ -89,6 +89,49 @@ export function reservedInstance(type: string, region: string) {
   );
 }
 
+/**
+ * A preference overlay as Veneer's preference generator makes it (pkg/preference, generator.go):
+ * `pref-<nodepool>-<N>`, weight N, a price adjustment, scoped to its NodePool by
+ * `karpenter.sh/nodepool`, labelled as a preference and with no capacity type.
+ */
+export function preferenceOverlay(
+  nodePool: string,
+  n: number,
+  priceAdjustment: string,
+  matchers: RequirementSpec[],
+): VeneerOverlay {
+  return {
+    apiVersion: 'karpenter.sh/v1alpha1',
+    kind: 'NodeOverlay',
+    metadata: {
+      name: `pref-${nodePool}-${n}`,
+      labels: {
+        'app.kubernetes.io/managed-by': 'veneer',
+        'veneer.io/type': 'preference',
+        'veneer.io/source-nodepool': nodePool,
+        'veneer.io/preference-number': String(n),
+      },
+    },
+    spec: {
+      requirements: [{ key: 'karpenter.sh/nodepool', operator: 'In', values: [nodePool] }, ...matchers],
+      priceAdjustment,
+      weight: n,
+    },
+  };
+}
+
+/** Veneer's disabled mode: the label, and a first requirement no NodePool or instance type defines. */
+export function disabled(o: VeneerOverlay): VeneerOverlay {
+  return {
+    ...o,
+    metadata: { ...o.metadata, labels: { ...o.metadata.labels, 'veneer.io/disabled': 'true' } },
+    spec: {
+      ...o.spec,
+      requirements: [{ key: 'veneer.io/disabled', operator: 'In', values: ['true'] }, ...(o.spec?.requirements ?? [])],
+    },
+  };
+}
+
 export interface NodeShape {
   name: string;
   capacityType?: 'on-demand' | 'spot';
