@@ -16,8 +16,11 @@ export interface WatchMetrics {
 }
 
 export interface ReflectorHandlers<T> {
-  /** A new or changed object (ADDED, MODIFIED, or found by a list); `raw`: the object as decoded, slim() made `item` of. */
-  upsert(item: T, at: number, raw?: unknown): void;
+  /**
+   * A new or changed object (ADDED, MODIFIED, or found by a list); `raw`: the object as decoded,
+   * slim() made `item` of; `added`: the store did not hold it before.
+   */
+  upsert(item: T, at: number, raw?: unknown, added?: boolean): void;
   /** An object that went away (DELETED, or missing from a list). */
   remove(item: T, at: number): void;
   /**

@@ -165,8 +165,9 @@ export class Reflector<T> {
     const key = this.o.keyOf(raw);
     const item = this.o.slim(raw);
     seen?.add(key);
+    const added = !this.store.has(key);
     this.store.set(key, item);
-    this.o.handlers.upsert(item, at, raw);
+    this.o.handlers.upsert(item, at, raw, added);
   }
 
   /** The store now mirrors the cluster: what the list did not name is gone. */

@@ -2,12 +2,9 @@
 // by a Reflector and read, never fetched, by the webhook and the reconciler.
 import {
   OverlayIndex,
-  toNodeClaimView,
   toNodePoolView,
   toOverlayView,
   type LaunchKnowledge,
-  type NodeClaimLookup,
-  type NodeClaimView,
   type NodePoolObject,
   type NodePoolView,
   type OverlayObject,
@@ -19,19 +16,18 @@ import {
   recordAtMark,
   type RecordKeys,
 } from '../engine/index.ts';
-import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
+import { type CacheDeps, cacheReflector, nameOf } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { NodeCache } from './node-cache.ts';
 import { NodeClassCache } from './launch-caches.ts';
 import { InstanceTypeLabels } from './lookups.ts';
-import { NodeClaimIndex } from './lookups.ts';
+import { NodeClaimCache } from './node-claims.ts';
 import { DisruptionWatch } from './disruption/watch.ts';
 import { PoolOfferings } from './disruption/pool-offerings.ts';
 
 export const OVERLAYS_PATH = '/apis/karpenter.sh/v1alpha1/nodeoverlays';
-export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
 export const NODEPOOLS_PATH = '/apis/karpenter.sh/v1/nodepools';
-const nameOf = (obj: unknown) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
+export { NODECLAIMS_PATH, NodeClaimCache } from './node-claims.ts';
 
 /**
  * The CRDs the caches read, by the resource name of their watch: Karpenter's are required (without
@@ -166,52 +162,6 @@ export class NodePoolCache {
         remove: (pool, at) => index.nodePools.forget(pool.name, at),
       },
     });
-  }
-}
-
-export class NodeClaimCache implements NodeClaimLookup {
-  readonly reflector: Reflector<NodeClaimView>;
-  private readonly index: NodeClaimIndex;
-  private readonly listeners: ((claim: NodeClaimView) => void)[] = [];
-  private readonly removedListeners: ((claim: NodeClaimView) => void)[] = [];
-  /** NodeClaims by spec.nodeClassRef.group, kept as they come, change and go. */
-  readonly groups: Map<string, number>;
-
-  constructor(deps: CacheDeps) {
-    this.reflector = cacheReflector(deps, NODECLAIMS_PATH, {
-      resource: 'nodeclaims',
-      keyOf: nameOf,
-      slim: (obj) => toNodeClaimView(obj as Parameters<typeof toNodeClaimView>[0]),
-      handlers: {
-        upsert: (claim) => {
-          this.index.upsert(claim);
-          for (const l of this.listeners) l(claim);
-        },
-        remove: (claim) => {
-          this.index.remove(claim);
-          for (const l of this.removedListeners) l(claim);
-        },
-      },
-    });
-    this.index = new NodeClaimIndex(this.reflector.store);
-    this.groups = this.index.groups;
-  }
-
-  /** Called for every new or changed NodeClaim: a node may have become decidable. */
-  subscribe(listener: (claim: NodeClaimView) => void): void {
-    this.listeners.push(listener);
-  }
-
-  onRemoved(listener: (claim: NodeClaimView) => void): void {
-    this.removedListeners.push(listener);
-  }
-
-  byProviderID(providerID: string): NodeClaimView | undefined {
-    return this.index.byProviderID(providerID);
-  }
-
-  byName(name: string): NodeClaimView | undefined {
-    return this.index.byName(name);
   }
 }
 

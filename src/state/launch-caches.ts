@@ -1,7 +1,7 @@
 // What the effect's replay of a launch reads from the cluster besides the NodeClaim: the zones
 // each EC2NodeClass launches into (its status' subnets) and its sizing (lookups.ts).
 import type { FitSizing, InstanceLabels, ProviderSettings } from '../engine/index.ts';
-import { type CacheDeps, cacheReflector } from '../kube/cache-reflector.ts';
+import { type CacheDeps, cacheReflector, nameOf } from '../kube/cache-reflector.ts';
 import type { Reflector } from '../kube/reflector.ts';
 import { fitSizing, nodeClassFacts, type NodeClassFacts } from './lookups.ts';
 
@@ -14,7 +14,7 @@ export class NodeClassCache {
   constructor(deps: CacheDeps) {
     this.reflector = cacheReflector(deps, EC2_NODECLASSES_PATH, {
       resource: 'ec2nodeclasses',
-      keyOf: (obj) => (obj as { metadata?: { name?: string } }).metadata?.name ?? '',
+      keyOf: nameOf,
       slim: nodeClassFacts,
       handlers: { upsert: () => {}, remove: () => {} },
       optional: true,

@@ -106,6 +106,41 @@ t.test('a replacement is recorded with what it replaced, once Karpenter says it 
   t.equal((await story('later'))?.effect?.disruption, undefined, 'no disruption story on a provisioning launch');
 });
 
+t.test("drift commands within one second: each replacement names its own node, by the watch's order", async (t) => {
+  const names = ['d1', 'd2', 'd3'];
+  for (const n of names) await sim.launch({ name: n, claimName: `${n}-claim`, instanceType: 'c6i.xlarge' });
+  await until('the drifting nodes recorded', async () => (await Promise.all(names.map(story))).every(Boolean));
+  // Karpenter's drift: a command a pass, requeued at once, each marking its node then creating its replacement.
+  const from = Date.now();
+  for (const n of names) {
+    await markDisrupted(`${n}-claim`, 'Drifted');
+    await sim.createNodeClaim({ name: `r${n}`, claimName: `r${n}-claim`, instanceType: 'm5.xlarge' });
+  }
+  t.comment(`three marks and creations in ${Date.now() - from} ms`);
+  for (const n of names) {
+    await sim.kubeletCreate({ name: `r${n}`, instanceType: 'm5.xlarge' });
+    await sim.register({ name: `r${n}`, claimName: `r${n}-claim`, instanceType: 'm5.xlarge' });
+    await launchingEvent(`r${n}-claim`, 'Drifted');
+  }
+  await until(
+    'the replacements recorded',
+    async () => (await Promise.all(names.map((n) => story(`r${n}`)))).every(Boolean),
+    20_000,
+  );
+  for (const n of names) {
+    const d = (await story(`r${n}`))?.effect?.disruption as {
+      replaced?: { nodeClaim: string }[];
+      replacedUnclear?: string;
+    };
+    t.same(
+      d?.replaced?.map((r) => r.nodeClaim),
+      [`${n}-claim`],
+      `r${n} names ${n}, the node its command marked`,
+    );
+    t.equal(d?.replacedUnclear, undefined);
+  }
+});
+
 t.test(
   'provisioning beside disruption: recorded inline beside an emptiness deletion, after a short wait beside a consolidation',
   async (t) => {

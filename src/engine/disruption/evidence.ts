@@ -24,6 +24,11 @@ export interface DisruptionMark {
   readonly record?: RecordAtMark;
   /** Its status.allocatable: whether a replacement's pods fit its instance type. */
   readonly allocatable?: Allocatable;
+  /**
+   * Where the watcher saw the mark made on its NodeClaim watch: that event's order, comparable with
+   * `createdOrder` of NodeClaims (one watch delivers changes in the order they were written).
+   */
+  readonly order?: number;
 }
 
 /** What the watcher has seen of Karpenter's disruption. */
@@ -34,6 +39,8 @@ export interface DisruptionEvidence {
   marksBetween(from: number, to: number): readonly DisruptionMark[];
   /** Other NodeClaims with a DisruptionLaunching Event of `reason`, created between `from` and `to`. */
   replacementsCreatedBetween(from: number, to: number, reason: string): readonly string[];
+  /** Where the watcher saw the NodeClaim created on its watch: that event's order (DisruptionMark.order). */
+  createdOrder?(nodeClaim: string): number | undefined;
   /** The latest ConsolidationCandidate Event on this NodeClaim no later than `notAfter`: when a consolidation computed a command with it. */
   candidateAt?(nodeClaim: string, notAfter: number): number | undefined;
   /**

@@ -81,17 +81,19 @@ export function launchOrigin(claim: NodeClaimView, evidence: DisruptionEvidence,
   }
   // One node a command, and commands that follow each other within the window.
   if (launches === 'one-node-a-command' && ofReason.length > 1)
-    return ownCommand(claim.name, createdAt, reason, ofReason, others());
+    return ownCommand(claim.name, createdAt, reason, ofReason, others(), evidence.createdOrder?.(claim.name));
   return { kind: 'replacement', reason, replaced: ofReason };
 }
 
 /**
- * Drift and health commands disrupt one node each and follow each other without a pause, so the
- * window may hold several commands' marks. Each command marks its node, then creates its
- * replacements, so a replacement's node is the last mark made before its creation, and a mark of
- * a later second is a later command's. Timestamps are whole seconds: a mark of the creation's own
- * second may be this command's or the next one's. The node is named only where that leaves no
- * doubt.
+ * Drift and health commands disrupt one node each and follow each other without a pause (the
+ * disruption controller requeues at once after a command), so the window may hold several
+ * commands' marks. Each command marks its node, then creates its replacements, so a replacement's
+ * node is the last mark made before its creation. Where the watcher saw the marks and the creation
+ * on its NodeClaim watch, that is their order there (one watch delivers changes in the order they
+ * were written). Else by timestamps, whole seconds: a mark of a later second is a later command's,
+ * and a mark of the creation's own second may be this command's or the next one's. The node is
+ * named only where that leaves no doubt.
  */
 function ownCommand(
   name: string,
@@ -99,7 +101,16 @@ function ownCommand(
   reason: string,
   marks: readonly DisruptionMark[],
   otherReplacements: readonly string[],
+  createdOrder: number | undefined,
 ): LaunchOrigin {
+  if (createdOrder !== undefined && marks.every((m) => m.order !== undefined)) {
+    const before = marks.filter((m) => m.order! < createdOrder);
+    const last = before.reduce<DisruptionMark | undefined>(
+      (a, m) => (a === undefined || m.order! > a.order! ? m : a),
+      undefined,
+    );
+    if (last !== undefined) return { kind: 'replacement', reason, replaced: [last] };
+  }
   const near = marks.filter((m) => m.markedAt === createdAt);
   const before = marks.filter((m) => m.markedAt < createdAt);
   const latest = Math.max(...before.map((m) => m.markedAt));

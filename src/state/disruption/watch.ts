@@ -81,7 +81,8 @@ export const MARK_RETENTION_MS = 60 * 60_000;
 export const MAX_MARKS = 20_000;
 
 export interface ClaimSource {
-  subscribe(listener: (claim: NodeClaimView) => void): void;
+  /** Every new or changed NodeClaim, with the order of the watch event it came in (none from a list). */
+  subscribe(listener: (claim: NodeClaimView, seen: { order: number; added: boolean } | undefined) => void): void;
   byName(name: string): NodeClaimView | undefined;
 }
 
@@ -126,6 +127,8 @@ export class DisruptionWatch implements DisruptionEvidence {
   );
   /** By NodeClaim, in the order they were marked (a Map keeps insertion order): pruned from the front. */
   private readonly marks = new Map<string, DisruptionMark>();
+  /** The watch order of each NodeClaim's creation, where its ADDED event was seen; pruned as the marks. */
+  private readonly created = new Map<string, { order: number; at: number }>();
   private readonly now: () => number;
   private readonly claims: ClaimSource;
   private readonly listeners: ((nodeClaim: string) => void)[] = [];
@@ -160,7 +163,7 @@ export class DisruptionWatch implements DisruptionEvidence {
         this.prune();
       },
     });
-    claims.subscribe((claim) => this.observe(claim));
+    claims.subscribe((claim, seen) => this.observe(claim, seen));
   }
 
   private candidateSeen(event: CandidateEvent): void {
@@ -182,7 +185,9 @@ export class DisruptionWatch implements DisruptionEvidence {
     this.listeners.push(listener);
   }
 
-  private observe(claim: NodeClaimView): void {
+  private observe(claim: NodeClaimView, seen: { order: number; added: boolean } | undefined): void {
+    // Its creation, seen on the watch in the order of the marks' changes.
+    if (seen?.added) this.created.set(claim.name, { order: seen.order, at: claim.createdAt ?? this.now() });
     if (claim.disruptionReason === undefined || claim.disruptionMarkedAt === undefined) return;
     const known = this.marks.get(claim.name);
     if (known?.markedAt === claim.disruptionMarkedAt && known.reason === claim.disruptionReason) return;
@@ -194,6 +199,8 @@ export class DisruptionWatch implements DisruptionEvidence {
       reason: claim.disruptionReason,
       markedAt: claim.disruptionMarkedAt,
       labels: claim.labels,
+      // Seen as it was made, on the watch (a list gives no order).
+      ...(seen !== undefined ? { order: seen.order } : {}),
       ...(record !== undefined ? { record } : {}),
       ...(claim.allocatable !== undefined ? { allocatable: claim.allocatable } : {}),
     });
@@ -206,12 +213,20 @@ export class DisruptionWatch implements DisruptionEvidence {
       if (mark.markedAt >= horizon && this.marks.size <= MAX_MARKS) break;
       this.marks.delete(name);
     }
+    for (const [name, c] of this.created) {
+      if (c.at >= horizon && this.created.size <= MAX_MARKS) break;
+      this.created.delete(name);
+    }
     this.candidateTimes.prune(horizon, MAX_MARKS);
     this.approved.prune(horizon, MAX_MARKS);
   }
 
   launching(nodeClaim: string): string | undefined {
     return this.reasonOf.get(nodeClaim);
+  }
+
+  createdOrder(nodeClaim: string): number | undefined {
+    return this.created.get(nodeClaim)?.order;
   }
 
   marksBetween(from: number, to: number): readonly DisruptionMark[] {

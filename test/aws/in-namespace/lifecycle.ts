@@ -12,13 +12,25 @@
 //    expiration controller deletes the NodeClaim with no replacement made first (no pre-spin, no
 //    DisruptionReason), the pod is evicted and made again, and the provisioner launches its next
 //    node: a provisioning launch, recorded with its launch effect.
+// 3. Drift commands within a second. Three nodes of a NodePool of c6i sizes, one pod each that only
+//    its own size holds (1500m, 3500m, 7000m), drift together: Karpenter's drift makes one command
+//    a pass and requeues at once, so the three marks and creations share a second or two, and
+//    whole-second timestamps cannot pair them. The order the watcher saw them in on its NodeClaim
+//    watch does: each replacement is of its node's size and names that node.
 //
 // Each record is read back by `explain NODE -o json` live, as an operator would: the verdict agrees.
 import t, { type Test } from 'tap';
 import * as k8s from '@kubernetes/client-node';
 import { until } from '../../../kit/fleet.ts';
-import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
-import { NODECLAIM_API } from '../../../kit/karpenter-controller.ts';
+import {
+  AWS_KARPENTER_VERSION,
+  awsNodePoolObject,
+  OPEN_DISRUPTION,
+  REGION,
+  startAwsKarpenterWithWatcher,
+} from '../../../kit/aws/karpenter.ts';
+import { NODECLAIM_API, NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
+import { readStory } from '../../../src/engine/index.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
 import { type DriftScene, driftScene, type RolloutNode } from '../../../scripts/demo-aws-drift.ts';
@@ -137,4 +149,114 @@ t.test("expiration: no replacement first; the pod's next node is a provisioning 
   await t.test('the node after the expiration, explained', (t) => explainAgrees(t, next));
   await scene!.stop();
   t.comment(`the whole file: ${secs(Date.now() - started)}`);
+});
+
+t.test('three drift commands within seconds: each replacement names its own node', async (t) => {
+  const POOL = 'fleet';
+  const pods = { 'fleet-2': '1500m', 'fleet-4': '3500m', 'fleet-8': '7000m' } as Record<string, string>;
+  await custom.createClusterCustomObject({
+    ...NODEPOOL_API,
+    body: awsNodePoolObject({
+      name: POOL,
+      capacityTypes: ['on-demand'],
+      instanceTypes: ['c6i.large', 'c6i.xlarge', 'c6i.2xlarge'],
+      disruption: OPEN_DISRUPTION,
+    }),
+  });
+  // One pod a node (anti-affinity), as Karpenter's simulation and kube-scheduler both honour.
+  const podBody = (name: string) => {
+    const body = podObject({ name, nodePool: POOL, cpu: pods[name]! }, (x) => karpenter.vcpus.get(x)!);
+    body.metadata!.labels = { ...body.metadata!.labels, fleet: 'true' };
+    body.spec!.terminationGracePeriodSeconds = 0;
+    body.spec!.affinity = {
+      podAntiAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: [
+          { labelSelector: { matchLabels: { fleet: 'true' } }, topologyKey: 'kubernetes.io/hostname' },
+        ],
+      },
+    };
+    return body;
+  };
+  const live = async () =>
+    (await karpenter.nodeClaims()).filter(
+      (c) => c.metadata.labels?.['karpenter.sh/nodepool'] === POOL && !('deletionTimestamp' in c.metadata),
+    );
+  // One at a time, each bound before the next: kube-scheduler binds a pod to any node it fits.
+  for (const name of Object.keys(pods)) {
+    await core.createNamespacedPod({ namespace: 'default', body: podBody(name) });
+    await until(
+      `${name} bound`,
+      async () => (await core.readNamespacedPod({ name, namespace: 'default' })).spec?.nodeName !== undefined,
+      90_000,
+    );
+  }
+  // A ReplicaSet's part: each pod made again when a drain evicts it (no grace period: no kubelet here).
+  let stopped = false;
+  const keep = (async () => {
+    while (!stopped) {
+      for (const name of Object.keys(pods)) {
+        const pod = await core.readNamespacedPod({ name, namespace: 'default' }).catch(() => undefined);
+        if (pod === undefined)
+          await core.createNamespacedPod({ namespace: 'default', body: podBody(name) }).catch(() => {});
+        else if (pod.metadata?.deletionTimestamp)
+          await core.deleteNamespacedPod({ name, namespace: 'default', gracePeriodSeconds: 0 }).catch(() => {});
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  t.teardown(async () => {
+    stopped = true;
+    await keep;
+  });
+  const recorded = async (claims: NodeClaim[]) =>
+    Promise.all(
+      claims.map(async (c) => {
+        const node = c.status?.nodeName && (await core.readNode({ name: c.status.nodeName }).catch(() => undefined));
+        return readStory(node ? node.metadata?.annotations?.['veneer.io/overlay-decision'] : undefined);
+      }),
+    );
+  let first: NodeClaim[] = [];
+  await until(
+    'three nodes recorded',
+    async () => {
+      first = await live();
+      return first.length === 3 && (await recorded(first)).every(Boolean);
+    },
+    120_000,
+  );
+  const typeOf = (c: NodeClaim) => c.metadata.labels?.['node.kubernetes.io/instance-type'] ?? '';
+  const original = new Map(first.map((c) => [typeOf(c), c.metadata.name]));
+  t.same([...original.keys()].sort(), ['c6i.2xlarge', 'c6i.large', 'c6i.xlarge'], 'one node of each size');
+  const np = (await custom.getClusterCustomObject({ ...NODEPOOL_API, name: POOL })) as {
+    spec: { template: { metadata: { labels?: Record<string, string> } } };
+  };
+  np.spec.template.metadata.labels = { ...np.spec.template.metadata.labels, 'example.com/release': '2' };
+  await custom.replaceClusterCustomObject({ ...NODEPOOL_API, name: POOL, body: np });
+  // The drift replacements: the NodeClaims whose records tell a drift (pods evicted meanwhile may
+  // bind elsewhere and make provisioning launches besides).
+  let replacements: NodeClaim[] = [];
+  let stories: Awaited<ReturnType<typeof recorded>> = [];
+  await until(
+    'three drift replacements recorded',
+    async () => {
+      const claims = (await live()).filter((c) => ![...original.values()].includes(c.metadata.name));
+      const all = await recorded(claims);
+      replacements = claims.filter((_, i) => all[i]?.effect?.disruption?.reason === 'Drifted');
+      stories = all.filter((s) => s?.effect?.disruption?.reason === 'Drifted');
+      return replacements.length === 3;
+    },
+    180_000,
+  );
+  const created = replacements.map((c) => Date.parse(c.metadata.creationTimestamp ?? '')).sort();
+  t.comment(`the replacements created within ${secs(created.at(-1)! - created[0]!)} of each other`);
+  for (const [i, c] of replacements.entries()) {
+    const d = stories[i]!.effect?.disruption;
+    t.equal(d?.reason, 'Drifted', `${typeOf(c)}: a drift replacement`);
+    t.same(
+      d?.replaced.map((r) => [r.instanceType, r.nodeClaim]),
+      [[typeOf(c), original.get(typeOf(c))]],
+      `${typeOf(c)}: names the ${typeOf(c)} it replaced (its pod fits no smaller size)`,
+    );
+    t.equal(d?.replacedUnclear, undefined);
+  }
 });

@@ -131,6 +131,38 @@ t.test('drift commands in quick succession: each replacement names its own comma
   t.match(replacedOf(launchOrigin(claim('rb', T), alone, T + 1000)), { nodes: ['a'] }, 'one mark is its own');
 });
 
+t.test("drift commands within one second: the watch's order names each replacement's node", async (t) => {
+  const replacedOf = (o: ReturnType<typeof launchOrigin>) =>
+    o.kind === 'replacement' ? { nodes: o.replaced.map((m) => m.nodeClaim), unclear: o.replacedUnclear } : o.kind;
+  // Three commands in one second, each a mark then a creation, seen on the NodeClaim watch in that order.
+  const marks = [
+    { ...mark('a', T, 'Drifted'), order: 10 },
+    { ...mark('b', T, 'Drifted'), order: 12 },
+    { ...mark('c', T, 'Drifted'), order: 14 },
+  ];
+  const launching = { ra: 'Drifted', rb: 'Drifted', rc: 'Drifted' };
+  const orders: Record<string, number> = { ra: 11, rb: 13, rc: 15 };
+  const ev = { ...evidence(marks, launching, { ra: T, rb: T, rc: T }), createdOrder: (n: string) => orders[n] };
+  t.same(
+    ['ra', 'rb', 'rc'].map((n) => replacedOf(launchOrigin(claim(n, T), ev, T + 1000))),
+    [
+      { nodes: ['a'], unclear: undefined },
+      { nodes: ['b'], unclear: undefined },
+      { nodes: ['c'], unclear: undefined },
+    ],
+  );
+  // A mark found by a list (the watcher restarted) has no order: back to the timestamps, and no name.
+  const listed = [{ ...mark('a', T, 'Drifted') }, marks[1]!, marks[2]!];
+  const partly = { ...evidence(listed, launching, { ra: T, rb: T, rc: T }), createdOrder: (n: string) => orders[n] };
+  t.match(replacedOf(launchOrigin(claim('rb', T), partly, T + 1000)), { nodes: [], unclear: /3 nodes were marked/ });
+  const unseen = { ...ev, createdOrder: () => undefined };
+  t.match(
+    replacedOf(launchOrigin(claim('rb', T), unseen, T + 1000)),
+    { nodes: [] },
+    'nor where the creation was listed',
+  );
+});
+
 t.test('a reading of the cluster: marks there now, and what the records tell of nodes gone since', async (t) => {
   const replacement: NodeClaimView = { name: 'new', labels: {}, createdAt: T };
   const stillMarked: NodeClaimView = {

@@ -12,7 +12,7 @@ const T = Date.parse('2026-12-01T10:00:00Z');
 
 function scene() {
   let now = T;
-  let observe: (claim: NodeClaimView) => void = () => {};
+  let observe: (claim: NodeClaimView, seen: { order: number; added: boolean } | undefined) => void = () => {};
   const counter = { inc: () => {} };
   const watch = new DisruptionWatch(
     {
@@ -24,7 +24,7 @@ function scene() {
     },
     { subscribe: (listener) => (observe = listener), byName: () => undefined },
   );
-  const mark = (name: string, markedAt: number, reason = 'Underutilized') =>
+  const mark = (name: string, markedAt: number, reason = 'Underutilized', seen?: { order: number; added: boolean }) =>
     observe(
       toNodeClaimView({
         metadata: { name, labels: { 'node.kubernetes.io/instance-type': 'm5.large' } },
@@ -35,9 +35,12 @@ function scene() {
           ],
         },
       }),
+      seen,
     );
+  const created = (name: string, seen: { order: number; added: boolean } | undefined) =>
+    observe(toNodeClaimView({ metadata: { name, creationTimestamp: new Date(now).toISOString() } }), seen);
   const names = () => watch.marksBetween(0, Number.MAX_SAFE_INTEGER).map((m) => m.nodeClaim);
-  return { watch, mark, names, advance: (ms: number) => (now += ms) };
+  return { watch, mark, created, names, advance: (ms: number) => (now += ms) };
 }
 
 t.test('a mark is kept for an hour after it was made, then dropped as others come', async (t) => {
@@ -71,4 +74,28 @@ t.test(`at most ${MAX_MARKS} marks, the oldest dropped first`, async (t) => {
   const kept = s.names();
   t.equal(kept[0], 'c1', 'the first one made is the one dropped');
   t.equal(kept.at(-1), `c${MAX_MARKS}`);
+});
+
+t.test("the watch's order: a mark and a creation seen on it can be told apart within a second", async (t) => {
+  const s = scene();
+  s.mark('listed', T, 'Drifted');
+  s.mark('a', T, 'Drifted', { order: 5, added: false });
+  s.created('a-replacement', { order: 6, added: true });
+  s.mark('b', T, 'Drifted', { order: 7, added: false });
+  s.created('b-replacement', { order: 8, added: true });
+  s.created('seen-in-a-list', undefined);
+  s.created('a', { order: 9, added: false });
+  const order = (name: string) => s.watch.marksBetween(T, T).find((m) => m.nodeClaim === name)?.order;
+  t.equal(order('listed'), undefined, 'a mark found by a list has no order');
+  t.same([order('a'), order('b')], [5, 7]);
+  t.same(
+    ['a-replacement', 'b-replacement', 'seen-in-a-list', 'a'].map((n) => s.watch.createdOrder(n)),
+    [6, 8, undefined, undefined],
+    'a creation is an ADDED event on the watch; a list or a later change says nothing of it',
+  );
+  s.mark('a', T, 'Drifted', { order: 12, added: false });
+  t.equal(order('a'), 5, 'the same mark seen again keeps the order it was made in');
+  s.advance(MARK_RETENTION_MS + 1_000);
+  s.mark('late', T + MARK_RETENTION_MS + 1_000, 'Drifted', { order: 13, added: false });
+  t.equal(s.watch.createdOrder('a-replacement'), undefined, 'creations are forgotten with the marks');
 });
