@@ -149,6 +149,10 @@ function disruptionLines(d: NonNullable<Effect['disruption']>): string[] {
     lines.push(
       `    without the selected overlays Karpenter's consolidation ${d.replacedWithout ? 'would have made this replacement too' : 'would not have made this replacement'}`,
     );
+  if (d.moments !== undefined)
+    lines.push(
+      `    the overlays changed while Karpenter decided: ${d.moments} moments fit what it kept, each with this verdict; these figures are the latest's`,
+    );
   for (const c of d.churn ?? [])
     lines.push(
       `    churn: ${c.nodes} recorded node(s) replaced after ${c.overlay}, which their record names, ${c.state === 'gone' ? 'went' : 'changed'}`,

@@ -34,7 +34,18 @@ export function catalogPrices(
   };
 }
 
-/** The engine's index of a judged cluster: its overlays with Karpenter's statuses, its NodePools (and their consolidation policy). */
+/**
+ * One overlay that came or went at `at`, after `since`: the overlays in force changed while
+ * Karpenter decided (the decision's moment, engine/disruption/validation.ts). Its weight is its own,
+ * so the others' statuses hold without it too.
+ */
+export interface OverlayChange {
+  readonly overlay: string;
+  readonly kind: 'came' | 'went';
+  readonly at: number;
+}
+
+/** The engine's index of a judged cluster: its overlays with Karpenter's statuses, its NodePools (and their consolidation policy and limits). */
 export function judgedIndex(
   cluster: {
     overlays: readonly (JudgeOverlay & { selected: boolean })[];
@@ -43,24 +54,34 @@ export function judgedIndex(
   statuses: Record<string, { conditions: JudgeCondition[] } | undefined>,
   policy: OverlayPolicy,
   since: number,
+  change?: OverlayChange,
 ): OverlayIndex {
   const index = new OverlayIndex({ policy, retentionMs: Number.POSITIVE_INFINITY });
   const createdAt = new Date(since).toISOString();
-  index.replaceAll(
-    cluster.overlays.map((o) =>
-      toOverlayView({
-        metadata: { name: o.name, labels: overlayLabels(o), creationTimestamp: createdAt, generation: 1 },
+  const views = () =>
+    cluster.overlays.map((o) => {
+      const came = o.name === change?.overlay && change.kind === 'came';
+      const born = came ? new Date(change.at).toISOString() : createdAt;
+      const conditions = statuses[o.name]?.conditions ?? [];
+      return toOverlayView({
+        metadata: { name: o.name, labels: overlayLabels(o), creationTimestamp: born, generation: 1 },
         spec: {
           requirements: o.requirements,
           ...(o.weight != null ? { weight: o.weight } : {}),
           ...(o.price !== undefined ? { price: o.price } : {}),
           ...(o.priceAdjustment !== undefined ? { priceAdjustment: o.priceAdjustment } : {}),
         },
-        status: { conditions: statuses[o.name]?.conditions ?? [] },
-      }),
-    ),
-    since,
-  );
+        // Validated as it came: Karpenter's statuses, dated then.
+        status: { conditions: came ? conditions.map((c) => ({ ...c, lastTransitionTime: born })) : conditions },
+      });
+    });
+  const all = views();
+  const without = all.filter((v) => v.name !== change?.overlay);
+  if (change === undefined) index.replaceAll(all, since);
+  else {
+    index.replaceAll(change.kind === 'came' ? without : all, since);
+    index.replaceAll(change.kind === 'came' ? all : without, change.at);
+  }
   index.nodePools.replaceAll(
     cluster.nodePools.map((p) =>
       toNodePoolView({

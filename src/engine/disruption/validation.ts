@@ -6,7 +6,7 @@
 // moment before its marks, not of its NodeClaim's creation: an overlay deleted or changed while
 // Karpenter validated did decide it.
 import { abstain } from '../effect/abstain.ts';
-import type { Effect } from '../effect/types.ts';
+import type { DisruptionStory, Effect } from '../effect/types.ts';
 import type { OverlayIndex } from '../overlay-index.ts';
 import type { DisruptionMark } from './evidence.ts';
 import type { DecisionWindow } from './types.ts';
@@ -67,15 +67,38 @@ export function effectAtDecision(window: DecisionWindow, effects: readonly { at:
   const fitting = effects.filter((e) => e.effect.reasonCode !== 'replaced-prices');
   if (fitting.length === 0) return last;
   const first = fitting[0]!.effect;
-  if (fitting.every((e) => sameVerdict(e.effect, first))) return fitting.at(-1)!.effect;
+  if (fitting.every((e) => sameVerdict(e.effect, first))) {
+    const latest = fitting.at(-1)!.effect;
+    // The verdict holds whichever Karpenter priced with; its figures need not: say they are one moment's.
+    if (fitting.length === 1 || latest.disruption === undefined || fitting.every((e) => sameFigures(e.effect, latest)))
+      return latest;
+    return { ...latest, disruption: { ...latest.disruption, moments: fitting.length } };
+  }
   const changes = fitting.map((e) => new Date(e.at).toISOString()).join(', ');
   return abstain(
     'decision-moment',
     `the overlays in force changed (${changes}) while Karpenter decided this replacement (between ${iso(window.from)} and ${iso(window.to)}${window.told ? '' : ', no ConsolidationCandidate Event seen'}), and the effect depends on which it priced with`,
-  ).effect({ ...(last.disruption ? { disruption: last.disruption } : {}) });
+  ).effect({ ...(last.disruption ? { disruption: commandFacts(last.disruption) } : {}) });
+}
+
+/** What a story tells of the command whatever moment it was priced at: its prices and conclusions are each moment's own. */
+function commandFacts(d: DisruptionStory): DisruptionStory {
+  const {
+    price: _price,
+    savings: _savings,
+    cheaperWithout: _cheaper,
+    replacedWithout: _without,
+    moments: _moments,
+    ...facts
+  } = d;
+  return { ...facts, replaced: d.replaced.map(({ price: _p, ...r }) => r) };
 }
 
 const iso = (t: number) => new Date(t).toISOString();
+
+const sameFigures = (a: Effect, b: Effect) =>
+  JSON.stringify([a.disruption?.price, a.with, a.without, a.launched]) ===
+  JSON.stringify([b.disruption?.price, b.with, b.without, b.launched]);
 
 function sameVerdict(a: Effect, b: Effect): boolean {
   return a.verdict === b.verdict && (a.verdict !== 'unknown' || a.reasonCode === b.reasonCode);

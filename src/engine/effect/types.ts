@@ -211,6 +211,11 @@ export interface DisruptionStory {
   readonly replacedWithout?: boolean;
   /** Of the replaced nodes, the recorded ones whose overlay had changed or gone: the churn it caused. */
   readonly churn?: readonly ChurnStory[];
+  /**
+   * The overlays changed while Karpenter decided, and this many moments of its decision reproduce
+   * the options it kept: each gives the verdict, and the figures told are the latest one's.
+   */
+  readonly moments?: number;
 }
 
 /** Recorded nodes a replacement replaced while the overlay their records name had changed or gone. */

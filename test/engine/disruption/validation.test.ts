@@ -132,3 +132,36 @@ t.test('moments that fit and disagree: unknown, with both named', async (t) => {
     'no moment fits: the latest says why',
   );
 });
+
+t.test(
+  "moments that fit with one verdict and different figures: the verdict, and the story says they are one moment's",
+  async (t) => {
+    const window = { from: T - 40_000, to: T - 14_000, told: true };
+    const story = (priceWith: number) => ({
+      reason: 'Underutilized',
+      replaced: [{ nodeClaim: 'old', price: { with: priceWith, without: 0.17 } }],
+      replacedCount: 1,
+      price: { with: priceWith, without: 0.17 },
+      savings: priceWith,
+      cheaperWithout: 0,
+      replacedWithout: false,
+    });
+    const at = (t: number, verdict: Effect['verdict'], priceWith: number) => ({
+      at: t,
+      effect: { verdict, disruption: story(priceWith) } as Effect,
+    });
+    const two = effectAtDecision(window, [at(T - 40_000, 'replacement', 0.085), at(T - 30_000, 'replacement', 0.0425)]);
+    t.equal(two.verdict, 'replacement');
+    t.equal(two.disruption?.moments, 2, 'two moments fit');
+    t.equal(two.disruption?.price?.with, 0.0425, "the figures are the latest moment's");
+    const same = effectAtDecision(window, [at(T - 40_000, 'replacement', 0.085), at(T - 30_000, 'replacement', 0.085)]);
+    t.equal(same.disruption?.moments, undefined, 'the same figures at each: nothing to say');
+    const split = effectAtDecision(window, [at(T - 40_000, 'none', 0.085), at(T - 30_000, 'replacement', 0.0425)]);
+    t.equal(split.reasonCode, 'decision-moment');
+    t.same(
+      split.disruption,
+      { reason: 'Underutilized', replaced: [{ nodeClaim: 'old' }], replacedCount: 1 },
+      "an abstention keeps what the command is, not a moment's prices or conclusions",
+    );
+  },
+);
