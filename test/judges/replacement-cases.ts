@@ -259,3 +259,20 @@ export function withLimits(c: ConsolidationCase, choices: Choices): string[] {
   }
   return limited;
 }
+
+/**
+ * In one cluster of five across several zones, a NodePool's replacements must span two or three
+ * zones (`topology.kubernetes.io/zone Exists`, minValues): consolidation's filters count a type's
+ * zones as the AWS provider's requirements hold them. From their own choices, as withLimits.
+ * Returns the NodePools so constrained.
+ */
+export function withZoneMinValues(c: ConsolidationCase, choices: Choices): string[] {
+  if (c.zones.length < 2 || !choices.chance(0.2)) return [];
+  const pool = choices.pick(c.request.nodePools);
+  pool.requirements.push({
+    key: 'topology.kubernetes.io/zone',
+    operator: 'Exists',
+    minValues: 2 + choices.int(c.zones.length - 1),
+  });
+  return [pool.name];
+}

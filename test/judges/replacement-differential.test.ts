@@ -46,7 +46,13 @@ import { catalogPrices, judgedIndex, type OverlayChange } from './judged-cluster
 import { type CaseSizing, sizeCatalog } from './case-sizing.ts';
 import { type FitSizing, KARPENTER_DEFAULTS } from '../../src/engine/effect/allocatable.ts';
 import { nodeLabelsOfType } from './launch-cases.ts';
-import { capacityOf, type ConsolidationCase, generateConsolidationCase, withLimits } from './replacement-cases.ts';
+import {
+  capacityOf,
+  type ConsolidationCase,
+  generateConsolidationCase,
+  withLimits,
+  withZoneMinValues,
+} from './replacement-cases.ts';
 import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
 import { logAnswer } from '../support/answer-log.ts';
 import { expected, worldDiffers } from './launch-verdict.ts';
@@ -68,6 +74,8 @@ const policy = { selector: parseSelector('app.kubernetes.io/managed-by=veneer'),
 const T0 = Date.parse('2026-02-01T10:00:00Z');
 const at = (ms: number) => new Date(ms).toISOString();
 
+/** Mixed into a cluster's seed for its zones' minValues' own choices (withZoneMinValues). */
+const ZONES_STREAM = 0x5a4f4e;
 /** Mixed into a cluster's seed for the choice of an overlay that changes while Karpenter decides. */
 const MOMENT_STREAM = 0x4d4f4d;
 /** An overlay that came or went while Karpenter decided, and the ConsolidationCandidate Event that dates the decision, if published. */
@@ -281,6 +289,8 @@ t.test(
       moment: 0,
       momentAbstained: 0,
       momentFigures: 0,
+      zoneMinValues: 0,
+      zoneMinValuesAbstained: 0,
     };
     const started = Date.now();
     const ahead: {
@@ -300,6 +310,7 @@ t.test(
       // Sized by the AWS provider's code first: the judge's types then have Karpenter's allocatable.
       const answer = sizeCatalog(c.request.instanceTypes, c.catalog, choices, launchJudge).then(async (sizing) => {
         withLimits(c, new Choices(seed ^ LIMITS_STREAM));
+        withZoneMinValues(c, new Choices(seed ^ ZONES_STREAM));
         const answer = await judge.consolidate(c.request);
         const change = overlayChange(c, answer.statuses, new Choices(seed ^ MOMENT_STREAM));
         return { sizing, answer, change, launches: await replacementLaunches(launchJudge, c, answer) };
@@ -341,6 +352,10 @@ t.test(
         const limited = c.request.nodePools.some((p) => p.name === w.replacement!.nodePool && p.limits);
         if (limited) stats.limited++;
         if (change) stats.moment++;
+        const zoneMinValues = w.replacement!.requirements.some(
+          (r) => r.key === 'topology.kubernetes.io/zone' && r.minValues !== undefined,
+        );
+        if (zoneMinValues) stats.zoneMinValues++;
         const want = wo.decision === 'replace' && wo.balanced?.approved !== false ? 'anyway' : 'replacement';
         // Replaced anyway by on-demand nodes: the type Karpenter's launch code launches with the overlays.
         const launch = launches.get(i);
@@ -377,6 +392,7 @@ t.test(
           abstained.set(key, (abstained.get(key) ?? 0) + 1);
           if (limited) stats.limitedAbstained++;
           if (change) stats.momentAbstained++;
+          if (zoneMinValues) stats.zoneMinValuesAbstained++;
           continue;
         }
         if (says !== want) {
@@ -436,7 +452,7 @@ t.test(
         .join(', ') || 'none';
     const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
     const rate = stats.judged === 0 ? 0 : (100 * abstentions) / stats.judged;
-    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools, ${stats.limited} of NodePools with limits (${stats.limitedAbstained} abstained), ${stats.moment} with an overlay that came or went while Karpenter decided (${stats.momentAbstained} abstained, ${stats.momentFigures} with the figures of one of the moments that fit); ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools, ${stats.limited} of NodePools with limits (${stats.limitedAbstained} abstained), ${stats.moment} with an overlay that came or went while Karpenter decided (${stats.momentAbstained} abstained, ${stats.momentFigures} with the figures of one of the moments that fit), ${stats.zoneMinValues} whose zones have minValues (${stats.zoneMinValuesAbstained} abstained); ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
     t.comment(summary);
     console.error(`replacement differential: ${summary}, seed ${SEED}`);
     if (ONLY_CASE !== undefined) return;

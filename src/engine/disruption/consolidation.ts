@@ -18,6 +18,7 @@ import {
   MAX_REPLACED_SHOWN,
   type ReplacedStory,
 } from '../effect/types.ts';
+import type { CandidateType } from '../effect/candidates.ts';
 import type { PricedCandidate } from '../effect/worlds.ts';
 import { Memo } from '../memo.ts';
 import type { Allocatable } from '../node.ts';
@@ -157,7 +158,19 @@ function setting(input: TestInput) {
     );
   const zones = launchZones(claim, input.zones);
   if (zones === undefined) return abstain('zones', 'the zones its EC2NodeClass launches into are not known');
-  return { provider, claim, pool, prices, zones, instanceLabels: input.instanceLabels, sizing: input.sizing };
+  return {
+    provider,
+    claim,
+    pool,
+    prices,
+    zones,
+    instanceLabels: input.instanceLabels,
+    sizing: input.sizing,
+    // A type's zones are the NodeClass's subnets' among those it is offered in: known where both are.
+    ...(input.zones !== undefined && prices.offeredZones
+      ? { zonesOf: zonesOfType(prices.offeredZones.bind(prices), zones) }
+      : {}),
+  };
 }
 
 /** The candidates priced in both worlds (sumCandidatePrices), by NodePool and by type. */
@@ -275,7 +288,7 @@ function inputWithout(
   const { total, own } = candidates;
   const multi = s.candidates.length > 1;
   const needed = spotOnly && !multi ? SPOT_TO_SPOT_MIN_OPTIONS : 1;
-  const minValues = minValuesRule(s.claim, s.provider);
+  const minValues = minValuesRule(s.claim, s.provider, s.zonesOf);
   const rules = (w: 'with' | 'without'): CommandRules => ({
     total: total[w],
     reqs: s.reqs,
@@ -301,3 +314,11 @@ function inputWithout(
       : {}),
   };
 }
+
+/** computeRequirements' zones: those the type is offered in with a subnet of the NodeClass, of those the replacement allows. */
+const zonesOfType =
+  (offeredZones: (instanceType: string) => ReadonlySet<string> | undefined, allowed: ReadonlySet<string>) =>
+  (type: CandidateType): readonly string[] | undefined => {
+    const offered = offeredZones(type.name);
+    return offered === undefined ? undefined : [...offered].filter((z) => allowed.has(z));
+  };

@@ -41,6 +41,8 @@ export interface CutSetting extends OptionSetting {
   readonly candidates: readonly Candidate[];
   /** Where the replacement's NodePool has limits: each type's room in them (limits.ts). */
   readonly room?: (type: CandidateType) => Room;
+  /** A type's zones as its requirements hold them, where the NodeClass's subnets and the offerings are known. */
+  readonly zonesOf?: (type: CandidateType) => readonly string[] | undefined;
 }
 
 /**

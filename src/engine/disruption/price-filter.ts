@@ -9,6 +9,7 @@ import type { CandidateType } from '../effect/candidates.ts';
 import type { ClaimForEffect } from '../effect/types.ts';
 import type { PricedCandidate } from '../effect/worlds.ts';
 import type { ProviderKeys } from '../providers.ts';
+import { ZONE } from '../well-known.ts';
 import { type FilterRequirements, worstLaunchPrice } from './prices.ts';
 
 /** An option as one world prices it; `priced` undefined: an overlay may or may not price it. */
@@ -48,13 +49,23 @@ export interface Leaning {
 /** What is not known counts against the command. */
 export const SURE: Leaning = { prices: false, values: false };
 
-export function minValuesRule(claim: ClaimForEffect, provider: ProviderKeys): MinValuesRule | undefined {
+/**
+ * The replacement's minValues, and how a type's values of each key are read. `zonesOf`: a type's
+ * zones as the AWS provider's requirements hold them (the zones it is offered in that the
+ * NodeClass has a subnet in), of those the replacement allows; undefined where not known.
+ */
+export function minValuesRule(
+  claim: ClaimForEffect,
+  provider: ProviderKeys,
+  zonesOf?: (type: CandidateType) => readonly string[] | undefined,
+): MinValuesRule | undefined {
   const byKey = claim.minValuesByKey;
   if (byKey === undefined) return undefined;
   return {
     byKey,
     valuesOf: (type, key) => {
-      // Every zone and capacity type of its offerings: not counted here.
+      if (key === ZONE && zonesOf) return zonesOf(type);
+      // The capacity types of its offerings (DescribeInstanceTypes' usage classes, reservations): not known here.
       if (provider.offeringKeys.has(key)) return undefined;
       // The same values on every type, those the requirement allows (SatisfiesMinValues' req.Has).
       const fixed = provider.fixedValues?.get(key);

@@ -49,8 +49,9 @@ const DESCRIBED: Record<string, InstanceTypeInfo> = {
   'r6i.large': { vcpus: 2, memoryMiB: 16384, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
 };
 
-function prices(catalog = true, described = false): PriceBook {
+function prices(catalog = true, described = false, offered?: Record<string, string[]>): PriceBook {
   return {
+    ...(offered ? { offeredZones: (x: string) => (offered[x] ? new Set(offered[x]) : undefined) } : {}),
     source: 'test',
     asOf: 0,
     region: 'us-east-1',
@@ -107,6 +108,9 @@ function effect(o: {
   nodeLabelsOf?: (instanceType: string) => Record<string, string> | undefined;
   /** The NodeClass's sizing, and DescribeInstanceTypes in the price source: the pods' fit is Karpenter's. */
   sizing?: FitSizing;
+  /** DescribeInstanceTypeOfferings in the price source, and the NodeClass's subnets' zones. */
+  offered?: Record<string, string[]>;
+  zones?: string[];
 }) {
   const labelsOf = o.nodeLabelsOf;
   return replacementEffect(
@@ -118,8 +122,8 @@ function effect(o: {
       pool,
       counted: o.overlays ?? [{ overlay: RI, selected: true }],
       conflicted: [],
-      prices: prices(o.catalog ?? true, o.sizing !== undefined),
-      zones: new Set([ZONE]),
+      prices: prices(o.catalog ?? true, o.sizing !== undefined, o.offered),
+      zones: new Set(o.zones ?? [ZONE]),
       ...(o.sizing ? { sizing: o.sizing } : {}),
       // A node of each type the function knows, as the caches hand them out: one map.
       ...(labelsOf
@@ -310,6 +314,27 @@ t.test('minValues: the options left without the overlays must meet them, as Sati
     claim: minValues([['karpenter.k8s.aws/instance-family', 2]]),
   });
   t.equal(families.disruption?.replacedWithout, true, 't3 and c6i: two families undercut r6i.large without the RI');
+});
+
+t.test("minValues on zones: a type's zones are its offerings' with a subnet of the NodeClass", async (t) => {
+  const zones = [ZONE, 'us-east-1b'];
+  const zoneMinValues = (offered?: Record<string, string[]>) =>
+    effect({
+      candidates: ['m5.large', 't3.medium'],
+      launched: ['m5.large', 'on-demand'],
+      replaced: [node('c6i.large')],
+      claim: { ...minValues([['topology.kubernetes.io/zone', 2]]), zones: new Set(zones) },
+      zones,
+      ...(offered ? { offered } : {}),
+    });
+  // Without the RI only t3.medium undercuts c6i.large: its zones decide.
+  const both = zoneMinValues({ 'm5.large': zones, 't3.medium': [...zones, 'us-east-1c'] });
+  t.equal(both.disruption?.replacedWithout, true, 't3.medium in both zones the NodeClass has: it stands');
+  const one = zoneMinValues({ 'm5.large': zones, 't3.medium': [ZONE, 'us-east-1c'] });
+  t.equal(one.verdict, 'replacement', 'us-east-1c has no subnet: one zone of two');
+  t.match(one.reason, /topology\.kubernetes\.io\/zone has 1 of 2/);
+  const unknown = zoneMinValues();
+  t.equal(unknown.reasonCode, 'min-values', 'where the offerings are not known: unknown');
 });
 
 t.test('minValues on a key the names do not tell: unknown where it decides', async (t) => {
