@@ -176,7 +176,7 @@ t.test(
       /^cost-aware-ri-m5\.xlarge-us-east-1 +30 +reserved-instance +m5 +m5\.xlarge +us-east-1 +2 +0 +1 +0 +0 +0 +1 +0\.1920 /m,
       'report: the RI overlay won 2, steered 1 from spot',
     );
-    t.match(out, /the consolidation scene skipped/, 'test/aws/replacement.test.ts runs it');
+    t.match(out, /the consolidation and drift scenes skipped/, 'test/aws/replacement.test.ts runs it');
     t.match(out, /11 NodeClaims for 11 pods/);
     t.match(out, /No record changed in any later version of its Node/);
     t.match(out, /^ {2}veneer_nodewatcher_nodes_pending 0$/m);

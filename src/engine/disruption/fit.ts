@@ -148,6 +148,9 @@ export function exactFitOf(s: ExactFitSetting): (type: CandidateType) => boolean
       // A kubelet value the provider would refuse too: no figure to compare with.
       return undefined;
     }
+    // Reservations past the type's memory: Karpenter's quantities then give a figure of their own
+    // (a fractional binary quantity such as 1.5Gi in a negative difference turns positive), not this one.
+    if (a.memory < 0 || a.cpu < 0) return undefined;
     return !over(requests.cpu, a.cpu / 1000) && !over(requests.memory, a.memory) && !over(requests.pods, a.pods);
   };
 }

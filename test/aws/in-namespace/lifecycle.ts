@@ -12,8 +12,8 @@
 //    expiration controller deletes the NodeClaim with no replacement made first (no pre-spin, no
 //    DisruptionReason), the pod is evicted and made again, and the provisioner launches its next
 //    node: a provisioning launch, recorded with its launch effect.
-// 3. Drift commands within a second. Three nodes of a NodePool of c6i sizes, one pod each that only
-//    its own size holds (1500m, 3500m, 7000m), drift together: Karpenter's drift makes one command
+// 3. Drift commands within a second. Three nodes of a NodePool of c6i sizes, one pod each pinned to
+//    its size (1500m, 3500m, 7000m), drift together: Karpenter's drift makes one command
 //    a pass and requeues at once, so the three marks and creations share a second or two, and
 //    whole-second timestamps cannot pair them. The order the watcher saw them in on its NodeClaim
 //    watch does: each replacement is of its node's size and names that node.
@@ -153,7 +153,13 @@ t.test("expiration: no replacement first; the pod's next node is a provisioning 
 
 t.test('three drift commands within seconds: each replacement names its own node', async (t) => {
   const POOL = 'fleet';
-  const pods = { 'fleet-2': '1500m', 'fleet-4': '3500m', 'fleet-8': '7000m' } as Record<string, string>;
+  // Each pod pinned to its size: a drift's simulation could otherwise put a small pod into the room of
+  // a larger node's new, still empty replacement, and delete its node rather than replace it.
+  const pods: Record<string, { cpu: string; instanceType: string }> = {
+    'fleet-2': { cpu: '1500m', instanceType: 'c6i.large' },
+    'fleet-4': { cpu: '3500m', instanceType: 'c6i.xlarge' },
+    'fleet-8': { cpu: '7000m', instanceType: 'c6i.2xlarge' },
+  };
   await custom.createClusterCustomObject({
     ...NODEPOOL_API,
     body: awsNodePoolObject({
@@ -165,7 +171,7 @@ t.test('three drift commands within seconds: each replacement names its own node
   });
   // One pod a node (anti-affinity), as Karpenter's simulation and kube-scheduler both honour.
   const podBody = (name: string) => {
-    const body = podObject({ name, nodePool: POOL, cpu: pods[name]! }, (x) => karpenter.vcpus.get(x)!);
+    const body = podObject({ name, nodePool: POOL, ...pods[name]! }, (x) => karpenter.vcpus.get(x)!);
     body.metadata!.labels = { ...body.metadata!.labels, fleet: 'true' };
     body.spec!.terminationGracePeriodSeconds = 0;
     body.spec!.affinity = {
@@ -255,7 +261,7 @@ t.test('three drift commands within seconds: each replacement names its own node
     t.same(
       d?.replaced.map((r) => [r.instanceType, r.nodeClaim]),
       [[typeOf(c), original.get(typeOf(c))]],
-      `${typeOf(c)}: names the ${typeOf(c)} it replaced (its pod fits no smaller size)`,
+      `${typeOf(c)}: names the ${typeOf(c)} it replaced (its pod runs on no other size)`,
     );
     t.equal(d?.replacedUnclear, undefined);
   }

@@ -92,6 +92,19 @@ t.test('no answer where the watcher cannot say what Karpenter holds', async (t) 
   );
   t.equal(ask({}, 'x9.large'), undefined, 'a type EC2 did not describe');
   t.equal(
+    ask({
+      sizing: {
+        ...sizing,
+        nodeClass: nodeClassSizing({
+          amiSelectorTerms: [{ alias: 'al2023@latest' }],
+          kubelet: { systemReserved: { memory: '9.5Gi' } },
+        }),
+      },
+    }),
+    undefined,
+    "reservations past the type's memory: Karpenter's quantities give a figure of their own there",
+  );
+  t.equal(
     exactFitOf({ claim: claim({ cpu: '1', 'nvidia.com/gpu': '1' }), provider: AWS_KEYS, prices, sizing })(
       type('m5.large'),
     ),
