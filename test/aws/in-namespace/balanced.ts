@@ -22,7 +22,7 @@ import { POOL_TYPES, secs, startPoolScene, typeOf } from './pool-scene.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const { karpenter, custom, live, storyOfClaim, createPods, allowTypes, keepPods, recordedOfType } =
+const { karpenter, custom, live, storyOfClaim, createPods, allowTypes, keepPods, recordedOfType, explained } =
   await startPoolScene(t, {
     instanceTypes: ['r6i.large'],
     disruption: { consolidationPolicy: 'Balanced', consolidateAfter: '5s', budgets: [{ nodes: '100%' }] },
@@ -67,7 +67,9 @@ t.test('Balanced: a move only the overlay makes worth its disruption', async (t)
 
   const RI = reservedInstance('m5.large', REGION);
   await custom.createClusterCustomObject({ ...OVERLAY_API, body: RI });
-  const { effect } = await recordedOfType('m5.large', 150_000);
+  const replaced = await recordedOfType('m5.large', 150_000);
+  const { effect } = replaced;
+  await explained(t, replaced);
   t.equal(
     effect.verdict,
     'replacement',

@@ -26,14 +26,12 @@ import { NODEPOOL_API } from '../../../kit/karpenter-controller.ts';
 import { mergePatch } from '../../../kit/karpenter-sim.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
-import { explainAgrees } from './explained.ts';
 import { startPoolScene } from './pool-scene.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
 const scene = await startPoolScene(t, { instanceTypes: ['m5.xlarge'] });
-const { env, core, custom, createPods, deletePods, allowTypes, recordedOfType, untilPoolEmpty } = scene;
-const kubeconfig = env.cp.writeKubeConfig();
+const { core, custom, createPods, deletePods, allowTypes, recordedOfType, explained, untilPoolEmpty } = scene;
 
 /** Veneer's EC2 Instance Savings Plan overlay for a family, at -50% rather than 0.00: sizes do not tie. */
 function halfPrice(family: string) {
@@ -58,7 +56,7 @@ t.test('a replaced node an overlay discounted: the pod fits c6i.large, so withou
     ],
   });
   t.match(effect.without, { instanceTypes: ['c6i.large'] }, 'the launch without it: c6i.large');
-  await t.test('explained', (t) => explainAgrees(t, kubeconfig, replaced.claim.status!.nodeName!, replaced.story));
+  await explained(t, replaced);
   await deletePods(['fit-0']);
   await untilPoolEmpty();
   await custom.deleteClusterCustomObject({ ...OVERLAY_API, name: sp.metadata.name });
@@ -106,6 +104,6 @@ t.test('a NodePool limit keeps t3.large out: without the overlays nothing underc
     ],
     replacedWithout: false,
   });
-  await t.test('explained', (t) => explainAgrees(t, kubeconfig, replaced.claim.status!.nodeName!, replaced.story));
+  await explained(t, replaced);
   await deletePods(['limit-0']);
 });

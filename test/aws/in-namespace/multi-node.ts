@@ -30,6 +30,7 @@ const {
   hold,
   keepPods,
   recordedOfType,
+  explained,
   untilPoolEmpty,
 } = await startPoolScene(t);
 
@@ -118,7 +119,9 @@ t.test('multi-node: two nodes packed into one an overlay prices below their own 
   );
   stopKeeping = keepPods(PAIR, '600m');
   await budget('100%');
-  const { effect } = await recordedOfType('m5.large', 150_000);
+  const replaced = await recordedOfType('m5.large', 150_000);
+  const { effect } = replaced;
+  await explained(t, replaced);
   t.equal(effect.verdict, 'replacement', `without the overlay the command is no command (${effect.reason ?? ''})`);
   t.same(effect.overlays, [RI.metadata.name]);
   t.match(effect.disruption, { reason: 'Underutilized', replacedCount: 2 });

@@ -16,6 +16,7 @@ import { NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-
 import { mergePatch } from '../../../kit/karpenter-sim.ts';
 import { readStory } from '../../../src/engine/index.ts';
 import type { DecisionStory } from '../../../src/engine/record.ts';
+import { explainAgrees } from './explained.ts';
 
 export const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export const createdAt = (c: NodeClaim) => Date.parse(c.metadata.creationTimestamp ?? '');
@@ -145,6 +146,10 @@ export async function startPoolScene(
     );
     return { claim: claim!, story: story!, effect: story!.effect! };
   }
+  const kubeconfig = env.cp.writeKubeConfig();
+  /** `explain` on a recorded NodeClaim's node, live, while the overlays its record read are there. */
+  const explained = (t: Test, r: { claim: NodeClaim; story: DecisionStory }) =>
+    t.test('explained', (t) => explainAgrees(t, kubeconfig, r.claim.status!.nodeName!, r.story));
   const untilPoolEmpty = () =>
     until('the pool emptied', async () => (await karpenter.nodeClaims()).length === 0, 120_000);
   return {
@@ -162,6 +167,7 @@ export async function startPoolScene(
     hold,
     keepPods,
     recordedOfType,
+    explained,
     untilPoolEmpty,
   };
 }

@@ -31,6 +31,7 @@ import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 import { consolidationScene, type Recorded } from '../../../scripts/demo-aws-consolidation.ts';
+import { explainAgrees } from './explained.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(300_000);
@@ -120,6 +121,7 @@ async function beforeOverlayGoes(t: Test, first: Recorded, replaced: Recorded): 
     cheaperWithout: 0,
   });
   t.equal(replaced.story.overlay, RI.metadata.name, 'the record names the overlay');
+  await t.test('explained', (t) => explainAgrees(t, kubeconfig, replaced.node, replaced.story));
 
   await custom.createClusterCustomObject({ ...OVERLAY_API, body: SP });
   await until(
@@ -160,6 +162,7 @@ t.test(
     t.comment(`the scene ran in ${secs(Date.now() - sceneStarted)}`);
 
     t.equal(back.story.overlay, SP.metadata.name, 'the record names the Savings Plan that priced the replacement');
+    await t.test('explained', (t) => explainAgrees(t, kubeconfig, back.node, back.story));
     const effect = back.story.effect!;
     t.same(effect.overlays, [SP.metadata.name], 'the effect is judged against the Savings Plan');
     t.equal(
