@@ -9,7 +9,7 @@ import { NodeClaimIndex } from './lookups.ts';
 export const NODECLAIMS_PATH = '/apis/karpenter.sh/v1/nodeclaims';
 
 /** A change seen on the watch: its event's order, and whether it added the object (ADDED). */
-interface WatchSeen {
+export interface WatchSeen {
   readonly order: number;
   readonly added: boolean;
 }

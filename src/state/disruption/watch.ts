@@ -17,6 +17,7 @@ import {
 } from '../../engine/index.ts';
 import { type CacheDeps, cacheReflector } from '../../kube/cache-reflector.ts';
 import type { Reflector } from '../../kube/reflector.ts';
+import type { WatchSeen } from '../node-claims.ts';
 import { type Timed, TimedEvents } from './timed-events.ts';
 
 export const LAUNCHING_EVENTS_PATH = '/api/v1/namespaces/default/events';
@@ -82,7 +83,7 @@ export const MAX_MARKS = 20_000;
 
 export interface ClaimSource {
   /** Every new or changed NodeClaim, with the order of the watch event it came in (none from a list). */
-  subscribe(listener: (claim: NodeClaimView, seen: { order: number; added: boolean } | undefined) => void): void;
+  subscribe(listener: (claim: NodeClaimView, seen: WatchSeen | undefined) => void): void;
   byName(name: string): NodeClaimView | undefined;
 }
 
@@ -185,9 +186,12 @@ export class DisruptionWatch implements DisruptionEvidence {
     this.listeners.push(listener);
   }
 
-  private observe(claim: NodeClaimView, seen: { order: number; added: boolean } | undefined): void {
+  private observe(claim: NodeClaimView, seen: WatchSeen | undefined): void {
     // Its creation, seen on the watch in the order of the marks' changes.
-    if (seen?.added) this.created.set(claim.name, { order: seen.order, at: claim.createdAt ?? this.now() });
+    if (seen?.added) {
+      this.created.set(claim.name, { order: seen.order, at: claim.createdAt ?? this.now() });
+      this.prune();
+    }
     if (claim.disruptionReason === undefined || claim.disruptionMarkedAt === undefined) return;
     const known = this.marks.get(claim.name);
     if (known?.markedAt === claim.disruptionMarkedAt && known.reason === claim.disruptionReason) return;

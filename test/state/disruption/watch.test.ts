@@ -99,3 +99,11 @@ t.test("the watch's order: a mark and a creation seen on it can be told apart wi
   s.mark('late', T + MARK_RETENTION_MS + 1_000, 'Drifted', { order: 13, added: false });
   t.equal(s.watch.createdOrder('a-replacement'), undefined, 'creations are forgotten with the marks');
 });
+
+t.test('creations alone are forgotten too: a cluster with no disruption keeps none past the hour', async (t) => {
+  const s = scene();
+  s.created('first', { order: 1, added: true });
+  s.advance(MARK_RETENTION_MS + 1_000);
+  s.created('second', { order: 2, added: true });
+  t.same([s.watch.createdOrder('first'), s.watch.createdOrder('second')], [undefined, 2]);
+});
