@@ -242,11 +242,9 @@ export function capacityOf(c: ConsolidationCase, type: string, resource: string)
  * leaves the candidates out, so the limit leaves a replacement that and the candidates' own: the
  * types over it are no option in either world. Drawn from their own choices after the catalog is
  * sized (capacity by the provider's code), so the clusters without limits stay as they were.
- * Returns the NodePools limited.
  */
-export function withLimits(c: ConsolidationCase, choices: Choices): string[] {
-  if (!choices.chance(0.3)) return [];
-  const limited: string[] = [];
+export function withLimits(c: ConsolidationCase, choices: Choices): void {
+  if (!choices.chance(0.3)) return;
   for (const pool of c.request.nodePools) {
     if (pool !== c.request.nodePools[0] && !choices.chance(0.5)) continue;
     const resource = choices.pick(LIMITED);
@@ -255,24 +253,20 @@ export function withLimits(c: ConsolidationCase, choices: Choices): string[] {
       .reduce((sum, n) => sum + capacityOf(c, n.instanceType, resource), 0);
     const extra = capacityOf(c, choices.pick(c.request.instanceTypes).name, resource) * choices.pick([0.5, 1, 1.5, 3]);
     pool.limits = { [resource]: String(Math.floor(used + extra)) };
-    limited.push(pool.name);
   }
-  return limited;
 }
 
 /**
  * In one cluster of five across several zones, a NodePool's replacements must span two or three
  * zones (`topology.kubernetes.io/zone Exists`, minValues): consolidation's filters count a type's
  * zones as the AWS provider's requirements hold them. From their own choices, as withLimits.
- * Returns the NodePools so constrained.
  */
-export function withZoneMinValues(c: ConsolidationCase, choices: Choices): string[] {
-  if (c.zones.length < 2 || !choices.chance(0.2)) return [];
+export function withZoneMinValues(c: ConsolidationCase, choices: Choices): void {
+  if (c.zones.length < 2 || !choices.chance(0.2)) return;
   const pool = choices.pick(c.request.nodePools);
   pool.requirements.push({
     key: 'topology.kubernetes.io/zone',
     operator: 'Exists',
     minValues: 2 + choices.int(c.zones.length - 1),
   });
-  return [pool.name];
 }

@@ -20,39 +20,25 @@
 //
 // Each record is read back by `explain NODE -o json` live, as an operator would: the verdict agrees.
 import t, { type Test } from 'tap';
-import * as k8s from '@kubernetes/client-node';
 import { until } from '../../../kit/fleet.ts';
-import {
-  AWS_KARPENTER_VERSION,
-  awsNodePoolObject,
-  OPEN_DISRUPTION,
-  REGION,
-  startAwsKarpenterWithWatcher,
-} from '../../../kit/aws/karpenter.ts';
+import { awsNodePoolObject, OPEN_DISRUPTION, REGION } from '../../../kit/aws/karpenter.ts';
 import { NODECLAIM_API, NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
 import { readStory } from '../../../src/engine/index.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
 import { type DriftScene, driftScene, type RolloutNode } from '../../../scripts/demo-aws-drift.ts';
 import { explainAgrees as explainedAs, runCli } from './explained.ts';
+import { secs, startSceneEnv } from './scene-env.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(480_000);
-const started = Date.now();
-const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: 2000, nodePools: [] } });
-const { cp, karpenter, admin, watcher } = env;
 let scene: DriftScene | undefined;
-t.teardown(async () => {
-  await scene?.stop();
-  if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
-  await env.stop();
-});
-const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-const core = admin.makeApiClient(k8s.CoreV1Api);
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-t.comment(
-  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${secs(Date.now() - started)}`,
+const { env, custom, core, kubeconfig, started } = await startSceneEnv(
+  t,
+  { bootDelayMs: 2000, nodePools: [] },
+  async () => scene?.stop(),
 );
+const { karpenter, admin, watcher } = env;
 const RI = reservedInstance('m5.large', REGION);
 const EXPIRE_AFTER_S = 100;
 
@@ -60,7 +46,6 @@ let out = '';
 const print = (line: string) => {
   out += `${line}\n`;
 };
-const kubeconfig = cp.writeKubeConfig();
 const cli = async (args: string[]) => {
   print(`\n$ veneer-node-watcher ${args.join(' ')}`);
   print((await runCli(kubeconfig, args)).trimEnd());

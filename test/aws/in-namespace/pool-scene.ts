@@ -2,23 +2,17 @@
 // consolidateAfter 5s, budgets 100%) under real Karpenter on AWS with the watcher beside it, and what
 // the disruption tests do with it: pods that need nodes, the NodeClaims and their records, the
 // budget and a taint that lay out nodes. Run inside a network namespace with only loopback.
-import * as k8s from '@kubernetes/client-node';
 import type { Test } from 'tap';
 import { sleep, until } from '../../../kit/fleet.ts';
-import {
-  AWS_KARPENTER_VERSION,
-  awsNodePoolObject,
-  type NodePoolDisruption,
-  OPEN_DISRUPTION,
-  startAwsKarpenterWithWatcher,
-} from '../../../kit/aws/karpenter.ts';
+import { awsNodePoolObject, type NodePoolDisruption, OPEN_DISRUPTION } from '../../../kit/aws/karpenter.ts';
 import { NODEPOOL_API, type NodeClaim, podObject } from '../../../kit/karpenter-controller.ts';
 import { mergePatch } from '../../../kit/karpenter-sim.ts';
 import { readStory } from '../../../src/engine/index.ts';
 import type { DecisionStory } from '../../../src/engine/record.ts';
 import { explainAgrees } from './explained.ts';
+import { startSceneEnv } from './scene-env.ts';
 
-export const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+export { secs } from './scene-env.ts';
 export const createdAt = (c: NodeClaim) => Date.parse(c.metadata.creationTimestamp ?? '');
 export const typeOf = (c: NodeClaim) => c.metadata.labels?.['node.kubernetes.io/instance-type'];
 export const disruptionOf = (c: NodeClaim) =>
@@ -37,31 +31,19 @@ export async function startPoolScene(
   t: Test,
   pool: { instanceTypes?: string[]; disruption?: NodePoolDisruption } = {},
 ) {
-  const started = Date.now();
-  const env = await startAwsKarpenterWithWatcher({
-    karpenter: {
-      // An instance boots for a few seconds before its kubelet's CREATE, as on EC2.
-      bootDelayMs: 3000,
-      nodePools: [
-        {
-          name: POOL,
-          capacityTypes: ['on-demand'],
-          instanceTypes: pool.instanceTypes ?? POOL_TYPES,
-          disruption: pool.disruption ?? OPEN_DISRUPTION,
-        },
-      ],
-    },
+  const { env, custom, core, kubeconfig } = await startSceneEnv(t, {
+    // An instance boots for a few seconds before its kubelet's CREATE, as on EC2.
+    bootDelayMs: 3000,
+    nodePools: [
+      {
+        name: POOL,
+        capacityTypes: ['on-demand'],
+        instanceTypes: pool.instanceTypes ?? POOL_TYPES,
+        disruption: pool.disruption ?? OPEN_DISRUPTION,
+      },
+    ],
   });
   const { karpenter, admin } = env;
-  t.teardown(async () => {
-    if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
-    await env.stop();
-  });
-  t.comment(
-    `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${secs(Date.now() - started)}`,
-  );
-  const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-  const core = admin.makeApiClient(k8s.CoreV1Api);
   const live = async () => (await karpenter.nodeClaims()).filter((c) => !('deletionTimestamp' in c.metadata));
   async function storyOfClaim(c: NodeClaim): Promise<DecisionStory | undefined> {
     if (!c.status?.nodeName) return undefined;
@@ -146,7 +128,6 @@ export async function startPoolScene(
     );
     return { claim: claim!, story: story!, effect: story!.effect! };
   }
-  const kubeconfig = env.cp.writeKubeConfig();
   /** `explain` on a recorded NodeClaim's node, live, while the overlays its record read are there. */
   const explained = (t: Test, r: { claim: NodeClaim; story: DecisionStory }) =>
     t.test('explained', (t) => explainAgrees(t, kubeconfig, r.claim.status!.nodeName!, r.story));

@@ -21,34 +21,20 @@
 //    Savings Plan and reads the launch replay (`none`), not `replacement`. And the churn is counted:
 //    a recorded node disrupted (Underutilized) while the overlay its record names is gone, told on
 //    the NodeOverlay, kept in the replacement's record and in `report`.
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
-import * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, sleep, until } from '../../../kit/fleet.ts';
-import { AWS_KARPENTER_VERSION, REGION, startAwsKarpenterWithWatcher } from '../../../kit/aws/karpenter.ts';
+import { REGION } from '../../../kit/aws/karpenter.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
 import { consolidationScene, type Recorded } from '../../../scripts/demo-aws-consolidation.ts';
-import { explainAgrees } from './explained.ts';
+import { explainAgrees, runCli } from './explained.ts';
+import { secs, startSceneEnv } from './scene-env.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(300_000);
-const started = Date.now();
 // No NodePool of the kit's: the scene makes its own.
-const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: 2000, nodePools: [] } });
-const { cp, karpenter, admin, watcher } = env;
-t.teardown(async () => {
-  if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
-  await env.stop();
-});
-const core = admin.makeApiClient(k8s.CoreV1Api);
-const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-t.comment(
-  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${secs(Date.now() - started)}`,
-);
+const { env, custom, core, kubeconfig } = await startSceneEnv(t, { bootDelayMs: 2000, nodePools: [] });
+const { karpenter, admin, watcher } = env;
 const types = async () =>
   (await karpenter.nodeClaims())
     .filter((c) => !('deletionTimestamp' in c.metadata))
@@ -61,15 +47,9 @@ let out = '';
 const print = (line: string) => {
   out += `${line}\n`;
 };
-const kubeconfig = cp.writeKubeConfig();
 const cli = async (args: string[]) => {
   print(`\n$ veneer-node-watcher ${args.join(' ')}`);
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [join(import.meta.dirname, '..', '..', '..', 'src', 'cli.ts'), ...args],
-    { env: { ...process.env, KUBECONFIG: kubeconfig } },
-  );
-  print(stdout.trimEnd());
+  print((await runCli(kubeconfig, args)).trimEnd());
 };
 
 /** Checked at the scene's first checkpoint: the c6i.large node recorded, before any overlay. */

@@ -17,14 +17,9 @@
 //    is at its list price again, the launch c6i.large and not influenced.
 // Each record is read back by `explain NODE -o json` live.
 import t from 'tap';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { OVERLAY_API, until } from '../../../kit/fleet.ts';
-import {
-  AWS_KARPENTER_VERSION,
-  awsNodePoolObject,
-  REGION,
-  startAwsKarpenterWithWatcher,
-} from '../../../kit/aws/karpenter.ts';
+import { awsNodePoolObject, REGION } from '../../../kit/aws/karpenter.ts';
 import { NODEPOOL_API, podObject } from '../../../kit/karpenter-controller.ts';
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf } from '../../../kit/node-history.ts';
@@ -36,22 +31,12 @@ import {
   type VeneerOverlay,
 } from '../../../kit/veneer.ts';
 import { explainAgrees } from './explained.ts';
+import { secs, startSceneEnv } from './scene-env.ts';
 
 assertInOwnNetworkNamespace();
 t.setTimeout(360_000);
-const started = Date.now();
-const env = await startAwsKarpenterWithWatcher({ karpenter: { bootDelayMs: 2000, nodePools: [] } });
-const { cp, karpenter, admin, watcher } = env;
-t.teardown(async () => {
-  if (!t.passing()) console.error(`--- karpenter-aws's log ends:\n${karpenter.controller.logTail(80)}`);
-  await env.stop();
-});
-const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-const core = admin.makeApiClient(k8s.CoreV1Api);
-const kubeconfig = cp.writeKubeConfig();
-t.comment(
-  `control plane, local EC2, Karpenter ${AWS_KARPENTER_VERSION} and the watcher up in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-);
+const { env, custom, core, kubeconfig, started } = await startSceneEnv(t, { bootDelayMs: 2000, nodePools: [] });
+const { karpenter, watcher } = env;
 
 interface Condition {
   type: string;
@@ -207,5 +192,5 @@ t.test('a preference numbered as a Savings Plan weighs: Karpenter refuses the Sa
   const elsewhere = await launchIn('collide-not', ['c6i.large', 'm5.large']);
   t.equal(elsewhere.type, 'c6i.large', 'another NodePool: the refused Savings Plan prices nothing there either');
   t.equal(elsewhere.story.influenced, false);
-  t.comment(`the whole file: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.comment(`the whole file: ${secs(Date.now() - started)}`);
 });

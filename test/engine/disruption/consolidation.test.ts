@@ -14,12 +14,8 @@ import { replacementEffect } from '../../../src/engine/disruption/controller.ts'
 import { reasonOf } from '../../../src/engine/disruption/reasons.ts';
 import type { Candidate } from '../../../src/engine/disruption/types.ts';
 import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
-import {
-  type FitSizing,
-  type InstanceTypeInfo,
-  KARPENTER_DEFAULTS,
-  nodeClassSizing,
-} from '../../../src/engine/effect/allocatable.ts';
+import type { FitSizing } from '../../../src/engine/effect/allocatable.ts';
+import { AL2023, DESCRIBED } from './described.ts';
 import { AWS_KEYS } from '../../../src/engine/providers.ts';
 import { Prices } from '../../../src/prices/book.ts';
 import { reservedInstance } from '../../../kit/veneer.ts';
@@ -42,13 +38,6 @@ const SPOT: Record<string, number> = {
   'm5a.large': 0.035,
 };
 
-/** DescribeInstanceTypes, as EC2 (and the kit's moto) answers it. */
-const DESCRIBED: Record<string, InstanceTypeInfo> = {
-  'm5.large': { vcpus: 2, memoryMiB: 8192, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-  'c6i.large': { vcpus: 2, memoryMiB: 4096, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-  'r6i.large': { vcpus: 2, memoryMiB: 16384, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-};
-
 function prices(catalog = true, described = false, offered?: Record<string, string[]>): PriceBook {
   return {
     ...(offered ? { offeredZones: (x: string) => (offered[x] ? new Set(offered[x]) : undefined) } : {}),
@@ -62,12 +51,6 @@ function prices(catalog = true, described = false, offered?: Record<string, stri
     ...(described ? { instanceInfo: (x: string) => DESCRIBED[x] } : {}),
   };
 }
-/** An AL2023 EC2NodeClass with no kubelet settings, no node of any type registered yet. */
-const AL2023: FitSizing = {
-  nodeClass: nodeClassSizing({ amiSelectorTerms: [{ alias: 'al2023@latest' }] }),
-  settings: KARPENTER_DEFAULTS,
-  registered: new Set(),
-};
 const pool = toNodePoolView({ metadata: { name: 'on-demand' } });
 const RI = toOverlayView(reservedInstance('m5.large', 'us-east-1'));
 

@@ -5,18 +5,14 @@
 // exercised through consolidation in test/engine/disruption/consolidation.test.ts.
 import t from 'tap';
 import { exactFitOf } from '../../../src/engine/disruption/fit.ts';
-import { type FitSizing, KARPENTER_DEFAULTS, nodeClassSizing } from '../../../src/engine/effect/allocatable.ts';
+import { nodeClassSizing } from '../../../src/engine/effect/allocatable.ts';
+import { AL2023 as sizing, DESCRIBED } from './described.ts';
 import { internedCandidate } from '../../../src/engine/effect/candidates.ts';
 import type { PriceBook } from '../../../src/engine/effect/prices.ts';
 import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
 import { AWS_KEYS } from '../../../src/engine/providers.ts';
 import { toNodeClaimView } from '../../../src/engine/index.ts';
 
-const DESCRIBED = {
-  'c6i.large': { vcpus: 2, memoryMiB: 4096, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-  'm5.large': { vcpus: 2, memoryMiB: 8192, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-  'm6g.large': { vcpus: 2, memoryMiB: 8192, arch: 'arm64', maxENIs: 3, ipv4PerENI: 10 },
-} as const;
 const prices: PriceBook = {
   source: 'test',
   asOf: 0,
@@ -24,12 +20,7 @@ const prices: PriceBook = {
   hasSpot: false,
   onDemand: () => 0.1,
   spot: () => undefined,
-  instanceInfo: (x) => DESCRIBED[x as keyof typeof DESCRIBED],
-};
-const sizing: FitSizing = {
-  nodeClass: nodeClassSizing({ amiSelectorTerms: [{ alias: 'al2023@latest' }] }),
-  settings: KARPENTER_DEFAULTS,
-  registered: new Set(),
+  instanceInfo: (x) => DESCRIBED[x],
 };
 const type = (name: string) => internedCandidate(name, {}, undefined, AWS_KEYS.instanceTypeKeys);
 

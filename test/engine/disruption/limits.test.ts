@@ -10,7 +10,8 @@ import { roomOf } from '../../../src/engine/disruption/limits.ts';
 import { NodePoolHistory } from '../../../src/engine/nodepool.ts';
 import { reasonOf } from '../../../src/engine/disruption/reasons.ts';
 import type { Candidate } from '../../../src/engine/disruption/types.ts';
-import { type FitSizing, KARPENTER_DEFAULTS, nodeClassSizing } from '../../../src/engine/effect/allocatable.ts';
+import type { FitSizing } from '../../../src/engine/effect/allocatable.ts';
+import { AL2023 as sizing, DESCRIBED } from './described.ts';
 import { internedCandidate } from '../../../src/engine/effect/candidates.ts';
 import type { PriceBook } from '../../../src/engine/effect/prices.ts';
 import { type Allocatable, toNodeClaimView, toNodePoolView, toOverlayView } from '../../../src/engine/index.ts';
@@ -19,12 +20,6 @@ import { ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts
 
 const ZONE = 'us-east-1a';
 const OD: Record<string, number> = { 'm5.large': 0.096, 'c6i.large': 0.085, 't3.large': 0.0832 };
-const DESCRIBED = {
-  'm5.large': { vcpus: 2, memoryMiB: 8192, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-  'c6i.large': { vcpus: 2, memoryMiB: 4096, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 10 },
-  't3.large': { vcpus: 2, memoryMiB: 8192, arch: 'x86_64', maxENIs: 3, ipv4PerENI: 12 },
-  'p3.2xlarge': { vcpus: 8, memoryMiB: 62464, arch: 'x86_64', maxENIs: 4, ipv4PerENI: 15 },
-} as const;
 const prices: PriceBook = {
   source: 'test',
   asOf: 0,
@@ -33,12 +28,7 @@ const prices: PriceBook = {
   onDemand: (x) => OD[x],
   spot: () => undefined,
   instanceTypes: () => Object.keys(OD),
-  instanceInfo: (x) => DESCRIBED[x as keyof typeof DESCRIBED],
-};
-const sizing: FitSizing = {
-  nodeClass: nodeClassSizing({ amiSelectorTerms: [{ alias: 'al2023@latest' }] }),
-  settings: KARPENTER_DEFAULTS,
-  registered: new Set(),
+  instanceInfo: (x) => DESCRIBED[x],
 };
 const type = (name: string) => internedCandidate(name, {}, undefined, AWS_KEYS.instanceTypeKeys);
 const poolWith = (limits?: Record<string, string>) =>
