@@ -270,3 +270,15 @@ export function withZoneMinValues(c: ConsolidationCase, choices: Choices): void 
     minValues: 2 + choices.int(c.zones.length - 1),
   });
 }
+
+/**
+ * In one cluster of five, a NodePool's capacity types get minValues (one in four of them two, which
+ * an on-demand replacement cannot meet): consolidation's filters count each option's capacity
+ * types, its usage classes among those the replacement allows. From their own choices, as withLimits.
+ */
+export function withCapacityTypeMinValues(c: ConsolidationCase, choices: Choices): void {
+  if (!choices.chance(0.2)) return;
+  const pool = choices.pick(c.request.nodePools);
+  const capacityTypes = pool.requirements.find((r) => r.key === 'karpenter.sh/capacity-type')!;
+  (capacityTypes as JudgeNodePoolRequirement).minValues = choices.chance(0.25) ? 2 : 1;
+}

@@ -50,6 +50,7 @@ import {
   capacityOf,
   type ConsolidationCase,
   generateConsolidationCase,
+  withCapacityTypeMinValues,
   withLimits,
   withZoneMinValues,
 } from './replacement-cases.ts';
@@ -76,10 +77,12 @@ const at = (ms: number) => new Date(ms).toISOString();
 
 /** Mixed into a cluster's seed for its zones' minValues' own choices (withZoneMinValues). */
 const ZONES_STREAM = 0x5a4f4e;
+/** Mixed into a cluster's seed for its capacity types' minValues' own choices (withCapacityTypeMinValues). */
+const CAPACITY_STREAM = 0x434150;
 /** Mixed into a cluster's seed for the choice of an overlay that changes while Karpenter decides. */
 const MOMENT_STREAM = 0x4d4f4d;
 /** An overlay that came or went while Karpenter decided, and the ConsolidationCandidate Event that dates the decision, if published. */
-type Moment = OverlayChange & { candidateAt?: number };
+type Moment = OverlayChange & { decidedAt: number; candidateAt?: number };
 /** The decision's window of every command here: marks at T0 - 1 s, no ConsolidationCandidate Event (validation.ts). */
 const WINDOW = { from: T0 - 195_000, to: T0 - 15_000 };
 
@@ -114,6 +117,7 @@ function overlayChange(
     overlay: choices.pick(eligible).name,
     kind,
     at,
+    decidedAt,
     ...(choices.chance(0.5) ? { candidateAt: Math.floor(decidedAt / 1000) * 1000 } : {}),
   };
 }
@@ -168,7 +172,7 @@ function engineEffect(
   });
   // Balanced's approval, published as the command was computed (before its 15 s validation): on the
   // candidate's NodeClaim for one node, on each NodePool for several.
-  const approvedAt = T0 - 20_000;
+  const approvedAt = Math.floor((change?.decidedAt ?? T0 - 20_000) / 1000) * 1000;
   const approvals = new Map(
     Object.entries(w.balanced?.approvals ?? {}).map(([pool, message]) => [
       set.length === 1 ? `NodeClaim/${set[0]}-claim` : `NodePool/${pool}`,
@@ -291,6 +295,8 @@ t.test(
       momentFigures: 0,
       zoneMinValues: 0,
       zoneMinValuesAbstained: 0,
+      capacityMinValues: 0,
+      capacityMinValuesAbstained: 0,
     };
     const started = Date.now();
     const ahead: {
@@ -311,6 +317,7 @@ t.test(
       const answer = sizeCatalog(c.request.instanceTypes, c.catalog, choices, launchJudge).then(async (sizing) => {
         withLimits(c, new Choices(seed ^ LIMITS_STREAM));
         withZoneMinValues(c, new Choices(seed ^ ZONES_STREAM));
+        withCapacityTypeMinValues(c, new Choices(seed ^ CAPACITY_STREAM));
         const answer = await judge.consolidate(c.request);
         const change = overlayChange(c, answer.statuses, new Choices(seed ^ MOMENT_STREAM));
         return { sizing, answer, change, launches: await replacementLaunches(launchJudge, c, answer) };
@@ -356,6 +363,10 @@ t.test(
           (r) => r.key === 'topology.kubernetes.io/zone' && r.minValues !== undefined,
         );
         if (zoneMinValues) stats.zoneMinValues++;
+        const capacityMinValues = w.replacement!.requirements.some(
+          (r) => r.key === 'karpenter.sh/capacity-type' && r.minValues !== undefined,
+        );
+        if (capacityMinValues) stats.capacityMinValues++;
         const want = wo.decision === 'replace' && wo.balanced?.approved !== false ? 'anyway' : 'replacement';
         // Replaced anyway by on-demand nodes: the type Karpenter's launch code launches with the overlays.
         const launch = launches.get(i);
@@ -393,6 +404,7 @@ t.test(
           if (limited) stats.limitedAbstained++;
           if (change) stats.momentAbstained++;
           if (zoneMinValues) stats.zoneMinValuesAbstained++;
+          if (capacityMinValues) stats.capacityMinValuesAbstained++;
           continue;
         }
         if (says !== want) {
@@ -452,7 +464,7 @@ t.test(
         .join(', ') || 'none';
     const abstentions = [...abstained.values()].reduce((a, b) => a + b, 0);
     const rate = stats.judged === 0 ? 0 : (100 * abstentions) / stats.judged;
-    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools, ${stats.limited} of NodePools with limits (${stats.limitedAbstained} abstained), ${stats.moment} with an overlay that came or went while Karpenter decided (${stats.momentAbstained} abstained, ${stats.momentFigures} with the figures of one of the moments that fit), ${stats.zoneMinValues} whose zones have minValues (${stats.zoneMinValuesAbstained} abstained); ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
+    const summary = `${stats.commands} candidate sets in ${last - (ONLY_CASE ?? 0)} clusters, ${seconds.toFixed(1)} s: Karpenter replaced ${stats.replaced} (${stats.spotReplacements} by spot, not recorded), judged ${stats.judged} (${stats.multi} of several nodes, ${stats.sameType} that filterOutSameInstanceType refuses without the selected overlays, ${stats.minValues} with minValues, ${stats.balanced} of Balanced NodePools, ${stats.limited} of NodePools with limits (${stats.limitedAbstained} abstained), ${stats.moment} with an overlay that came or went while Karpenter decided (${stats.momentAbstained} abstained, ${stats.momentFigures} with the figures of one of the moments that fit), ${stats.zoneMinValues} whose zones have minValues (${stats.zoneMinValuesAbstained} abstained), ${stats.capacityMinValues} whose capacity types have minValues (${stats.capacityMinValuesAbstained} abstained); ${stats.balancedRejectedWith} more that Balanced rejects with the overlays too); decided: ${count(decided)}; the engine abstained on ${abstentions} (${rate.toFixed(1)}%): ${count(abstained)}; judge errors ${stats.judgeErrors}`;
     t.comment(summary);
     console.error(`replacement differential: ${summary}, seed ${SEED}`);
     if (ONLY_CASE !== undefined) return;

@@ -288,7 +288,7 @@ function inputWithout(
   const { total, own } = candidates;
   const multi = s.candidates.length > 1;
   const needed = spotOnly && !multi ? SPOT_TO_SPOT_MIN_OPTIONS : 1;
-  const minValues = minValuesRule(s.claim, s.provider, s.zonesOf);
+  const minValues = minValuesRule(s.claim, s.provider, s.reqs.capacityTypes, s.zonesOf);
   const rules = (w: 'with' | 'without'): CommandRules => ({
     total: total[w],
     reqs: s.reqs,

@@ -9,7 +9,7 @@ import type { CandidateType } from '../effect/candidates.ts';
 import type { ClaimForEffect } from '../effect/types.ts';
 import type { PricedCandidate } from '../effect/worlds.ts';
 import type { ProviderKeys } from '../providers.ts';
-import { ZONE } from '../well-known.ts';
+import { CAPACITY_TYPE, ZONE } from '../well-known.ts';
 import { type FilterRequirements, worstLaunchPrice } from './prices.ts';
 
 /** An option as one world prices it; `priced` undefined: an overlay may or may not price it. */
@@ -53,19 +53,26 @@ export const SURE: Leaning = { prices: false, values: false };
  * The replacement's minValues, and how a type's values of each key are read. `zonesOf`: a type's
  * zones as the AWS provider's requirements hold them (the zones it is offered in that the
  * NodeClass has a subnet in), of those the replacement allows; undefined where not known.
+ * `capacityTypes`: those the replacement allowed when Karpenter filtered its options.
  */
 export function minValuesRule(
   claim: ClaimForEffect,
   provider: ProviderKeys,
+  capacityTypes: ReadonlySet<string>,
   zonesOf?: (type: CandidateType) => readonly string[] | undefined,
 ): MinValuesRule | undefined {
   const byKey = claim.minValuesByKey;
   if (byKey === undefined) return undefined;
+  // A type's capacity types are its usage classes (DescribeInstanceTypes) and `reserved` where the
+  // NodeClass holds a reservation of it. Each option has an offering the replacement allows, which
+  // the provider makes only for one of those: where on-demand alone is allowed, that is its value.
+  const onDemandOnly = capacityTypes.size === 1 && capacityTypes.has('on-demand') ? ['on-demand'] : undefined;
   return {
     byKey,
     valuesOf: (type, key) => {
       if (key === ZONE && zonesOf) return zonesOf(type);
-      // The capacity types of its offerings (DescribeInstanceTypes' usage classes, reservations): not known here.
+      if (key === CAPACITY_TYPE) return onDemandOnly;
+      // The other values of its offerings (reservations, zone IDs): not known here.
       if (provider.offeringKeys.has(key)) return undefined;
       // The same values on every type, those the requirement allows (SatisfiesMinValues' req.Has).
       const fixed = provider.fixedValues?.get(key);

@@ -19,11 +19,16 @@ export const VALIDATION_MS = 15_000;
  */
 export const COMPUTE_MAX_MS = 3 * 60_000;
 
+/** Karpenter's recorder drops an Event whose object and message it published this recently (events/recorder.go). */
+export const EVENT_DEDUPE_MS = 2 * 60_000;
+
 /**
  * `candidateAt(nodeClaim, notAfter)`: the latest ConsolidationCandidate Event on that NodeClaim
  * no later than `notAfter`. Karpenter publishes it as it computes a command (before the command
  * has an ID: the message is the same each time the same move is computed) and dedupes it for two
- * minutes, so an Event may be older than the computation: it bounds it below.
+ * minutes, so an Event may be older than the computation: it bounds it below. It bounds it above
+ * too: a computation more than two minutes after a candidate's latest Event would have published
+ * another (nothing is computed between a command and its marks but its validation).
  */
 export function decisionWindow(
   replaced: readonly DisruptionMark[],
@@ -33,11 +38,18 @@ export function decisionWindow(
   // Whole seconds: the mark may have been made up to a second after its timestamp.
   const to = Math.min(...replaced.map((m) => m.markedAt)) - VALIDATION_MS + 1_000;
   let told: number | undefined;
+  let earliest = Number.POSITIVE_INFINITY;
   for (const m of replaced) {
     const at = candidateAt?.(m.nodeClaim, to);
-    if (at !== undefined && (told === undefined || at > told)) told = at;
+    if (at === undefined) continue;
+    if (told === undefined || at > told) told = at;
+    earliest = Math.min(earliest, at);
   }
-  return told === undefined ? { from: to - COMPUTE_MAX_MS, to, told: false } : { from: told, to, told: true };
+  if (told === undefined) return { from: to - COMPUTE_MAX_MS, to, told: false };
+  // Whole seconds again: the Event may have been published up to a second after its timestamp.
+  const deduped = earliest + EVENT_DEDUPE_MS + 1_000;
+  // Events further apart than that were not all of this command: the dedupe bounds nothing then.
+  return { from: told, to: deduped >= told ? Math.min(to, deduped) : to, told: true };
 }
 
 /**

@@ -320,6 +320,23 @@ t.test("minValues on zones: a type's zones are its offerings' with a subnet of t
   t.equal(unknown.reasonCode, 'min-values', 'where the offerings are not known: unknown');
 });
 
+t.test('minValues on capacity types: an on-demand replacement counts on-demand on each option', async (t) => {
+  const capacityMinValues = (min: number, capacityTypes = ['on-demand']) =>
+    effect({
+      candidates: ['m5.large', 't3.medium'],
+      launched: ['m5.large', 'on-demand'],
+      replaced: [node('c6i.large')],
+      capacityTypes,
+      claim: minValues([['karpenter.sh/capacity-type', min]]),
+    });
+  t.equal(capacityMinValues(1).disruption?.replacedWithout, true, 't3.medium is offered on-demand: it stands');
+  const two = capacityMinValues(2);
+  t.equal(two.reasonCode, 'min-values', 'two capacity types of on-demand alone: Karpenter could not have kept these');
+  t.match(two.reason, /karpenter\.sh\/capacity-type has 1 of 2/);
+  // With spot allowed too, the types' usage classes decide, which the watcher does not read.
+  t.equal(capacityMinValues(2, ['on-demand', 'spot']).reasonCode, 'min-values');
+});
+
 t.test('minValues on a key the names do not tell: unknown where it decides', async (t) => {
   const e = effect({
     candidates: ['m5.large', 't3.medium'],

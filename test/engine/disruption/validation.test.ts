@@ -13,6 +13,7 @@ import {
 import {
   COMPUTE_MAX_MS,
   decisionWindow,
+  EVENT_DEDUPE_MS,
   effectAtDecision,
   momentsWithin,
   VALIDATION_MS,
@@ -74,6 +75,30 @@ t.test('the window: after the candidates Event, at least the validation before t
   );
   t.equal(decisionWindow([], candidateAt), undefined);
 });
+
+t.test(
+  "the window: a computation two minutes after a candidate's latest Event would have published another",
+  async (t) => {
+    const marks = [mark(T), mark(T, 'other')];
+    const end = T - VALIDATION_MS + 1000;
+    const at = (events: Record<string, number>) => (name: string) => events[name];
+    t.same(
+      decisionWindow(marks, at({ 'old-claim': T - 170_000, other: T - 160_000 })),
+      { from: T - 160_000, to: T - 170_000 + EVENT_DEDUPE_MS + 1000, told: true },
+      "the earliest of the latest Events bounds it, by the dedupe and the timestamp's second",
+    );
+    t.same(
+      decisionWindow(marks, at({ 'old-claim': T - 40_000 })),
+      { from: T - 40_000, to: end, told: true },
+      'within two minutes of the marks: the validation bounds it',
+    );
+    t.same(
+      decisionWindow(marks, at({ 'old-claim': T - 300_000, other: T - 100_000 })),
+      { from: T - 100_000, to: end, told: true },
+      'Events further apart than the dedupe are not all of this command: no bound from them',
+    );
+  },
+);
 
 t.test('one moment per set of overlays in force within the window', async (t) => {
   const index = indexWith(T - 20_000, T - 5000);
