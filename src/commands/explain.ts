@@ -71,7 +71,7 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
     settings,
     overlayPolicy(config),
   );
-  const results = nodes.map((node) => withRecordedChurn(explain(node), node.story));
+  const results = nodes.map((node) => withRecordedEffect(explain(node), node.story));
   // Compact JSON: indenting tens of megabytes (200 nodes, each against every overlay) took a third of the run; jq indents.
   if (args.output === 'json') return JSON.stringify(results);
   if (args.output === 'table') return results.map(table).join('\n\n');
@@ -81,13 +81,23 @@ export async function runExplain(args: ExplainArgs, config: Config, now = Date.n
 }
 
 /**
- * The churn a replacement's record keeps: the replaced nodes' records it was read from went with
- * them, so a decision made again cannot tell it, and the record's own is shown.
+ * A recorded node's effect is its record's: the watcher decided it live, with the overlays as they
+ * were then (one deleted since, or changed while Karpenter decided) and the replaced nodes'
+ * records (their churn), which a decision made again from what is there now cannot see. Where
+ * that decision reads otherwise, it is shown beside the record's (`effectNow`).
  */
-function withRecordedChurn(e: Explanation, story: string | undefined): Explanation {
-  const churn = readStory(story)?.effect?.disruption?.churn;
-  if (churn === undefined || e.effect?.disruption === undefined || e.effect.disruption.churn !== undefined) return e;
-  return { ...e, effect: { ...e.effect, disruption: { ...e.effect.disruption, churn } } };
+function withRecordedEffect(e: Explanation, story: string | undefined): Explanation {
+  const recorded = readStory(story)?.effect;
+  if (recorded === undefined) return e;
+  const { overlaysCount: _count, prices, ...rest } = recorded;
+  const asOf = prices?.asOf === undefined ? Number.NaN : Date.parse(prices.asOf);
+  const effect: Effect = {
+    ...rest,
+    ...(prices ? { prices: { source: prices.source, ...(Number.isNaN(asOf) ? {} : { asOf }) } } : {}),
+  };
+  const now = e.effect;
+  const differs = now !== undefined && (now.verdict !== effect.verdict || now.reasonCode !== effect.reasonCode);
+  return { ...e, effect, ...(differs ? { effectNow: now } : {}) };
 }
 
 function requirementText(r: {
@@ -217,6 +227,10 @@ function table(e: Explanation): string {
         .join(' ')}`,
     );
   if (e.effect) lines.push(...effectLines(e.effect));
+  if (e.effectNow)
+    lines.push(
+      `  decided again now, with the overlays as they are: ${e.effectNow.verdict}${e.effectNow.reason ? ` (${e.effectNow.reason})` : ''}`,
+    );
   for (const o of e.overlays) {
     const state = o.winner
       ? 'WINS'

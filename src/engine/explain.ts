@@ -68,8 +68,10 @@ export interface Explanation {
   existingRecord?: Record<string, string>;
   /** Whose keys Karpenter compared, as far as the watcher knows (absent when out of scope). */
   provider?: ProviderExplanation;
-  /** What the selected overlays changed about the launch: both worlds' launches (absent when not decided). */
+  /** What the selected overlays changed about the launch: both worlds' launches (absent when not decided); the record's, for a recorded node. */
   effect?: Effect;
+  /** For a recorded node, the effect decided again from what is there now, where its verdict differs from the record's. */
+  effectNow?: Effect;
   overlays: OverlayExplanation[];
 }
 

@@ -235,6 +235,44 @@ t.test(
   },
 );
 
+t.test("a recorded node's effect is its record's; decided again otherwise, that is shown beside", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'explain-'));
+  // A replacement the watcher judged with an RI overlay that decided it and was deleted since: a
+  // decision made now sees neither the overlay nor the node it replaced.
+  const effect = {
+    verdict: 'replacement',
+    reason: 'without the selected overlays nothing would have undercut the replaced node',
+    overlays: ['cost-aware-ri-m5.large-us-east-1'],
+    prices: { source: 'static', asOf: '2026-11-30T05:00:00Z' },
+    disruption: { reason: 'Underutilized', replaced: [{ nodeClaim: 'old-c6i' }], replacedCount: 1 },
+  };
+  const node = karpenterNode({ name: 'replacement-1', instanceType: 'm5.large', createdAt: '2026-11-30T06:00:00Z' });
+  node.metadata!.annotations = {
+    ...node.metadata?.annotations,
+    'veneer.io/overlay-decision': JSON.stringify({
+      influenced: false,
+      overlay: null,
+      decidedBy: 'webhook',
+      evaluatedAt: '2026-11-30T06:00:00Z',
+      labeledAt: '2026-11-30T06:00:00Z',
+      basis: 'exact',
+      characteristicsFrom: 'node+nodeclaim',
+      effect,
+    }),
+  };
+  writeFileSync(join(dir, 'node.json'), JSON.stringify(node));
+  writeFileSync(join(dir, 'overlays.json'), JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [] }));
+  const args = ['--nodes', join(dir, 'node.json'), '--overlays', join(dir, 'overlays.json')];
+  const json = await run([...args, '-o', 'json']);
+  t.equal(json.code, 0, json.err);
+  const [e] = JSON.parse(json.out) as Explanation[];
+  t.same(e?.effect, { ...effect, prices: { source: 'static', asOf: Date.parse(effect.prices.asOf) } }, "the record's");
+  t.equal(e?.effectNow?.verdict, 'unknown', 'decided again without its NodeClaim or the overlay: unknown');
+  const table = await run(args);
+  t.match(table.out, /^ {2}effect: replacement \(/m);
+  t.match(table.out, /^ {2}decided again now, with the overlays as they are: unknown \(/m);
+});
+
 t.test('mistakes get a clear message', async (t) => {
   const missing = await run(['--nodes', join(fixtures, 'nodes.yaml')]);
   t.equal(missing.code, 2);

@@ -21,8 +21,18 @@ import { createdAt, disruptionOf, secs, startPoolScene, typeOf } from './pool-sc
 
 assertInOwnNetworkNamespace();
 t.setTimeout(420_000);
-const { karpenter, custom, core, live, storyOfClaim, createPods, deletePods, recordedOfType, untilPoolEmpty } =
-  await startPoolScene(t);
+const {
+  karpenter,
+  custom,
+  core,
+  live,
+  storyOfClaim,
+  createPods,
+  deletePods,
+  recordedOfType,
+  untilPoolEmpty,
+  explained,
+} = await startPoolScene(t);
 
 t.test('provisioning beside an emptiness deletion is recorded inline, with its launch effect', async (t) => {
   const first = ['first-0', 'first-1', 'first-2'];
@@ -67,6 +77,7 @@ t.test('provisioning beside an emptiness deletion is recorded inline, with its l
     t.equal(story.decidedBy, 'webhook', `${typeOf(c)}: recorded inline, in the CREATE or its registration`);
     t.equal(story.effect?.verdict, 'none', 'its launch effect: no overlay, nothing changed by one');
     t.equal(story.effect?.disruption, undefined, 'a provisioning launch, not a replacement');
+    await explained(t, { claim: c, story });
   }
   t.equal(
     (await karpenter.nodeClaims()).filter((c) => emptied.has(c.metadata.name) && disruptionOf(c)?.reason !== 'Empty')
@@ -125,7 +136,7 @@ t.test('an overlay deleted while Karpenter validates still decided the replaceme
   t.comment(
     `computed ${secs(computedAt - overlayAt)} after the overlay; deleted ${secs(deletedAt - computedAt)} later`,
   );
-  const { claim: replacement, effect } = await recordedOfType('m5.large', 120_000);
+  const { claim: replacement, story, effect } = await recordedOfType('m5.large', 120_000);
   const marked = Date.parse(
     disruptionOf((await karpenter.nodeClaims()).find((c) => c.metadata.name === old!.metadata.name) ?? old!)
       ?.lastTransitionTime ?? '',
@@ -140,6 +151,8 @@ t.test('an overlay deleted while Karpenter validates still decided the replaceme
   t.equal(effect.verdict, 'replacement', `judged with the overlay that decided it (${effect.reason ?? ''})`);
   t.same(effect.overlays, [RI.metadata.name]);
   t.match(effect.disruption, { reason: 'Underutilized', replaced: [{ nodeClaim: old!.metadata.name }] });
+  // The overlay is gone: explain gives the record's effect, and beside it what deciding again now reads.
+  await explained(t, { claim: replacement, story }, { overlayGone: true });
   await deletePods(['app']);
   await untilPoolEmpty();
 });

@@ -46,6 +46,7 @@ import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { storyOf } from '../../../kit/node-history.ts';
 import { EFFECTS, readStory, recordKeys } from '../../../src/engine/index.ts';
 import type { DecisionStory } from '../../../src/engine/record.ts';
+import type { Explanation } from '../../../src/engine/explain.ts';
 import { dashboardQueries, testRules } from '../../support/chart.ts';
 import { inputSeries, promtool } from '../../support/prometheus.ts';
 import { startPodIdentityAgent } from '../../support/pod-identity-agent.ts';
@@ -372,11 +373,9 @@ t.test(
       without: { capacityType: 'spot', instanceTypes: ['m5.xlarge'] },
       prices: { source: 'static+ec2-spot' },
     };
-    t.match(
-      (JSON.parse(live.out) as { effect?: unknown }[])[0]?.effect,
-      effect,
-      'explain NODE: the effect the record holds',
-    );
+    const [explained] = JSON.parse(live.out) as Explanation[];
+    t.match(explained?.effect, effect, 'explain NODE: the effect the record holds');
+    t.equal(explained?.effectNow, undefined, 'and decided again now, the same');
     const table = await explain([name, ...prices], { KUBECONFIG: env.cp.writeKubeConfig() });
     t.match(
       table.out,
@@ -401,8 +400,9 @@ t.test(
     }
     const offline = await explain([...args, ...prices, '-o', 'json']);
     t.equal(offline.code, 0, offline.err);
-    const results = JSON.parse(offline.out) as { node: string; effect?: unknown }[];
-    t.match(results.find((r) => r.node === name)?.effect, effect, 'offline, with --ec2nodeclasses: the same effect');
+    const fromFiles = (JSON.parse(offline.out) as Explanation[]).find((r) => r.node === name);
+    t.match(fromFiles?.effect, effect, 'offline, with --ec2nodeclasses: the same effect');
+    t.equal(fromFiles?.effectNow, undefined, 'decided again from the files, the same');
   },
 );
 

@@ -36,6 +36,7 @@ import {
 import { assertInOwnNetworkNamespace } from '../../../kit/netns.ts';
 import { History, quantiles, storyOf } from '../../../kit/node-history.ts';
 import { expectOverlaysCounted } from '../../support/expectations.ts';
+import { everyRecordExplained } from './explained.ts';
 
 assertInOwnNetworkNamespace();
 const LAUNCHES = Number(process.env.VENEER_AWS_LAUNCHES ?? 100);
@@ -172,6 +173,11 @@ t.test(
     const { disagree, perOverlay } = againstJudge(history, launches, judgeCase.launches, answer.applied);
     t.same(disagree, [], `the record names the overlay Karpenter's own code applies, on all ${LAUNCHES} nodes`);
     t.comment(perOverlay);
+    const recorded = launched.flatMap(([node, v]) => {
+      const story = storyOf(v.at(-1));
+      return story ? [{ node, story }] : [];
+    });
+    await everyRecordExplained(t, cp.writeKubeConfig(), recorded);
     t.comment(
       `${LAUNCHES} launches (${onDemand} on-demand) registered ${allRegistered} ms after the pods; records by webhook ${found.by.webhook}, by reconciler ${found.by.reconciler}; NodeClaim->Node ${quantiles(found.latency.claimToNode)}; Node->record ${quantiles(found.latency.nodeToRecord)}`,
     );

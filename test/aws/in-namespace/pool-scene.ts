@@ -129,8 +129,8 @@ export async function startPoolScene(
     return { claim: claim!, story: story!, effect: story!.effect! };
   }
   /** `explain` on a recorded NodeClaim's node, live, while the overlays its record read are there. */
-  const explained = (t: Test, r: { claim: NodeClaim; story: DecisionStory }) =>
-    t.test('explained', (t) => explainAgrees(t, kubeconfig, r.claim.status!.nodeName!, r.story));
+  const explained = (t: Test, r: { claim: NodeClaim; story: DecisionStory }, opts: { overlayGone?: boolean } = {}) =>
+    t.test('explained', (t) => explainAgrees(t, kubeconfig, r.claim.status!.nodeName!, r.story, opts));
   const untilPoolEmpty = () =>
     until('the pool emptied', async () => (await karpenter.nodeClaims()).length === 0, 120_000);
   return {
