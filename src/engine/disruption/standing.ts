@@ -126,7 +126,14 @@ function standsIn(
   if (could) held = standing([...sure, ...could.filter((t) => t.fits).map(asWithout)], rules.without, SURE);
   if (held.stands) {
     const { cheapest } = input;
-    return { stands: true, ...(cheapest ? { cheapest: cheapestOf(held.left, could ?? couldHave(), cheapest) } : {}) };
+    if (!cheapest) return { stands: true };
+    const cut = could ?? couldHave();
+    // The cut types the pods are shown to fit are options too (only the price filter cut them with the overlays).
+    const all =
+      could || cut instanceof Abstain
+        ? held
+        : standing([...sure, ...cut.filter((t) => t.fits).map(asWithout)], rules.without, SURE);
+    return { stands: true, cheapest: cheapestOf(all.stands ? all.left : held.left, cut, cheapest) };
   }
   const widest = [...sure, ...could!.map(asWithout)];
   const high = standing(widest, rules.without, { prices: true, values: true });
@@ -166,8 +173,9 @@ function agreed(answers: readonly (Standing | Abstain)[], input: WithoutInput): 
 }
 
 /**
- * The cheapest option's cheapest offering in one hypothesis: no dearer than what is surely left,
- * no cheaper than the types the pods might have fit too (0 where their prices are not known).
+ * The cheapest option's cheapest offering in one hypothesis: no dearer than what is surely left
+ * (the types the pods are shown to fit among it), no cheaper than the types they might fit too (0
+ * where their prices are not known).
  */
 function cheapestOf(
   left: readonly PricedOption[],
@@ -176,5 +184,6 @@ function cheapestOf(
 ): Interval {
   const hi = Math.min(...left.flatMap((o) => (o.priced ? [cheapest(o.priced)] : [])));
   if (could instanceof Abstain) return { lo: 0, hi };
-  return { lo: Math.min(hi, ...could.map((t) => (t.without ? cheapest(t.without) : 0))), hi };
+  const unsure = could.filter((t) => !t.fits);
+  return { lo: Math.min(hi, ...unsure.map((t) => (t.without ? cheapest(t.without) : 0))), hi };
 }
