@@ -224,6 +224,8 @@ export interface ConsolidateRequest {
   commands: string[][];
   /** The SpotToSpotConsolidation feature gate. */
   spotToSpot: boolean;
+  /** Each command (one node) as Drift.ComputeCommands computes it for a drifted node: no price test. */
+  drift?: boolean;
 }
 
 /** The replacement NodeClaim of a consolidation command. */

@@ -181,6 +181,9 @@ type consolidateRequest struct {
 	Nodes         []consolidateNodeIn     `json:"nodes"`
 	Commands      [][]string              `json:"commands"`
 	SpotToSpot    bool                    `json:"spotToSpot"`
+	// Drift computes each command (one node) as Drift.ComputeCommands does for a drifted node:
+	// its pods scheduled without it, no price test.
+	Drift bool `json:"drift"`
 }
 
 type replacementOut struct {
@@ -604,15 +607,20 @@ func (cw *consolidationWorld) notCandidate(name string) string {
 	return "no such node in cluster state"
 }
 
-// simulate is disruption.SimulateScheduling as computeConsolidation calls it. v1.15 added a
-// SimulationOptions argument before the candidates; computeConsolidation passes its zero value.
-func (cw *consolidationWorld) simulate(candidates []*disruption.Candidate) (pscheduling.Results, error) {
+// simulate is disruption.SimulateScheduling as computeConsolidation calls it (drift: as
+// Drift.ComputeCommands does, with no scheduling options). v1.15 added a SimulationOptions argument
+// before the candidates; both pass its zero value.
+func (cw *consolidationWorld) simulate(candidates []*disruption.Candidate, drift bool) (pscheduling.Results, error) {
 	f := reflect.ValueOf(disruption.SimulateScheduling)
 	t := f.Type()
+	opts := []pscheduling.Options{pscheduling.IsConsolidationSimulation}
+	if drift {
+		opts = nil
+	}
 	args := []reflect.Value{
 		reflect.ValueOf(cw.ctx), reflect.ValueOf(cw.kubeClient), reflect.ValueOf(cw.cluster), reflect.ValueOf(cw.provisioner),
 		reflect.ValueOf(cw.clock), reflect.ValueOf(events.Recorder(cw.recorder)),
-		reflect.ValueOf([]pscheduling.Options{pscheduling.IsConsolidationSimulation}),
+		reflect.ValueOf(opts),
 	}
 	for len(args) < t.NumIn()-1 {
 		args = append(args, reflect.Zero(t.In(len(args))))
@@ -675,13 +683,54 @@ func (cw *consolidationWorld) command(names []string) worldCommand {
 		out.Decision = "none"
 		// Whether computeConsolidation got as far as comparing prices: every pod scheduled, onto
 		// exactly one new NodeClaim (consolidation.go: the lines before sumCandidatePrices).
-		results, err := cw.simulate(candidates)
+		results, err := cw.simulate(candidates, false)
 		cw.recorder.take()
 		if err == nil && results.AllNonPendingPodsScheduled() && len(results.NewNodeClaims) == 1 {
 			out.CandidatePrice = disruption.JudgeCandidatePrice(candidates...)
 		}
 	}
 	return out
+}
+
+// drift is Drift.ComputeCommands' command for one drifted node: its pods scheduled without it
+// (SimulateScheduling), a replacement for those that need a new node, no price test. A command
+// whose pods do not all schedule is none (Karpenter publishes DisruptionBlocked); one that needs no
+// new node deletes.
+func (cw *consolidationWorld) drift(names []string) worldCommand {
+	if len(names) != 1 {
+		return worldCommand{Decision: "none", Error: "drift commands have one candidate"}
+	}
+	c, ok := cw.candidates[names[0]]
+	if !ok {
+		return worldCommand{Decision: "none", Reason: fmt.Sprintf("not a candidate: %s", cw.notCandidate(names[0]))}
+	}
+	results, err := cw.simulate([]*disruption.Candidate{c}, true)
+	cw.recorder.take()
+	if err != nil {
+		return worldCommand{Decision: "none", Error: fmt.Sprintf("SimulateScheduling: %v", err)}
+	}
+	if !results.AllNonPendingPodsScheduled() {
+		return worldCommand{Decision: "none", Reason: "its pods do not all schedule without it"}
+	}
+	switch len(results.NewNodeClaims) {
+	case 0:
+		return worldCommand{Decision: "delete"}
+	case 1:
+	default:
+		return worldCommand{Decision: "none", Reason: fmt.Sprintf("%d replacements", len(results.NewNodeClaims))}
+	}
+	r := results.NewNodeClaims[0]
+	nodeClaim := r.ToNodeClaim()
+	reqs := slices.Clone(nodeClaim.Spec.Requirements)
+	slices.SortFunc(reqs, func(a, b v1.NodeSelectorRequirementWithMinValues) int { return strings.Compare(a.Key, b.Key) })
+	return worldCommand{
+		Decision:       "replace",
+		CandidatePrice: disruption.JudgeCandidatePrice(c),
+		Replacement: &replacementOut{
+			NodePool: r.NodePoolName, Requirements: reqs, Requests: nodeClaim.Spec.Resources.Requests,
+			InstanceTypes: lo.Map(r.InstanceTypeOptions, func(it *cloudprovider.InstanceType, _ int) string { return it.Name }),
+		},
+	}
 }
 
 // approve is Balanced consolidation's scoring of the command as the methods call it:
@@ -773,7 +822,11 @@ func judgeConsolidation(ctx context.Context, req consolidateRequest) (consolidat
 			return out, nil
 		}
 		for i, c := range req.Commands {
-			wc.set(&out.Commands[i], cw.command(c))
+			if req.Drift {
+				wc.set(&out.Commands[i], cw.drift(c))
+			} else {
+				wc.set(&out.Commands[i], cw.command(c))
+			}
 		}
 		if err := cw.close(); err != nil {
 			return out, err
