@@ -45,7 +45,13 @@ export interface DriftScene {
  * The scene, left running: the pod is made again whenever a drain evicts it until `stop`, so a
  * test can go on to what happens next (the replacement's expiration, with `expireAfter`).
  */
-export async function driftScene(d: SceneDeps & { expireAfter?: string }): Promise<DriftScene> {
+export async function driftScene(
+  d: SceneDeps & {
+    expireAfter?: string;
+    /** Called with the first node once recorded, before the rollout drifts it (and it goes). */
+    beforeRollout?: (first: RolloutNode) => Promise<unknown>;
+  },
+): Promise<DriftScene> {
   const print = d.print ?? ((line: string) => console.log(line));
   const custom = d.admin.makeApiClient(k8s.CustomObjectsApi);
   const core = d.admin.makeApiClient(k8s.CoreV1Api);
@@ -122,6 +128,7 @@ export async function driftScene(d: SceneDeps & { expireAfter?: string }): Promi
     const first = await next([], 'the m5.large node recorded');
     d.step('Karpenter launched m5.large, the Reserved Instance: without the overlay it would be t3.large');
     print(line(first));
+    await d.beforeRollout?.(first);
     d.step(
       "a rollout: a label added to the NodePool's template changes its hash; Karpenter marks the node Drifted and replaces it",
     );
