@@ -84,7 +84,7 @@ t.test(`${CASES} clusters: a drift replacement's effect is its launch's, and nam
         [node!],
         w,
         launched,
-        launch.with.priceOverlayApplied === true,
+        w.replacement!.priceOverlayApplied,
         undefined,
         'Drifted',
       );

@@ -237,6 +237,8 @@ export interface ConsolidationReplacement {
   requests?: Record<string, string>;
   /** Its instance-type options in Karpenter's order after the price filter, truncation and (several nodes) filterOutSameInstanceType. */
   instanceTypes: string[];
+  /** Its karpenter.sh/price-overlay-applied: an overlay priced an offering of one of its types. */
+  priceOverlayApplied: boolean;
 }
 
 /** One world's answer for one candidate set. */

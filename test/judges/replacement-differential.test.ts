@@ -209,7 +209,7 @@ t.test(
           set,
           w,
           launched,
-          launch?.with.priceOverlayApplied === true,
+          w.replacement!.priceOverlayApplied,
           change,
         );
         logAnswer('replacement', `${n}/${i}`, e ?? outcome);

@@ -30,6 +30,7 @@ import type { NodePoolView } from '../nodepool.ts';
 import type { OverlayIndex } from '../overlay-index.ts';
 import { NODEPOOL_LABEL } from '../well-known.ts';
 import { abstain } from '../effect/abstain.ts';
+import { annotatedWith } from '../effect/effect.ts';
 import { balancedEvidence } from './balanced.ts';
 import { churnOf } from './churn.ts';
 import { consolidationEffect } from './consolidation.ts';
@@ -94,8 +95,18 @@ export function disruptionEffect(origin: Disruption, s: DisruptionSetting): Effe
   if (window === undefined) return judge(s.inputAt(s.at));
   return effectAtDecision(
     window,
-    momentsWithin(s.index, window, s.annotated).map((t) => ({ at: t, effect: judge(s.inputAt(t)) })),
+    momentsWithin(s.index, window, (t) => annotationFits(t, s)).map((t) => ({ at: t, effect: judge(s.inputAt(t)) })),
   );
+}
+
+/**
+ * Whether the overlays of moment `t` would annotate the replacement's NodeClaim as it is. Where the
+ * replay cannot tell: an annotated one was at least priced while an eligible overlay was in force.
+ */
+function annotationFits(t: number, s: DisruptionSetting): boolean {
+  const expected = annotatedWith(s.inputAt(t));
+  if (expected !== undefined) return expected === s.annotated;
+  return !s.annotated || s.index.activeVersionsAt(t).some((v) => v.ineligible === undefined);
 }
 
 function commandOf(origin: Extract<Disruption, { kind: 'replacement' }>, s: DisruptionSetting): Command {

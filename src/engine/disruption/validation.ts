@@ -54,18 +54,22 @@ export function decisionWindow(
 
 /**
  * One moment for each set of overlays in force within the window: its start and every change in
- * it. The scheduler annotates a NodeClaim (karpenter.sh/price-overlay-applied) only when an overlay
- * priced an offering of one of its types, so a replacement so annotated was not priced at a moment
- * without any overlay in force (the window's start is often one: Karpenter publishes a node's
+ * it, less those `fits` rules out. The scheduler annotates a NodeClaim
+ * (karpenter.sh/price-overlay-applied) exactly when an overlay priced an offering of one of its
+ * types, so a moment whose overlays would annotate it otherwise than it is was not the one
+ * Karpenter priced at (the window's start is often such a moment: Karpenter publishes a node's
  * ConsolidationCandidate Event once per two minutes for the same command, and an Event from before
- * the overlay came may be the latest).
+ * the overlay came may be the latest). If every moment is ruled out, none is.
  */
-export function momentsWithin(index: OverlayIndex, window: DecisionWindow, annotated: boolean): number[] {
+export function momentsWithin(
+  index: OverlayIndex,
+  window: DecisionWindow,
+  fits: (moment: number) => boolean,
+): number[] {
   const moments = [window.from, ...index.changesBetween(window.from, window.to)];
-  // One set of overlays over the whole window (the usual case, on the webhook's path): nothing to rule out.
-  if (!annotated || moments.length === 1) return moments;
-  const overlaid = moments.filter((t) => index.activeVersionsAt(t).some((v) => v.ineligible === undefined));
-  return overlaid.length > 0 ? overlaid : moments;
+  if (moments.length === 1) return moments;
+  const fitting = moments.filter(fits);
+  return fitting.length > 0 ? fitting : moments;
 }
 
 /**

@@ -46,6 +46,32 @@ export function candidateTypes(
 
 const overlaid = (priced: readonly PricedCandidate[]) => priced.some((c) => c.overlays.length > 0);
 
+/**
+ * Whether the scheduler would annotate a NodeClaim of these candidates
+ * karpenter.sh/price-overlay-applied with the overlays counted in `input`: whether one of them
+ * prices any offering Karpenter holds of any candidate (offered or not, allowed by the NodeClaim
+ * or not). Undefined where the replay cannot tell (no prices, zones or NodeClaim).
+ */
+export function annotatedWith(input: EffectInput): boolean | undefined {
+  if (answerWithoutReplay(input) !== undefined) return undefined;
+  const { provider, claim, prices } = input;
+  const worlds = worldsOf(input.counted);
+  if (worlds.with.length === 0) return false;
+  const priced = priceWorld(
+    {
+      offerings: 'every',
+      prices: prices!,
+      zones: input.zones ?? launchZones(claim!, input.zones)!,
+      candidates: candidateTypes(claim!.candidates, claim!.pinned, provider!, input.instanceLabels),
+      pool: input.pool!,
+      provider: provider!,
+      region: prices!.region,
+    },
+    worlds.with,
+  );
+  return priced instanceof Abstain ? undefined : overlaid(priced);
+}
+
 export function launchEffect(input: EffectInput): Effect {
   const answered = answerWithoutReplay(input);
   if (answered !== undefined) return answered;

@@ -2,7 +2,7 @@
 // .test.ts) compares the engine with Karpenter's own AWS launch code on generated launches.
 import t from 'tap';
 import { toNodePoolView, toOverlayView, type OverlayObject, type PriceBook } from '../../../src/engine/index.ts';
-import { launchEffect } from '../../../src/engine/effect/effect.ts';
+import { annotatedWith, launchEffect } from '../../../src/engine/effect/effect.ts';
 import type { ClaimForEffect } from '../../../src/engine/effect/types.ts';
 import { AWS_KEYS, KWOK_KEYS } from '../../../src/engine/providers.ts';
 import { computeSavingsPlan, ec2InstanceSavingsPlan, reservedInstance } from '../../../kit/veneer.ts';
@@ -569,5 +569,29 @@ t.test(
       { verdict: 'none', reason: /the same CreateFleet request/ },
       'one type at 2.0 fills the last place: both requests are known, and the same',
     );
+  },
+);
+
+t.test(
+  "whether Karpenter's scheduler annotates the NodeClaim price-overlay-applied: an overlay prices an offering of a candidate",
+  async (t) => {
+    const input = (
+      candidates: string[],
+      overlays: ReturnType<typeof overlay>[],
+      book: PriceBook | null = prices(),
+    ) => ({
+      provider: AWS_KEYS,
+      launched: { instanceType: candidates[0]!, capacityType: 'on-demand' },
+      claim: claimOf(candidates, ['on-demand']),
+      pool,
+      counted: overlays.map((o) => ({ overlay: o, selected: true })),
+      conflicted: [],
+      prices: book ?? undefined,
+      zones: new Set(ZONES),
+    });
+    t.equal(annotatedWith(input(['m5.xlarge', 'c6i.xlarge'], [RI])), true, 'the RI prices m5.xlarge');
+    t.equal(annotatedWith(input(['c6i.xlarge', 'r6i.large'], [RI])), false, 'it prices neither candidate');
+    t.equal(annotatedWith(input(['c6i.xlarge'], [])), false, 'no overlay in force');
+    t.equal(annotatedWith(input(['m5.xlarge'], [RI], null)), undefined, 'without prices it cannot tell');
   },
 );

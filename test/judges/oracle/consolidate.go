@@ -120,6 +120,7 @@ import (
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 
 	v1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
 	"sigs.k8s.io/karpenter/pkg/controllers/disruption"
@@ -191,6 +192,9 @@ type replacementOut struct {
 	Requirements  []v1.NodeSelectorRequirementWithMinValues `json:"requirements"`
 	Requests      corev1.ResourceList                       `json:"requests,omitempty"`
 	InstanceTypes []string                                  `json:"instanceTypes"`
+	// PriceOverlayApplied is ToNodeClaim's karpenter.sh/price-overlay-applied: an overlay priced an
+	// offering of one of its types when the command was computed.
+	PriceOverlayApplied bool `json:"priceOverlayApplied"`
 }
 
 type worldCommand struct {
@@ -674,7 +678,10 @@ func (cw *consolidationWorld) command(names []string) worldCommand {
 		nodeClaim := r.ToNodeClaim()
 		reqs := slices.Clone(nodeClaim.Spec.Requirements)
 		slices.SortFunc(reqs, func(a, b v1.NodeSelectorRequirementWithMinValues) int { return strings.Compare(a.Key, b.Key) })
-		out.Replacement = &replacementOut{NodePool: r.NodePoolName, Requirements: reqs, Requests: nodeClaim.Spec.Resources.Requests, InstanceTypes: names}
+		out.Replacement = &replacementOut{
+			NodePool: r.NodePoolName, Requirements: reqs, Requests: nodeClaim.Spec.Resources.Requests, InstanceTypes: names,
+			PriceOverlayApplied: nodeClaim.Annotations[v1alpha1.PriceOverlayAppliedAnnotationKey] == "true",
+		}
 		out.Balanced = cw.approve(cmd, candidates)
 	case disruption.DeleteDecision:
 		out.Decision = "delete"
@@ -728,7 +735,8 @@ func (cw *consolidationWorld) drift(names []string) worldCommand {
 		CandidatePrice: disruption.JudgeCandidatePrice(c),
 		Replacement: &replacementOut{
 			NodePool: r.NodePoolName, Requirements: reqs, Requests: nodeClaim.Spec.Resources.Requests,
-			InstanceTypes: lo.Map(r.InstanceTypeOptions, func(it *cloudprovider.InstanceType, _ int) string { return it.Name }),
+			InstanceTypes:       lo.Map(r.InstanceTypeOptions, func(it *cloudprovider.InstanceType, _ int) string { return it.Name }),
+			PriceOverlayApplied: nodeClaim.Annotations[v1alpha1.PriceOverlayAppliedAnnotationKey] == "true",
 		},
 	}
 }
