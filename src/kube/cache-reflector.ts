@@ -26,10 +26,10 @@ type CacheReflectorOptions<T> = Omit<
   listAccept?: string;
 };
 
-/** A Reflector that lists and watches `path` with what every cache shares (`deps`). */
 /** The key a cache of cluster-scoped objects keeps them by: their name. */
 export const nameOf = (obj: unknown): string => (obj as { metadata?: { name?: string } }).metadata?.name ?? '';
 
+/** A Reflector that lists and watches `path` with what every cache shares (`deps`). */
 export function cacheReflector<T>(deps: CacheDeps, path: string, o: CacheReflectorOptions<T>): Reflector<T> {
   const { listAccept, ...own } = o;
   const accept = listAccept ?? o.accept;

@@ -17,7 +17,7 @@ import type {
   JudgeNodePoolRequirement,
   JudgeOverlay,
 } from './karpenter-oracle.ts';
-import type { Choices } from './karpenter-cluster.ts';
+import { Choices } from './karpenter-cluster.ts';
 import { parseQuantity } from '../../src/engine/quantity.ts';
 import {
   ALL_ZONES,
@@ -243,7 +243,7 @@ export function capacityOf(c: ConsolidationCase, type: string, resource: string)
  * types over it are no option in either world. Drawn from their own choices after the catalog is
  * sized (capacity by the provider's code), so the clusters without limits stay as they were.
  */
-export function withLimits(c: ConsolidationCase, choices: Choices): void {
+function withLimits(c: ConsolidationCase, choices: Choices): void {
   if (!choices.chance(0.3)) return;
   for (const pool of c.request.nodePools) {
     if (pool !== c.request.nodePools[0] && !choices.chance(0.5)) continue;
@@ -261,7 +261,7 @@ export function withLimits(c: ConsolidationCase, choices: Choices): void {
  * zones (`topology.kubernetes.io/zone Exists`, minValues): consolidation's filters count a type's
  * zones as the AWS provider's requirements hold them. From their own choices, as withLimits.
  */
-export function withZoneMinValues(c: ConsolidationCase, choices: Choices): void {
+function withZoneMinValues(c: ConsolidationCase, choices: Choices): void {
   if (c.zones.length < 2 || !choices.chance(0.2)) return;
   const pool = choices.pick(c.request.nodePools);
   pool.requirements.push({
@@ -276,9 +276,24 @@ export function withZoneMinValues(c: ConsolidationCase, choices: Choices): void 
  * an on-demand replacement cannot meet): consolidation's filters count each option's capacity
  * types, its usage classes among those the replacement allows. From their own choices, as withLimits.
  */
-export function withCapacityTypeMinValues(c: ConsolidationCase, choices: Choices): void {
+function withCapacityTypeMinValues(c: ConsolidationCase, choices: Choices): void {
   if (!choices.chance(0.2)) return;
   const pool = choices.pick(c.request.nodePools);
   const capacityTypes = pool.requirements.find((r) => r.key === 'karpenter.sh/capacity-type')!;
   (capacityTypes as JudgeNodePoolRequirement).minValues = choices.chance(0.25) ? 2 : 1;
+}
+
+/** Mixed into a cluster's seed, one per shape, so a shape's choices leave the rest of the cluster as it was. */
+const LIMITS_STREAM = 0x4c494d;
+const ZONES_STREAM = 0x5a4f4e;
+const CAPACITY_STREAM = 0x434150;
+
+/**
+ * The shapes given once the catalog is sized (limits read the types' capacity): NodePool limits,
+ * zones' and capacity types' minValues, each from its own stream of the cluster's `seed`.
+ */
+export function withShapes(c: ConsolidationCase, seed: number): void {
+  withLimits(c, new Choices(seed ^ LIMITS_STREAM));
+  withZoneMinValues(c, new Choices(seed ^ ZONES_STREAM));
+  withCapacityTypeMinValues(c, new Choices(seed ^ CAPACITY_STREAM));
 }

@@ -23,13 +23,7 @@ import { JUDGE_VERSIONS, type JudgeVersion, KarpenterJudge, type ConsolidateAnsw
 import { Choices } from './karpenter-cluster.ts';
 import { judgedIndex } from './judged-cluster.ts';
 import { type CaseSizing, sizeCatalog } from './case-sizing.ts';
-import {
-  type ConsolidationCase,
-  generateConsolidationCase,
-  withCapacityTypeMinValues,
-  withLimits,
-  withZoneMinValues,
-} from './replacement-cases.ts';
+import { type ConsolidationCase, generateConsolidationCase, withShapes } from './replacement-cases.ts';
 import { type ReplacementLaunches, replacementLaunches } from './replacement-launches.ts';
 import { engineEffect, type Moment, policy, T0 } from './replacement-engine.ts';
 import { logAnswer } from '../support/answer-log.ts';
@@ -42,16 +36,10 @@ const ONLY_CASE =
     ? undefined
     : Number(process.env.VENEER_REPLACEMENT_ORACLE_CASE);
 const IN_FLIGHT = 16;
-/** Mixed into a cluster's seed for its limits' own choices (withLimits). */
-const LIMITS_STREAM = 0x4c494d;
 
 /** A launch the engine leaves unknown by design: types whose fit it cannot show, a Conflict, Karpenter's cut at 60 or 600. */
 const ANYWAY_ABSTAIN = new Set(['unseen-options', 'conflict', 'truncation', 'candidates-cut', 'decision-moment']);
 
-/** Mixed into a cluster's seed for its zones' minValues' own choices (withZoneMinValues). */
-const ZONES_STREAM = 0x5a4f4e;
-/** Mixed into a cluster's seed for its capacity types' minValues' own choices (withCapacityTypeMinValues). */
-const CAPACITY_STREAM = 0x434150;
 /** Mixed into a cluster's seed for the choice of an overlay that changes while Karpenter decides. */
 const MOMENT_STREAM = 0x4d4f4d;
 /** The decision's window of every command here: marks at T0 - 1 s, no ConsolidationCandidate Event (validation.ts). */
@@ -146,9 +134,7 @@ t.test(
       const c = generateConsolidationCase(choices);
       // Sized by the AWS provider's code first: the judge's types then have Karpenter's allocatable.
       const answer = sizeCatalog(c.request.instanceTypes, c.catalog, choices, launchJudge).then(async (sizing) => {
-        withLimits(c, new Choices(seed ^ LIMITS_STREAM));
-        withZoneMinValues(c, new Choices(seed ^ ZONES_STREAM));
-        withCapacityTypeMinValues(c, new Choices(seed ^ CAPACITY_STREAM));
+        withShapes(c, seed);
         const answer = await judge.consolidate(c.request);
         const change = overlayChange(c, answer.statuses, new Choices(seed ^ MOMENT_STREAM));
         return { sizing, answer, change, launches: await replacementLaunches(launchJudge, c, answer) };

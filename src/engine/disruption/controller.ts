@@ -93,9 +93,15 @@ export function disruptionEffect(origin: Disruption, s: DisruptionSetting): Effe
   const judge = (replacement: EffectInput) => replacementEffect(command, replacement);
   const window = s.replayable ? command.window : undefined;
   if (window === undefined) return judge(s.inputAt(s.at));
+  // Each moment's input once: the annotation test and the judgement read the same overlays in force.
+  const inputs = new Map<number, EffectInput>();
+  const inputAt = (t: number) => inputs.get(t) ?? inputs.set(t, s.inputAt(t)).get(t)!;
   return effectAtDecision(
     window,
-    momentsWithin(s.index, window, (t) => annotationFits(t, s)).map((t) => ({ at: t, effect: judge(s.inputAt(t)) })),
+    momentsWithin(s.index, window, (t) => annotationFits(t, inputAt(t), s)).map((t) => ({
+      at: t,
+      effect: judge(inputAt(t)),
+    })),
   );
 }
 
@@ -103,8 +109,8 @@ export function disruptionEffect(origin: Disruption, s: DisruptionSetting): Effe
  * Whether the overlays of moment `t` would annotate the replacement's NodeClaim as it is. Where the
  * replay cannot tell: an annotated one was at least priced while an eligible overlay was in force.
  */
-function annotationFits(t: number, s: DisruptionSetting): boolean {
-  const expected = annotatedWith(s.inputAt(t));
+function annotationFits(t: number, input: EffectInput, s: DisruptionSetting): boolean {
+  const expected = annotatedWith(input);
   if (expected !== undefined) return expected === s.annotated;
   return !s.annotated || s.index.activeVersionsAt(t).some((v) => v.ineligible === undefined);
 }

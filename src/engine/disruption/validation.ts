@@ -19,7 +19,10 @@ export const VALIDATION_MS = 15_000;
  */
 export const COMPUTE_MAX_MS = 3 * 60_000;
 
-/** Karpenter's recorder drops an Event whose object and message it published this recently (events/recorder.go). */
+/**
+ * Karpenter's recorder drops an Event whose dedupe values it published this recently
+ * (events/recorder.go): a ConsolidationCandidate Event's are its object and command text, not its figures.
+ */
 export const EVENT_DEDUPE_MS = 2 * 60_000;
 
 /**
